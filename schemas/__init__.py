@@ -1,0 +1,1 @@
+"""JSON Schemas gpuconf ships: the intent language and the upstream schemas it verifies output against."""
