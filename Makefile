@@ -1,0 +1,34 @@
+# The README's commands. Each target bootstraps .venv itself, so a fresh clone needs only Python >= 3.10 and make.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+REFERENCE := examples/heterogeneous.yaml
+
+.PHONY: demo test bench schema golden reference clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+demo: $(STAMP)  ## validate the bundled reference example and print its summary
+	@$(BIN)/gpuconf validate --summary $(REFERENCE)
+
+test: $(STAMP)  ## run the whole test suite
+	@$(BIN)/python -m pytest -q
+
+bench: $(STAMP)  ## time --help and the validation of generated large intents
+	@$(BIN)/python tools/bench.py
+
+schema: $(STAMP)  ## regenerate schemas/cluster-intent.schema.json
+	@$(BIN)/gpuconf schema -o schemas/cluster-intent.schema.json
+
+golden: $(STAMP)  ## regenerate the expected diagnostics of tests/cases (review the diff!)
+	@GPUCONF_REGEN=1 $(BIN)/python -m pytest -q tests/test_cases.py
+
+reference:  ## re-derive profiles/ and fixtures from ../shared/reference (maintainers only)
+	@$(BIN)/python tools/derive_reference.py
+
+clean:
+	rm -rf $(VENV) out build *.egg-info .pytest_cache .hypothesis

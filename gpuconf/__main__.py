@@ -1,0 +1,6 @@
+"""Allow `python -m gpuconf`."""
+
+from .cli import main
+
+if __name__ == "__main__":
+    main(prog_name="gpuconf")

@@ -1,0 +1,433 @@
+"""GPU models, MIG geometry and chart facts: the one place gpuconf reads its domain knowledge from.
+
+The data is the JSON that tools/derive_reference.py derives from the reference material into profiles/ (installed
+as the package gpuconf.profiles). It is loaded on first use and cached; importing this module reads nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import itertools
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+PathStatus = str  # "known" | "template-only" | "open-map" | "unknown"
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """One GPU-instance profile of one GPU model, with the start slots nvidia-smi -lgipp lists for it."""
+
+    name: str
+    compute_slices: int
+    memory_slices: int
+    max_instances: int
+    starts: tuple[int, ...]
+    size: int
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """A GPU model as users name it in an intent (`gpu: H100-80GB`)."""
+
+    id: str
+    name: str
+    pci_device_ids: tuple[str, ...]
+    memory_gib: float | None
+    compute_capability: str | None
+    family: str
+    mig_capable: bool
+    memory_slots: int  # memory slices of a MIG GPU; 0 for non-MIG models
+    mig_profiles: Mapping[str, MigProfile] = field(hash=False)
+    balanced_layout: Mapping[str, int] = field(hash=False)
+    compute_slots: int = 0  # compute slices of a MIG GPU; 0 for non-MIG models
+    pci_devices: Mapping[str, str] = field(default_factory=dict, hash=False)
+    legacy_profile_names: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    confidence: str = ""
+
+    def nfd_device_ids(self) -> tuple[str, ...]:
+        """The PCI device ids in NFD's pci.device form: "0x233010DE" -> "2330"."""
+        # mig-parted's filter is 0x<DEVICE><VENDOR>; NFD matches lower-case hex without 0x (facts §5).
+        return tuple(f"{int(pci, 16) >> 16:04x}" for pci in self.pci_device_ids)
+
+
+@dataclass(frozen=True)
+class MigFit:
+    """Whether a MIG layout fits one GPU, why not, and where each instance goes when it does."""
+
+    fits: bool
+    reason: str
+    placement: tuple[tuple[str, int], ...]  # (profile, start slot) per instance, by start slot
+
+
+@dataclass(frozen=True)
+class ChartFacts:
+    """Base defaults and known quirks of one GPU Operator chart version."""
+
+    version: str
+    defaults: dict[str, Any] = field(hash=False)  # a fresh copy per chart() call, so callers may modify it
+    template_only_keys: tuple[str, ...]
+    dead_keys: tuple[str, ...]
+    renamed_keys: Mapping[str, str] = field(hash=False)
+    verbatim_blocks: tuple[str, ...]
+    nfd_chart_version: str
+    free_form_map_keys: tuple[str, ...] = ()
+    free_form_map_paths: tuple[str, ...] = ()
+    nfd_defaults_source: str = ""
+
+
+# --- loading ---------------------------------------------------------------------------------------------------
+
+
+def _data_dir() -> Traversable:
+    """The directory holding gpus.json and charts/."""
+    try:
+        return importlib.resources.files("gpuconf.profiles")
+    except ModuleNotFoundError:
+        # setuptools maps the repository's profiles/ to gpuconf.profiles only when the project is installed;
+        # a bare source checkout on PYTHONPATH keeps the data next to the package directory instead.
+        return importlib.resources.files("gpuconf").joinpath("..", "profiles")
+
+
+@functools.cache
+def _gpus_json() -> dict[str, Any]:
+    """profiles/gpus.json, parsed."""
+    data: dict[str, Any] = json.loads(_data_dir().joinpath("gpus.json").read_text(encoding="utf-8"))
+    return data
+
+
+@functools.cache
+def _chart_text(version: str) -> str | None:
+    """The text of profiles/charts/<version>.json, or None when gpuconf has no facts for it."""
+    if version not in chart_versions():
+        return None
+    return str(_data_dir().joinpath("charts", f"{version}.json").read_text(encoding="utf-8"))
+
+
+def _model(model_id: str, raw: dict[str, Any]) -> GpuModel:
+    """A GpuModel from its JSON entry."""
+    profiles = {
+        name: MigProfile(name, p["computeSlices"], p["memorySlices"], p["maxInstances"], tuple(p["starts"]), p["size"])
+        for name, p in sorted(raw["migProfiles"].items())
+    }
+    geometry = raw["migGeometry"] or {"computeSlices": 0, "memorySlices": 0}
+    return GpuModel(
+        id=model_id,
+        name=raw["name"],
+        pci_device_ids=tuple(raw["pciDeviceIds"]),
+        memory_gib=None if raw["memoryGiB"] is None else float(raw["memoryGiB"]),
+        compute_capability=raw["computeCapability"],
+        family=raw["family"],
+        mig_capable=raw["migCapable"],
+        memory_slots=geometry["memorySlices"],
+        mig_profiles=MappingProxyType(profiles),
+        balanced_layout=MappingProxyType(dict(sorted(raw["balancedLayout"].items()))),
+        compute_slots=geometry["computeSlices"],
+        pci_devices=MappingProxyType(dict(raw["pciDevices"])),
+        legacy_profile_names=tuple(raw["legacyProfileNames"]),
+        sources=tuple(raw["sources"]),
+        confidence=raw["confidence"],
+    )
+
+
+@functools.cache
+def gpu_models() -> Mapping[str, GpuModel]:
+    """Every GPU model of the catalogue, by id, sorted."""
+    models = _gpus_json()["models"]
+    return MappingProxyType({mid: _model(mid, models[mid]) for mid in sorted(models)})
+
+
+def gpu_model(model_id: str) -> GpuModel | None:
+    """The model with this exact id, or None."""
+    return gpu_models().get(model_id)
+
+
+# --- MIG -------------------------------------------------------------------------------------------------------
+
+
+def _attributes(profile: str) -> tuple[str, ...]:
+    """The `+attr` attributes of a profile name (`1g.10gb+me` -> ("me",)); `-me` is not an attribute."""
+    _, plus, attrs = profile.partition("+")
+    return tuple(attrs.split(",")) if plus else ()
+
+
+def _media_extended(profile: str) -> bool:
+    """Whether an instance of the profile claims the GPU's media extensions (`+me`, `+me.all`)."""
+    return any(attr == "me" or attr.startswith("me.") for attr in _attributes(profile))
+
+
+def _plural(count: int, word: str) -> str:
+    """`1 instance`, `2 instances`."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _slot_ranges(slots: Iterable[int]) -> str:
+    """`0-3,6` for the slots {0,1,2,3,6}."""
+    ordered = sorted(set(slots))
+    parts = []
+    for _, run in itertools.groupby(enumerate(ordered), key=lambda pair: pair[1] - pair[0]):
+        block = [slot for _, slot in run]
+        parts.append(str(block[0]) if len(block) == 1 else f"{block[0]}-{block[-1]}")
+    return ",".join(parts)
+
+
+def _slots_phrase(slots: Iterable[int]) -> str:
+    """`slot 7` or `slots 0-3,6`."""
+    slots = set(slots)
+    return ("slot " if len(slots) == 1 else "slots ") + _slot_ranges(slots)
+
+
+def _counted(layout: Mapping[str, int], names: Iterable[str]) -> str:
+    """`1g.10gb x2, 1g.20gb x1` for the given profiles of a layout."""
+    return ", ".join(f"{name} x{layout[name]}" for name in sorted(names))
+
+
+def _media_rule_violation(model: GpuModel, layout: Mapping[str, int]) -> str | None:
+    """Why a layout breaks the +me combination rules, or None."""
+    # mig-parted's reference enumeration for A100-40GB (pkg/mig/config/known_configs.go, facts §4.1) drops every
+    # combination with a media-extension 1g instance next to another instance of the 1g GPU-instance size, and no
+    # layout of it holds two media-extension instances. NVML on the node is the final judge; gpuconf applies the
+    # conservative reading to every model: at most one `+me`/`+me.all` instance, and a `1g...+me` alone among the
+    # 1-compute-slice instances of any memory size. `+me.all` (RTX PRO 6000) owns the media engines of a 4-slice
+    # GPU whose other profiles come in `-me` variants, so only the first rule applies to it.
+    media = [name for name in layout if _media_extended(name)]
+    if sum(layout[name] for name in media) > 1:
+        return (f"at most one media-extension instance (+me) fits one GPU, layout asks for "
+                f"{sum(layout[name] for name in media)} ({_counted(layout, media)})")
+    for name in media:
+        if "me" in _attributes(name) and model.mig_profiles[name].compute_slices == 1:
+            others = [o for o in layout if o != name and model.mig_profiles[o].compute_slices == 1]
+            if others:
+                return (f"{name} cannot share a GPU with other 1g instances ({_counted(layout, others)}): "
+                        f"mig-parted's reference enumeration never combines a 1g+me with another 1g instance")
+    return None
+
+
+def _largest_first(model: GpuModel) -> Callable[[str], tuple[int, int, str]]:
+    """Sort key putting the instances with the most memory slices (then compute slices) first."""
+    return lambda name: (-model.mig_profiles[name].size, -model.mig_profiles[name].compute_slices, name)
+
+
+def _place(model: GpuModel, layout: Mapping[str, int]) -> tuple[list[tuple[str, int]] | None, list[tuple[str, int]]]:
+    """Backtracking placement: (placement, []) when the layout fits, else (None, the deepest partial placement)."""
+    # Largest instances first, lowest start first: big instances have the fewest start slots, so placing them first
+    # prunes the search early, and a fixed order keeps the placement found (and a failure's reason) deterministic.
+    instances = sorted((name for name, count in layout.items() for _ in range(count)), key=_largest_first(model))
+    placed: list[tuple[str, int]] = []
+    deepest: list[tuple[str, int]] = []
+
+    def search(index: int, used: int) -> bool:
+        nonlocal deepest
+        if len(placed) > len(deepest):
+            deepest = list(placed)
+        if index == len(instances):
+            return True
+        name = instances[index]
+        profile = model.mig_profiles[name]
+        # Identical instances are interchangeable: trying them in non-decreasing start order skips permutations.
+        lowest = placed[-1][1] if placed and placed[-1][0] == name else -1
+        for start in profile.starts:
+            mask = ((1 << profile.size) - 1) << start
+            if start < lowest or used & mask:
+                continue
+            placed.append((name, start))
+            if search(index + 1, used | mask):
+                return True
+            placed.pop()
+        return False
+
+    if search(0, 0):
+        return placed, []
+    return None, deepest
+
+
+def _no_room_reason(model: GpuModel, layout: Mapping[str, int], deepest: list[tuple[str, int]]) -> str:
+    """Explain a failed placement from the deepest partial placement the search reached."""
+    groups: dict[str, list[int]] = {}
+    for name, start in deepest:
+        size = model.mig_profiles[name].size
+        groups.setdefault(name, []).extend(range(start, start + size))
+    occupied = {slot for slots in groups.values() for slot in slots}
+    placed_counts = {name: sum(1 for n, _ in deepest if n == name) for name in groups}
+    # The search places instances in _largest_first order, so the first profile short of its count is the one
+    # that found no room.
+    stuck = next(name for name in sorted(layout, key=_largest_first(model))
+                 if placed_counts.get(name, 0) < layout[name])
+    profile = model.mig_profiles[stuck]
+    starts = ",".join(str(s) for s in profile.starts)
+    reason = f"{stuck} x{layout[stuck] - placed_counts.get(stuck, 0)} has no free start slot among {{{starts}}}"
+    free = set(range(model.memory_slots)) - occupied
+    if free:
+        reason += f" (free: {_slots_phrase(free)})"
+    if groups:
+        taken = ", ".join(f"{name} x{placed_counts[name]} occupies {_slots_phrase(slots)}"
+                          for name, slots in groups.items())
+        reason = f"{taken}; {reason}"
+    return reason
+
+
+def fit_mig_layout(model: GpuModel, layout: Mapping[str, int]) -> MigFit:
+    """Check exactly whether a layout (profile -> instances per GPU) fits one GPU of the model."""
+    if not model.mig_capable:
+        return MigFit(False, f"{model.id} is not MIG-capable", ())
+    for name in sorted(layout):
+        count = layout[name]
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            return MigFit(False, f"profile {name} needs a whole number of instances >= 0, got {count!r}", ())
+        if name not in model.mig_profiles:
+            known = ", ".join(model.mig_profiles)
+            legacy = (" (a name older drivers used; current drivers name its profiles differently)"
+                      if name in model.legacy_profile_names else "")
+            return MigFit(False, f"profile {name} does not exist on {model.id}{legacy} (known: {known})", ())
+        limit = model.mig_profiles[name].max_instances
+        if count > limit:
+            return MigFit(False, f"profile {name} allows at most {_plural(limit, 'instance')}, layout asks for "
+                                 f"{count}", ())
+    wanted = {name: count for name, count in layout.items() if count > 0}
+    if not wanted:
+        if layout:
+            # mig-parted rejects a non-empty mig-devices map whose counts are all 0 (facts §3.1).
+            return MigFit(False, "all counts are 0: give at least one profile a count, or use an empty layout", ())
+        return MigFit(True, "empty layout: MIG enabled with no instances", ())
+    violation = _media_rule_violation(model, wanted)
+    if violation:
+        return MigFit(False, violation, ())
+    placement, deepest = _place(model, wanted)
+    if placement is None:
+        return MigFit(False, _no_room_reason(model, wanted, deepest), ())
+    ordered = tuple(sorted(placement, key=lambda item: (item[1], item[0])))
+    used = sum(model.mig_profiles[name].size for name, _ in ordered)
+    return MigFit(True, f"fits: {used} of {model.memory_slots} memory slices used", ordered)
+
+
+def mig_presets(model: GpuModel) -> Mapping[str, Mapping[str, int]]:
+    """The layouts mig-manager generates for a model: all-balanced and all-<profile> at its maximum count."""
+    # mig-manager v0.15 names them `all-<profile>` with "+" replaced by "." (facts §3.2); all-disabled and
+    # all-enabled are not layouts (MIG off, and MIG on with no instances) and are left out.
+    if not model.mig_capable:
+        return MappingProxyType({})
+    presets: dict[str, Mapping[str, int]] = {"all-balanced": model.balanced_layout}
+    for name, profile in model.mig_profiles.items():
+        presets["all-" + name.replace("+", ".")] = MappingProxyType({name: profile.max_instances})
+    return MappingProxyType(dict(sorted(presets.items())))
+
+
+# --- charts ----------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def chart_versions() -> tuple[str, ...]:
+    """The GPU Operator chart versions gpuconf ships facts for, sorted by version."""
+    names = [entry.name for entry in _data_dir().joinpath("charts").iterdir() if entry.name.endswith(".json")]
+    versions = [name.removesuffix(".json") for name in names]
+    return tuple(sorted(versions, key=lambda v: tuple(int(p) for p in v.lstrip("v").split("."))))
+
+
+def chart(version: str) -> ChartFacts | None:
+    """The facts of one chart version (defaults as a fresh, modifiable copy), or None when unknown."""
+    text = _chart_text(version)
+    if text is None:
+        return None
+    raw = json.loads(text)
+    return ChartFacts(
+        version=raw["version"],
+        defaults=raw["defaults"],
+        template_only_keys=tuple(raw["templateOnlyKeys"]),
+        dead_keys=tuple(raw["deadKeys"]),
+        renamed_keys=MappingProxyType(raw["renamedKeys"]),
+        verbatim_blocks=tuple(raw["verbatimBlocks"]),
+        nfd_chart_version=raw["nfdChartVersion"],
+        free_form_map_keys=tuple(raw["freeFormMapKeys"]),
+        free_form_map_paths=tuple(raw["freeFormMapPaths"]),
+        nfd_defaults_source=raw["nfdDefaultsSource"],
+    )
+
+
+def _known_paths(node: Any, prefix: str = "") -> Iterable[str]:
+    """Every dotted path of a defaults tree: maps and their keys; a list is a leaf."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            path = f"{prefix}.{key}" if prefix else key
+            yield path
+            yield from _known_paths(value, path)
+
+
+@functools.cache
+def _chart_index(version: str) -> tuple[ChartFacts, frozenset[str], tuple[str, ...]]:
+    """The facts of a version with its known dotted paths and the suggestion candidates (known + template-only)."""
+    facts = chart(version)
+    if facts is None:
+        known = chart_versions()
+        guess = suggest(version, known)
+        hint = f"; did you mean {guess}?" if guess else ""
+        raise ValueError(f"no facts for GPU Operator chart {version!r} (known: {', '.join(known)}){hint}")
+    known_paths = frozenset(_known_paths(facts.defaults))
+    return facts, known_paths, tuple(sorted(known_paths | set(facts.template_only_keys)))
+
+
+def _walk(defaults: dict[str, Any], parts: list[str]) -> tuple[list[str], Any, list[str]]:
+    """Follow path segments as far as the defaults go: (matched keys, node reached, unmatched segments)."""
+    # Keys may contain dots below the top level (operator.nodeSelector."kubernetes.io/os"), so at each level the
+    # longest run of segments that names an existing key wins.
+    node: Any = defaults
+    matched: list[str] = []
+    i = 0
+    while i < len(parts) and isinstance(node, dict):
+        for end in range(len(parts), i, -1):
+            key = ".".join(parts[i:end])
+            if key in node:
+                matched.append(key)
+                node = node[key]
+                i = end
+                break
+        else:
+            break
+    return matched, node, parts[i:]
+
+
+def chart_path_status(version: str, path: str) -> tuple[PathStatus, str | None]:
+    """Classify a dotted values path of a chart version, with a did-you-mean for an unknown one."""
+    facts, _, candidates = _chart_index(version)
+    parts = path.split(".")
+    if not path or any(not part for part in parts):
+        return "unknown", suggest(path, candidates) if path else None
+    matched, node, rest = _walk(facts.defaults, parts)
+    if not rest:
+        return "known", None
+    # Keys the templates read although values.yaml lacks them, and anything below them (operator.metrics.*).
+    if any(path == key or path.startswith(key + ".") for key in facts.template_only_keys):
+        return "template-only", None
+    prefix = ".".join(matched)
+    # Below an empty map, a map of user-chosen names (labels, nodeSelector, data, ...) or a block that is another
+    # program's configuration file, any key is legitimate. A list (daemonsets.tolerations) is set as a whole: its
+    # items have no dotted paths.
+    if matched and (isinstance(node, dict) or node is None) and (
+        node == {} or matched[-1] in facts.free_form_map_keys
+        or any(prefix == p or prefix.startswith(p + ".") for p in facts.free_form_map_paths)
+    ):
+        return "open-map", None
+    return "unknown", suggest(path, candidates)
+
+
+# --- did-you-mean ----------------------------------------------------------------------------------------------
+
+
+def suggest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice closest to a misspelt word (case-insensitive), or None when nothing is close."""
+    import difflib  # only needed on the error path
+
+    by_lower: dict[str, str] = {}
+    for choice in sorted(choices):
+        by_lower.setdefault(choice.lower(), choice)
+    if word.lower() in by_lower:
+        return by_lower[word.lower()]
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
+    return by_lower[close[0]] if close else None

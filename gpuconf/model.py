@@ -1,0 +1,315 @@
+"""The cluster-intent language (gpuconf.dev/v1alpha1) as strict pydantic models.
+
+Every field is strictly typed: a quoted "4" is not an integer and "yes" is not a boolean, because Helm and the
+Kubernetes API read YAML 1.1 and would disagree with a lenient reader. Unknown keys are errors. Cross-field and
+catalogue rules (GPU models, MIG geometry, quotas) live in rules.py, so that one run reports all of them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Dict, List, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, WithJsonSchema, field_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+API_VERSION = "gpuconf.dev/v1alpha1"
+KIND = "ClusterIntent"
+
+#: Kubernetes minor versions gpuconf verifies output against (the schemas kubernetes-validate bundles).
+KUBERNETES_VERSIONS = tuple(f"1.{minor}" for minor in range(25, 38))
+DISTRIBUTIONS = ("vanilla", "openshift", "rke2", "k3s", "eks", "gke", "aks", "microk8s")
+PRIORITY_TIERS = ("low", "normal", "high", "critical")
+
+Name = Annotated[str, Field(min_length=1, max_length=63, description="A DNS-1123 label: lower-case alphanumerics and '-'.")]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+Count = Annotated[int, Field(ge=1)]
+Subject = Annotated[str, Field(
+    pattern=r"^(group|user|serviceaccount):[^\s:]+(:[^\s:]+)?$",
+    description="An RBAC subject: group:NAME, user:NAME or serviceaccount:NAMESPACE:NAME.",
+    examples=["group:gpu-platform", "user:alice@example.com", "serviceaccount:ci:deployer"],
+)]
+
+
+class Strict(BaseModel):
+    """Base of every intent model: camelCase keys, unknown keys rejected, no type coercion."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, alias_generator=to_camel, frozen=True)
+
+
+# --- cluster, operator, driver ---------------------------------------------------------------------------------
+
+
+class ContainerRuntime(Strict):
+    """Where the container runtime lives on the nodes, when it is not the distribution's default."""
+
+    name: Literal["containerd", "cri-o"] = Field("containerd", description="Runtime the toolkit configures.")
+    config_path: Optional[NonEmpty] = Field(None, description="Runtime config file on the host, e.g. /etc/containerd/config.toml.")
+    socket_path: Optional[NonEmpty] = Field(None, description="Runtime socket on the host, e.g. /run/containerd/containerd.sock.")
+
+
+class Cluster(Strict):
+    """The Kubernetes cluster the output is for."""
+
+    kubernetes_version: Literal[KUBERNETES_VERSIONS] = Field(  # type: ignore[valid-type]
+        description="Kubernetes minor version (quoted, e.g. \"1.33\"); generated manifests are verified against it.")
+    distribution: Literal[DISTRIBUTIONS] = Field("vanilla", description="Kubernetes distribution.")  # type: ignore[valid-type]
+    container_runtime: Optional[ContainerRuntime] = Field(None, description="Container runtime paths, if not the default.")
+    mig_strategy: Optional[Literal["single", "mixed"]] = Field(
+        None, description="Pin the cluster-wide MIG strategy. Omit to let gpuconf derive it from the pools.")
+
+
+class Operator(Strict):
+    """The GPU Operator Helm release."""
+
+    chart_version: NonEmpty = Field(description="Pinned GPU Operator chart version; one gpuconf ships base defaults for.")
+    namespace: Name = Field("gpu-operator", description="Namespace of the release and its ConfigMaps.")
+    registry: Optional[NonEmpty] = Field(None, description="Image registry mirror that replaces nvcr.io/nvidia for every image.")
+    image_pull_secrets: List[Name] = Field(default_factory=list, description="Names of existing pull secrets (never their content).")
+
+
+class Drain(Strict):
+    """How nodes are drained before their driver is replaced."""
+
+    enable: bool = Field(True, description="Drain the node (evict all pods) before the driver upgrade.")
+    force: bool = Field(False, description="Also evict pods not managed by a controller.")
+    timeout_seconds: int = Field(300, ge=0, description="Give up draining after this many seconds (0 = never).")
+    delete_empty_dir: bool = Field(False, description="Evict pods using emptyDir volumes (their data is lost).")
+    pod_selector: Optional[NonEmpty] = Field(None, description="Label selector of the pods to drain; default all.")
+
+
+class PodDeletion(Strict):
+    """How GPU pods are removed before their driver is replaced."""
+
+    force: bool = Field(False, description="Delete GPU pods not managed by a controller.")
+    timeout_seconds: int = Field(300, ge=0, description="Give up after this many seconds (0 = never).")
+    delete_empty_dir: bool = Field(False, description="Delete GPU pods using emptyDir volumes.")
+
+
+class WaitForCompletion(Strict):
+    """Jobs that must finish before a node's driver is replaced."""
+
+    pod_selector: NonEmpty = Field(description="Label selector of the pods to wait for.")
+    timeout_seconds: int = Field(0, ge=0, description="Stop waiting after this many seconds (0 = forever).")
+
+
+def _max_unavailable(value: Any) -> Union[int, str]:
+    # A plain validator instead of a Union keeps the error to one clear line instead of one per union member.
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit() and 0 <= int(value[:-1]) <= 100:
+        return value
+    raise PydanticCustomError("max_unavailable", "must be a node count (>= 0) or a percentage such as \"25%\"")
+
+
+MaxUnavailable = Annotated[Any, PlainValidator(_max_unavailable), WithJsonSchema({
+    "oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": r"^(100|[1-9]?[0-9])%$"}],
+    "description": "Nodes that may be unavailable at once during the upgrade: a count or a percentage such as \"25%\".",
+})]
+
+
+class Upgrade(Strict):
+    """Driver upgrade policy: waves of nodes, canary pool first."""
+
+    auto_upgrade: bool = Field(True, description="Let the operator roll driver changes out node by node.")
+    max_parallel: int = Field(1, ge=0, description="Nodes upgraded at once (0 = unlimited).")
+    max_unavailable: MaxUnavailable = "25%"
+    drain: Optional[Drain] = Field(None, description="Drain settings; omit to keep the chart default (no drain).")
+    pod_deletion: Optional[PodDeletion] = Field(None, description="GPU pod deletion settings.")
+    wait_for_completion: Optional[WaitForCompletion] = Field(None, description="Wait for matching pods before upgrading.")
+    canary_pool: Optional[Name] = Field(None, description="Pool upgraded first, alone, before the rest.")
+
+
+DriverVersion = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+(\.[0-9]+)?$", description="Driver version, quoted, e.g. \"595.91.07\".")]
+
+
+class Driver(Strict):
+    """The cluster's default GPU driver."""
+
+    version: Optional[DriverVersion] = Field(None, description="Managed driver version; omit for the chart's default.")
+    preinstalled: bool = Field(False, description="Nodes bring their own host driver; the operator does not install one.")
+    kernel_module_type: Optional[Literal["auto", "open", "proprietary"]] = Field(None, description="Kernel module flavour.")
+    upgrade: Optional[Upgrade] = Field(None, description="Upgrade policy for managed drivers.")
+
+
+class PoolDriver(Strict):
+    """A pool's own driver, overriding the cluster default (hybrid clusters, per-pool versions)."""
+
+    version: Optional[DriverVersion] = Field(None, description="Driver version for this pool only.")
+    preinstalled: bool = Field(False, description="This pool keeps its host driver.")
+
+
+# --- sharing ---------------------------------------------------------------------------------------------------
+
+
+class TimeSlicing(Strict):
+    """Time-slicing: each GPU is advertised replicas times; no memory or fault isolation."""
+
+    replicas: int = Field(description="How many pods share one GPU (>= 2).")
+    rename_by_default: bool = Field(False, description="Advertise as nvidia.com/gpu.shared instead of nvidia.com/gpu.")
+    fail_requests_greater_than_one: bool = Field(False, description="Reject pods asking for more than one shared unit.")
+
+
+class Mps(Strict):
+    """CUDA MPS: full GPUs split into replicas with pinned memory and compute shares."""
+
+    replicas: int = Field(description="How many clients share one GPU (2 to the upstream limit of 48).")
+    rename_by_default: bool = Field(True, description="Advertise as nvidia.com/gpu.shared (the upstream MPS default).")
+
+
+MigLayout = Dict[NonEmpty, Annotated[int, Field(ge=1)]]
+
+
+class Mig(Strict):
+    """MIG partitioning: either an explicit layout per GPU or a preset that mig-manager names."""
+
+    layout: Optional[MigLayout] = Field(None, description="MIG profile -> instances per GPU, e.g. {\"3g.40gb\": 1, \"1g.10gb\": 4}.")
+    preset: Optional[NonEmpty] = Field(None, description="A built-in layout: all-balanced, or all-<profile> (max instances of one profile).")
+
+
+class SharingProfile(Strict):
+    """How a pool's GPUs are shared: exactly one of exclusive, timeSlicing, mps, mig (mig may add timeSlicing)."""
+
+    exclusive: Optional[Dict[str, Any]] = Field(None, description="Whole GPUs, one pod each. Write `exclusive: {}`.")
+    time_slicing: Optional[TimeSlicing] = None
+    mps: Optional[Mps] = None
+    mig: Optional[Mig] = None
+
+    @field_validator("exclusive")
+    @classmethod
+    def _exclusive_empty(cls, value: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+        if value:
+            raise PydanticCustomError("exclusive_options", "exclusive takes no options; write `exclusive: {}`")
+        return value
+
+
+# --- pools -----------------------------------------------------------------------------------------------------
+
+
+class Match(Strict):
+    """How a pool's nodes are recognised. All given criteria must hold."""
+
+    pci_device: bool = Field(False, description="Nodes whose GPU PCI device id is the pool's model (seen by NFD).")
+    node_labels: Dict[NonEmpty, str] = Field(default_factory=dict, description="Labels the nodes already carry (e.g. a node group's).")
+    hostname: Optional[NonEmpty] = Field(None, description="Regular expression the node name must match, e.g. ^gpu-h100-.")
+    dmi_product: Optional[NonEmpty] = Field(None, description="DMI product name of the machine (NFD system.dmiid.product_name).")
+
+
+class Taint(Strict):
+    """A node taint the pool's nodes carry."""
+
+    key: NonEmpty = Field(description="Qualified name, e.g. gpuconf.dev/pool.")
+    value: str = Field("", description="Taint value (a label value).")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="Taint effect.")
+
+
+class Pool(Strict):
+    """A set of identical GPU nodes."""
+
+    name: Name
+    gpu: NonEmpty = Field(description="GPU model id from the catalogue (gpuconf schema lists them).")
+    gpus_per_node: int = Field(ge=1, le=16, description="GPUs in each node.")
+    nodes: int = Field(ge=1, description="Number of nodes in the pool.")
+    match: Match = Field(description="How the pool's nodes are recognised.")
+    sharing: Name = Field("exclusive", description="Name of a sharing profile; `exclusive` is always defined.")
+    taints: List[Taint] = Field(default_factory=list, description="Taints that keep foreign pods off the pool.")
+    driver: Optional[PoolDriver] = Field(None, description="Pool-specific driver (version or preinstalled).")
+    allow_quota_oversubscription: bool = Field(False, description="Allow team quotas to add up to more than the pool holds.")
+
+
+# --- teams, access, monitoring, overrides ----------------------------------------------------------------------
+
+
+def _quota_value(value: Any) -> Union[int, Dict[str, int]]:
+    if isinstance(value, bool) or not isinstance(value, (int, dict)):
+        raise PydanticCustomError("quota_type", "quota must be a GPU count or a mapping of MIG profile to count")
+    if isinstance(value, int):
+        if value < 0:
+            raise PydanticCustomError("quota_range", "quota must not be negative")
+        return value
+    for key, count in value.items():
+        if not isinstance(key, str) or isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise PydanticCustomError("quota_type", "quota must be a GPU count or a mapping of MIG profile to count")
+    return dict(value)
+
+
+QuotaValue = Annotated[Any, PlainValidator(_quota_value), WithJsonSchema({
+    "oneOf": [
+        {"type": "integer", "minimum": 0},
+        {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+    ],
+    "description": "GPUs (or shared units) of the pool, or MIG profile -> instances.",
+})]
+
+
+class Team(Strict):
+    """A team: its namespaces, its GPU quota per pool and its scheduling priority."""
+
+    name: Name
+    namespaces: List[Name] = Field(min_length=1, description="Namespaces the team owns.")
+    quota: Dict[Name, QuotaValue] = Field(default_factory=dict, description="Per pool: units of the pool's resource the team may request.")
+    priority: Literal[PRIORITY_TIERS] = Field("normal", description="Scheduling priority tier.")  # type: ignore[valid-type]
+
+
+class Access(Strict):
+    """Who may do what with the accelerators."""
+
+    admins: List[Subject] = Field(default_factory=list, description="May change accelerator settings (ClusterPolicy, NVIDIADriver, gpuconf ConfigMaps).")
+    developers: Dict[Name, List[Subject]] = Field(default_factory=dict, description="Team name -> subjects working in that team's namespaces.")
+    observers: List[Subject] = Field(default_factory=list, description="May read GPU metrics and state only.")
+
+
+class Alerts(Strict):
+    """Alert thresholds for the PrometheusRule."""
+
+    gpu_temp_celsius: Optional[int] = Field(85, ge=40, le=120, description="Alert when a GPU is hotter than this.")
+    xid_errors: bool = Field(True, description="Alert on XID errors.")
+    ecc_double_bit: bool = Field(True, description="Alert on double-bit ECC errors.")
+    gpus_unavailable: bool = Field(True, description="Alert when a GPU node's allocatable GPUs drop to zero.")
+
+
+class Monitoring(Strict):
+    """DCGM exporter scraping and alerts."""
+
+    service_monitor: bool = Field(True, description="Create the DCGM exporter ServiceMonitor (needs the Prometheus Operator CRDs).")
+    interval: Optional[Annotated[str, Field(pattern=r"^[0-9]+(ms|s|m|h)$")]] = Field(None, description="Scrape interval, e.g. 30s.")
+    prometheus_selector: Dict[NonEmpty, str] = Field(default_factory=dict, description="Labels your Prometheus selects ServiceMonitors and rules by.")
+    alerts: Optional[Alerts] = Field(None, description="Alert thresholds; omit for no PrometheusRule.")
+
+
+class Override(Strict):
+    """A raw chart value, set deliberately, with the reason."""
+
+    path: NonEmpty = Field(description="Dotted chart values path, e.g. dcgmExporter.serviceMonitor.interval.")
+    value: Any = Field(description="The value to set.")
+    why: Annotated[str, StringConstraints(min_length=1)] = Field(description="Why this override exists (shown in the report).")
+
+
+class Spec(Strict):
+    """Everything gpuconf needs to know about one cluster."""
+
+    cluster: Cluster
+    operator: Operator
+    driver: Driver = Field(default_factory=Driver)
+    sharing_profiles: Dict[Name, SharingProfile] = Field(default_factory=dict, description="Named sharing profiles pools refer to.")
+    pools: List[Pool] = Field(min_length=1, description="GPU node pools.")
+    teams: List[Team] = Field(default_factory=list)
+    access: Optional[Access] = None
+    monitoring: Optional[Monitoring] = None
+    overrides: List[Override] = Field(default_factory=list, description="Escape hatch: raw chart values, each with a reason.")
+
+
+class Metadata(Strict):
+    """Identity of the intent."""
+
+    name: Name = Field(description="Cluster name; the output folder is named after it.")
+    labels: Dict[NonEmpty, str] = Field(default_factory=dict, description="Free-form labels for fleets and reports.")
+
+
+class ClusterIntent(Strict):
+    """One cluster's GPU intent."""
+
+    api_version: Literal["gpuconf.dev/v1alpha1"] = Field(description="Always gpuconf.dev/v1alpha1.")
+    kind: Literal["ClusterIntent"] = Field(description="Always ClusterIntent.")
+    metadata: Metadata
+    spec: Spec

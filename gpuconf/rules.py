@@ -1,0 +1,589 @@
+"""Domain rules: checks over the whole typed intent, each with a stable code, run together so all findings show."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Callable, Iterator, Sequence
+
+from . import catalog, plan
+from .findings import ERROR, WARNING, Finding
+from .loader import Document
+from .model import ClusterIntent, Pool
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+#: Upstream MPS limit per GPU (k8s-device-plugin cmd/mps-control-daemon/mps/device.go): 48 clients from compute
+#: capability 7.5 on, 16 below.
+MPS_MAX_REPLICAS = 48
+MPS_MAX_REPLICAS_PRE_VOLTA_MPS = 16
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A domain rule: its stable code, a short title, and the check that yields findings."""
+
+    code: str
+    title: str
+    check: Callable[["Context"], Iterator[Finding]]
+
+
+@dataclass
+class Context:
+    """What a rule sees: the typed intent and the positioned document it came from."""
+
+    intent: ClusterIntent
+    doc: Document
+    strategy: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.strategy = plan.mig_strategy(self.intent)
+
+    def finding(self, code: str, loc: Sequence[str | int], message: str, hint: str | None = None,
+                severity: str = ERROR, at_key: bool = False) -> Finding:
+        """A finding positioned at loc in the source document."""
+        from .findings import dotted
+
+        line, col = self.doc.position(loc, point_at_key=at_key)
+        return Finding(self.doc.file, line, col, severity, code, dotted(loc), message, hint)
+
+
+RULES: list[Rule] = []
+
+
+def rule(code: str, title: str) -> Callable[[Callable[[Context], Iterator[Finding]]], Callable[[Context], Iterator[Finding]]]:
+    """Register a rule under its code."""
+
+    def register(fn: Callable[[Context], Iterator[Finding]]) -> Callable[[Context], Iterator[Finding]]:
+        RULES.append(Rule(code, title, fn))
+        return fn
+
+    return register
+
+
+def check(intent: ClusterIntent, doc: Document) -> list[Finding]:
+    """Run every rule over the intent and collect all findings."""
+    ctx = Context(intent, doc)
+    out: list[Finding] = []
+    for r in RULES:
+        out.extend(r.check(ctx))
+    return out
+
+
+def _pool_loc(i: int, *rest: str | int) -> tuple:
+    return ("spec", "pools", i, *rest)
+
+
+def _hint_choices(word: str, choices: Sequence[str], what: str) -> str:
+    guess = catalog.suggest(word, choices)
+    if guess:
+        return f"did you mean '{guess}'?"
+    return f"known {what}: {', '.join(sorted(choices))}" if choices else f"declare the {what.rstrip('s')} first"
+
+
+# --- names ------------------------------------------------------------------------------------------------------
+
+
+@rule("GC301", "names are DNS-1123 labels")
+def names_are_dns_labels(ctx: Context) -> Iterator[Finding]:
+    spec = ctx.intent.spec
+    named: list[tuple[tuple, str, bool]] = [(("metadata", "name"), ctx.intent.metadata.name, False),
+                                           (("spec", "operator", "namespace"), spec.operator.namespace, False)]
+    named += [(("spec", "operator", "imagePullSecrets", i), s, False) for i, s in enumerate(spec.operator.image_pull_secrets)]
+    named += [(("spec", "sharingProfiles", n), n, True) for n in spec.sharing_profiles]
+    named += [(_pool_loc(i, "name"), p.name, False) for i, p in enumerate(spec.pools)]
+    for i, team in enumerate(spec.teams):
+        named.append((("spec", "teams", i, "name"), team.name, False))
+        named += [(("spec", "teams", i, "namespaces", j), ns, False) for j, ns in enumerate(team.namespaces)]
+    for loc, name, at_key in named:
+        if not DNS1123_LABEL.match(name):
+            yield ctx.finding("GC301", loc, f"{name!r} is not a valid name",
+                              "use lower-case letters, digits and '-', starting and ending with a letter or digit",
+                              at_key=at_key)
+
+
+@rule("GC302", "names are unique")
+def names_are_unique(ctx: Context) -> Iterator[Finding]:
+    spec = ctx.intent.spec
+    groups = {
+        "pool": [(_pool_loc(i, "name"), p.name) for i, p in enumerate(spec.pools)],
+        "team": [(("spec", "teams", i, "name"), t.name) for i, t in enumerate(spec.teams)],
+        "namespace": [(("spec", "teams", i, "namespaces", j), ns)
+                      for i, t in enumerate(spec.teams) for j, ns in enumerate(t.namespaces)],
+        "override path": [(("spec", "overrides", i, "path"), o.path) for i, o in enumerate(spec.overrides)],
+    }
+    for what, items in groups.items():
+        first: dict[str, tuple] = {}
+        for loc, name in items:
+            if name in first:
+                line, _ = ctx.doc.position(first[name])
+                yield ctx.finding("GC302", loc, f"{what} {name!r} is declared twice (first on line {line})",
+                                  f"each {what} must be unique")
+            else:
+                first[name] = loc
+
+
+# --- pools ------------------------------------------------------------------------------------------------------
+
+
+@rule("GC304", "GPU model is in the catalogue")
+def gpu_model_known(ctx: Context) -> Iterator[Finding]:
+    models = list(catalog.gpu_models())
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        if catalog.gpu_model(pool.gpu) is None:
+            yield ctx.finding("GC304", _pool_loc(i, "gpu"), f"unknown GPU model {pool.gpu!r}",
+                              _hint_choices(pool.gpu, models, "models"))
+
+
+@rule("GC303", "pool selectors are disjoint")
+def pools_disjoint(ctx: Context) -> Iterator[Finding]:
+    pools = list(enumerate(ctx.intent.spec.pools))
+    for (i, a), (j, b) in combinations(pools, 2):
+        if a.name == b.name:
+            continue  # GC302 already says so
+        if _could_overlap(a, b):
+            yield ctx.finding("GC303", _pool_loc(j, "match"),
+                              f"pools {a.name!r} and {b.name!r} could select the same node",
+                              "give one of them a node label with a different value, a disjoint hostname prefix or a "
+                              "different dmiProduct; a node in two pools gets conflicting configs and drivers")
+
+
+def _could_overlap(a: Pool, b: Pool) -> bool:
+    """False only when no node can satisfy both pools' criteria (GPU model included)."""
+    ma, mb = catalog.gpu_model(a.gpu), catalog.gpu_model(b.gpu)
+    if ma is not None and mb is not None and not set(ma.pci_device_ids) & set(mb.pci_device_ids):
+        return False  # a node's GPUs are one model; drift from that is the audit's business
+    la, lb = a.match.node_labels, b.match.node_labels
+    if any(k in lb and lb[k] != v for k, v in la.items()):
+        return False
+    if a.match.dmi_product and b.match.dmi_product and a.match.dmi_product != b.match.dmi_product:
+        return False
+    pa, pb = _literal_prefix(a.match.hostname), _literal_prefix(b.match.hostname)
+    if pa is not None and pb is not None and not (pa.startswith(pb) or pb.startswith(pa)):
+        return False
+    return True
+
+
+def _literal_prefix(pattern: str | None) -> str | None:
+    """The literal text an anchored regex must start with, or None when it is not anchored."""
+    if not pattern or not pattern.startswith("^"):
+        return None
+    prefix = ""
+    for ch in pattern[1:]:
+        if ch in ".^$*+?{}[]\\|()":
+            break
+        prefix += ch
+    if prefix and pattern[1 + len(prefix):2 + len(prefix)] in ("*", "?", "{"):
+        prefix = prefix[:-1]  # the last literal is optional or repeated
+    return prefix or None
+
+
+@rule("GC320", "labels, taints and hostname patterns are well formed")
+def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        for key, value in pool.match.node_labels.items():
+            loc = _pool_loc(i, "match", "nodeLabels", key)
+            problem = _qualified_name_problem(key)
+            if problem:
+                yield ctx.finding("GC320", loc, f"label key {key!r} {problem}", "keys look like prefix/name, e.g. "
+                                  "node.kubernetes.io/instance-type", at_key=True)
+            if not _label_value_ok(value):
+                yield ctx.finding("GC320", loc, f"label value {value!r} is not a valid label value",
+                                  "at most 63 characters: letters, digits, '-', '_' and '.', starting and ending "
+                                  "with a letter or digit")
+        if pool.match.hostname is not None:
+            try:
+                re.compile(pool.match.hostname)
+            except re.error as exc:
+                yield ctx.finding("GC320", _pool_loc(i, "match", "hostname"),
+                                  f"hostname pattern is not a valid regular expression: {exc}", None)
+        if not (pool.match.pci_device or pool.match.node_labels or pool.match.hostname or pool.match.dmi_product):
+            yield ctx.finding("GC320", _pool_loc(i, "match"), "match selects no nodes: give at least one criterion",
+                              "pciDevice: true selects the nodes whose GPU is the pool's model")
+
+
+@rule("GC317", "taints are valid")
+def taints_valid(ctx: Context) -> Iterator[Finding]:
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        seen: set[tuple[str, str]] = set()
+        for j, taint in enumerate(pool.taints):
+            loc = _pool_loc(i, "taints", j)
+            problem = _qualified_name_problem(taint.key)
+            if problem:
+                yield ctx.finding("GC317", (*loc, "key"), f"taint key {taint.key!r} {problem}",
+                                  "taint keys look like gpuconf.dev/pool")
+            elif "/" not in taint.key and pool.match.pci_device:
+                yield ctx.finding("GC317", (*loc, "key"),
+                                  f"taint key {taint.key!r} needs a prefix: NFD only applies prefixed taint keys",
+                                  "e.g. gpuconf.dev/" + taint.key)
+            if taint.value and not _label_value_ok(taint.value):
+                yield ctx.finding("GC317", (*loc, "value"), f"taint value {taint.value!r} is not a valid label value",
+                                  "at most 63 characters: letters, digits, '-', '_' and '.'")
+            if (taint.key, taint.effect) in seen:
+                yield ctx.finding("GC317", loc, f"taint {taint.key}:{taint.effect} is listed twice", None)
+            seen.add((taint.key, taint.effect))
+
+
+def _qualified_name_problem(key: str) -> str | None:
+    prefix, _, name = key.rpartition("/")
+    if "/" in key and not prefix:
+        return "has an empty prefix"
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+        return "has an invalid prefix (must be a DNS subdomain)"
+    if not name or len(name) > 63 or not LABEL_NAME.match(name):
+        return "has an invalid name part (at most 63 letters, digits, '-', '_' or '.')"
+    return None
+
+
+def _label_value_ok(value: str) -> bool:
+    return value == "" or (len(value) <= 63 and bool(LABEL_NAME.match(value)))
+
+
+# --- sharing ----------------------------------------------------------------------------------------------------
+
+
+@rule("GC312", "pools refer to declared sharing profiles")
+def sharing_refs(ctx: Context) -> Iterator[Finding]:
+    known = list(plan.profiles(ctx.intent))
+    used = set()
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        used.add(pool.sharing)
+        if pool.sharing not in known:
+            yield ctx.finding("GC312", _pool_loc(i, "sharing"), f"unknown sharing profile {pool.sharing!r}",
+                              _hint_choices(pool.sharing, known, "profiles"))
+    if "exclusive" in ctx.intent.spec.sharing_profiles:
+        yield ctx.finding("GC312", ("spec", "sharingProfiles", "exclusive"),
+                          "'exclusive' is built in and cannot be redefined", "choose another name", at_key=True)
+    for name in ctx.intent.spec.sharing_profiles:
+        if name not in used:
+            yield ctx.finding("GC312", ("spec", "sharingProfiles", name), f"sharing profile {name!r} is not used by any pool",
+                              "remove it, or refer to it from a pool's sharing", severity=WARNING, at_key=True)
+
+
+@rule("GC311", "a sharing profile has one coherent mode")
+def profile_shape(ctx: Context) -> Iterator[Finding]:
+    for name, prof in ctx.intent.spec.sharing_profiles.items():
+        loc = ("spec", "sharingProfiles", name)
+        modes = [m for m, v in (("exclusive", prof.exclusive), ("timeSlicing", prof.time_slicing),
+                                ("mps", prof.mps), ("mig", prof.mig)) if v is not None]
+        if not modes:
+            yield ctx.finding("GC311", loc, "profile sets no sharing mode",
+                              "give one of exclusive, timeSlicing, mps or mig")
+        elif "exclusive" in modes and len(modes) > 1:
+            yield ctx.finding("GC311", (*loc, "exclusive"), f"exclusive cannot be combined with {', '.join(modes[1:])}",
+                              "a GPU is either whole or shared")
+        elif prof.time_slicing is not None and prof.mps is not None:
+            yield ctx.finding("GC311", (*loc, "mps"), "timeSlicing and mps are mutually exclusive",
+                              "the device plugin uses only the mps block when both are set")
+        if prof.mig is not None and (prof.mig.layout is None) == (prof.mig.preset is None):
+            yield ctx.finding("GC311", (*loc, "mig"), "mig needs exactly one of layout or preset",
+                              "layout: {\"3g.40gb\": 2} or preset: all-balanced")
+
+
+@rule("GC308", "time-slicing replicas are at least 2")
+def time_slicing_replicas(ctx: Context) -> Iterator[Finding]:
+    for name, prof in ctx.intent.spec.sharing_profiles.items():
+        if prof.time_slicing is not None and prof.time_slicing.replicas < 2:
+            yield ctx.finding("GC308", ("spec", "sharingProfiles", name, "timeSlicing", "replicas"),
+                              f"time-slicing needs replicas >= 2, got {prof.time_slicing.replicas}",
+                              "for unshared GPUs use sharing: exclusive")
+
+
+@rule("GC309", "MPS replicas are within the upstream limit")
+def mps_replicas(ctx: Context) -> Iterator[Finding]:
+    for name, prof in ctx.intent.spec.sharing_profiles.items():
+        if prof.mps is None:
+            continue
+        loc = ("spec", "sharingProfiles", name, "mps", "replicas")
+        replicas = prof.mps.replicas
+        if replicas < 2:
+            yield ctx.finding("GC309", loc, f"MPS needs replicas >= 2, got {replicas}", "for unshared GPUs use exclusive")
+            continue
+        limit, culprit = MPS_MAX_REPLICAS, None
+        for pool in ctx.intent.spec.pools:
+            model = catalog.gpu_model(pool.gpu)
+            if pool.sharing == name and model and model.compute_capability and _cc(model.compute_capability) < (7, 5):
+                limit, culprit = MPS_MAX_REPLICAS_PRE_VOLTA_MPS, pool.name
+        if replicas > limit:
+            why = f" on pool {culprit!r} (compute capability below 7.5)" if culprit else ""
+            yield ctx.finding("GC309", loc, f"MPS allows at most {limit} replicas per GPU{why}, got {replicas}",
+                              f"use {limit} or fewer")
+
+
+def _cc(value: str) -> tuple[int, int]:
+    major, _, minor = value.partition(".")
+    return int(major), int(minor or 0)
+
+
+@rule("GC310", "MPS is not combined with MIG")
+def mps_not_with_mig(ctx: Context) -> Iterator[Finding]:
+    for name, prof in ctx.intent.spec.sharing_profiles.items():
+        if prof.mps is not None and prof.mig is not None:
+            yield ctx.finding("GC310", ("spec", "sharingProfiles", name, "mps"),
+                              "MPS cannot share MIG devices: the device plugin supports MPS on full GPUs only",
+                              "use timeSlicing with mig, or a separate MPS pool")
+    if ctx.strategy == "mixed":
+        for i, pool in enumerate(ctx.intent.spec.pools):
+            prof = plan.pool_profile(ctx.intent, pool)
+            if prof is not None and prof.mps is not None and prof.mig is None:
+                yield ctx.finding("GC310", _pool_loc(i, "sharing"),
+                                  "MPS pools cannot run while the cluster's MIG strategy is mixed: the device plugin "
+                                  "refuses --mig-strategy=mixed with MPS, and the strategy is cluster-wide",
+                                  "make every MIG pool use one profile (strategy single) or move MPS to another cluster")
+
+
+@rule("GC307", "MIG only on MIG-capable models")
+def mig_capable(ctx: Context) -> Iterator[Finding]:
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        prof = plan.pool_profile(ctx.intent, pool)
+        model = catalog.gpu_model(pool.gpu)
+        if prof is not None and prof.mig is not None and model is not None and not model.mig_capable:
+            mig_models = sorted(m for m, g in catalog.gpu_models().items() if g.mig_capable)
+            yield ctx.finding("GC307", _pool_loc(i, "sharing"),
+                              f"pool uses MIG profile {pool.sharing!r} but {model.id} does not support MIG",
+                              f"use timeSlicing or mps; MIG models: {', '.join(mig_models)}")
+
+
+@rule("GC305", "MIG profiles and presets exist on the pool's model")
+def mig_profiles_exist(ctx: Context) -> Iterator[Finding]:
+    for i, pool, prof, model in _mig_pools(ctx):
+        base = ("spec", "sharingProfiles", pool.sharing, "mig")
+        if prof.mig.preset is not None:
+            presets = catalog.mig_presets(model)
+            if prof.mig.preset not in presets:
+                yield ctx.finding("GC305", (*base, "preset"),
+                                  f"preset {prof.mig.preset!r} does not exist on {model.id} (used by pool {pool.name!r})",
+                                  _hint_choices(prof.mig.preset, list(presets), "presets"))
+        for profile_name in (prof.mig.layout or {}):
+            if profile_name not in model.mig_profiles:
+                yield ctx.finding("GC305", (*base, "layout", profile_name),
+                                  f"MIG profile {profile_name!r} does not exist on {model.id} (used by pool {pool.name!r})",
+                                  _hint_choices(profile_name, list(model.mig_profiles), "profiles"), at_key=True)
+
+
+@rule("GC306", "MIG layouts fit the GPU exactly")
+def mig_layout_fits(ctx: Context) -> Iterator[Finding]:
+    for i, pool, prof, model in _mig_pools(ctx):
+        layout = prof.mig.layout
+        if layout is None or any(p not in model.mig_profiles for p in layout):
+            continue  # presets come from the model itself; unknown profiles are GC305
+        fit = catalog.fit_mig_layout(model, layout)
+        if not fit.fits:
+            yield ctx.finding("GC306", ("spec", "sharingProfiles", pool.sharing, "mig", "layout"),
+                              f"layout does not fit one {model.id} (pool {pool.name!r}): {fit.reason}",
+                              "see `nvidia-smi mig -lgipp` placements; 'all-balanced' always fits")
+
+
+def _mig_pools(ctx: Context) -> Iterator[tuple]:
+    seen: set[tuple[str, str]] = set()
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        prof = plan.pool_profile(ctx.intent, pool)
+        model = catalog.gpu_model(pool.gpu)
+        if prof is None or prof.mig is None or model is None or not model.mig_capable:
+            continue
+        if (pool.sharing, model.id) in seen:
+            continue  # one finding per profile and model, not per pool
+        seen.add((pool.sharing, model.id))
+        yield i, pool, prof, model
+
+
+@rule("GC313", "a pinned MIG strategy agrees with the pools")
+def mig_strategy_consistent(ctx: Context) -> Iterator[Finding]:
+    pinned = ctx.intent.spec.cluster.mig_strategy
+    if pinned != "single":
+        return
+    for pool, layout in plan.mig_pools(ctx.intent):
+        if len(layout) > 1:
+            yield ctx.finding("GC313", ("spec", "cluster", "migStrategy"),
+                              f"migStrategy single needs one uniform MIG profile per GPU, but pool {pool.name!r} "
+                              f"mixes {', '.join(sorted(layout))}",
+                              "remove migStrategy to let gpuconf derive 'mixed', or use one profile per pool")
+
+
+# --- teams and quotas -------------------------------------------------------------------------------------------
+
+
+@rule("GC314", "quotas refer to existing pools and use their resources")
+def quota_refs(ctx: Context) -> Iterator[Finding]:
+    pools = {p.name: p for p in ctx.intent.spec.pools}
+    for i, team in enumerate(ctx.intent.spec.teams):
+        for pool_name, value in team.quota.items():
+            loc = ("spec", "teams", i, "quota", pool_name)
+            pool = pools.get(pool_name)
+            if pool is None:
+                yield ctx.finding("GC314", loc, f"quota names unknown pool {pool_name!r}",
+                                  _hint_choices(pool_name, list(pools), "pools"), at_key=True)
+                continue
+            layout = plan.mig_layout(plan.pool_profile(ctx.intent, pool), catalog.gpu_model(pool.gpu))
+            if isinstance(value, dict):
+                if layout is None:
+                    yield ctx.finding("GC314", loc, f"pool {pool_name!r} does not use MIG; give its quota as a count",
+                                      f"e.g. {pool_name}: 8")
+                elif ctx.strategy == "single":
+                    yield ctx.finding("GC314", loc, "with MIG strategy single every MIG device is nvidia.com/gpu; "
+                                      "give the quota as a count", f"e.g. {pool_name}: 4")
+                else:
+                    for profile_name in value:
+                        if profile_name not in layout:
+                            yield ctx.finding("GC314", (*loc, profile_name),
+                                              f"pool {pool_name!r} has no {profile_name!r} MIG devices",
+                                              _hint_choices(profile_name, list(layout), "profiles"), at_key=True)
+            elif layout is not None and ctx.strategy == "mixed":
+                yield ctx.finding("GC314", loc, f"pool {pool_name!r} exposes one resource per MIG profile (strategy "
+                                  "mixed); give the quota per profile", "e.g. {" + ", ".join(
+                                      f"\"{p}\": 1" for p in sorted(layout)) + "}")
+
+
+@rule("GC315", "quotas fit the pool's capacity")
+def quota_capacity(ctx: Context) -> Iterator[Finding]:
+    for pool in ctx.intent.spec.pools:
+        if pool.allow_quota_oversubscription:
+            continue
+        cap = plan.pool_capacity(ctx.intent, pool, ctx.strategy)
+        if cap is None:
+            continue
+        asked: dict[str, int] = {}
+        last: dict[str, tuple] = {}
+        for i, team in enumerate(ctx.intent.spec.teams):
+            value = team.quota.get(pool.name)
+            if value is None:
+                continue
+            loc = ("spec", "teams", i, "quota", pool.name)
+            if isinstance(value, dict):
+                for profile_name, count in value.items():
+                    resource = next((r for r in cap.per_node if r.startswith(plan.mig_resource(profile_name))), None)
+                    if resource is not None:
+                        asked[resource] = asked.get(resource, 0) + count
+                        last[resource] = (*loc, profile_name)
+            elif len(cap.per_node) == 1:
+                resource = next(iter(cap.per_node))
+                asked[resource] = asked.get(resource, 0) + value
+                last[resource] = loc
+        for resource, total in sorted(asked.items()):
+            if total > cap.total(resource):
+                yield ctx.finding("GC315", last[resource],
+                                  f"team quotas on pool {pool.name!r} add up to {total} {resource}, but the pool has "
+                                  f"{cap.total(resource)} ({cap.per_node[resource]} per node x {cap.nodes} nodes)",
+                                  "lower the quotas, grow the pool, or set allowQuotaOversubscription: true on the pool")
+
+
+@rule("GC330", "quotas that a ResourceQuota cannot keep apart")
+def quota_shared_resource(ctx: Context) -> Iterator[Finding]:
+    caps = {p.name: plan.pool_capacity(ctx.intent, p, ctx.strategy) for p in ctx.intent.spec.pools}
+    for i, team in enumerate(ctx.intent.spec.teams):
+        by_resource: dict[str, list[str]] = {}
+        for pool_name, value in team.quota.items():
+            cap = caps.get(pool_name)
+            if cap is None or isinstance(value, dict):
+                continue
+            for resource in cap.per_node:
+                by_resource.setdefault(resource, []).append(pool_name)
+        for resource, names in sorted(by_resource.items()):
+            if len(names) > 1:
+                yield ctx.finding("GC330", ("spec", "teams", i, "quota"),
+                                  f"pools {', '.join(repr(n) for n in names)} all advertise {resource}; a ResourceQuota "
+                                  f"counts per resource name, so the team's namespaces get one summed limit",
+                                  "give the pools distinct resources (renameByDefault, MIG) or use a queueing layer "
+                                  "such as Kueue for per-pool limits", severity=WARNING)
+
+
+@rule("GC322", "access refers to existing teams")
+def access_refs(ctx: Context) -> Iterator[Finding]:
+    access = ctx.intent.spec.access
+    if access is None:
+        return
+    teams = [t.name for t in ctx.intent.spec.teams]
+    for team in access.developers:
+        if team not in teams:
+            yield ctx.finding("GC322", ("spec", "access", "developers", team), f"developers name unknown team {team!r}",
+                              _hint_choices(team, teams, "teams"), at_key=True)
+
+
+# --- operator, driver, overrides --------------------------------------------------------------------------------
+
+
+@rule("GC318", "chart version is one gpuconf ships defaults for")
+def chart_version_known(ctx: Context) -> Iterator[Finding]:
+    version = ctx.intent.spec.operator.chart_version
+    if catalog.chart(version) is None:
+        known = catalog.chart_versions()
+        guess = catalog.suggest(version, known)
+        hint = f"did you mean '{guess}'? " if guess else ""
+        yield ctx.finding("GC318", ("spec", "operator", "chartVersion"),
+                          f"gpuconf has no base defaults for GPU Operator chart {version!r}",
+                          f"{hint}supported: {', '.join(known)}")
+
+
+@rule("GC319", "override paths exist in the chart")
+def override_paths(ctx: Context) -> Iterator[Finding]:
+    version = ctx.intent.spec.operator.chart_version
+    if catalog.chart(version) is None:
+        return  # GC318 reports the version; paths cannot be checked without it
+    for i, override in enumerate(ctx.intent.spec.overrides):
+        status, guess = catalog.chart_path_status(version, override.path)
+        if status == "unknown":
+            hint = f"did you mean '{guess}'?" if guess else "see the chart's values.yaml for the key"
+            yield ctx.finding("GC319", ("spec", "overrides", i, "path"),
+                              f"{override.path!r} is not a value of GPU Operator chart {version}", hint)
+
+
+@rule("GC326", "every override says why")
+def override_reasons(ctx: Context) -> Iterator[Finding]:
+    for i, override in enumerate(ctx.intent.spec.overrides):
+        if len(override.why.split()) < 3:
+            yield ctx.finding("GC326", ("spec", "overrides", i, "why"),
+                              "the reason is too short to tell a reviewer why the override exists",
+                              "write a sentence: what breaks without it, or which ticket asked for it")
+
+
+@rule("GC324", "driver settings are coherent")
+def driver_coherent(ctx: Context) -> Iterator[Finding]:
+    spec = ctx.intent.spec
+    if spec.driver.preinstalled and spec.driver.version:
+        yield ctx.finding("GC324", ("spec", "driver", "version"),
+                          "a preinstalled driver has no version for the operator to manage",
+                          "remove version, or set preinstalled: false")
+    for i, pool in enumerate(spec.pools):
+        if pool.driver is None:
+            continue
+        if pool.driver.preinstalled and pool.driver.version:
+            yield ctx.finding("GC324", _pool_loc(i, "driver", "version"),
+                              "a preinstalled driver has no version for the operator to manage",
+                              "remove version, or set preinstalled: false")
+        elif not pool.driver.preinstalled and not pool.driver.version:
+            yield ctx.finding("GC324", _pool_loc(i, "driver"), "pool driver sets neither version nor preinstalled",
+                              "remove the driver block to use the cluster default", severity=WARNING)
+        elif spec.driver.preinstalled and pool.driver.preinstalled:
+            yield ctx.finding("GC324", _pool_loc(i, "driver", "preinstalled"),
+                              "the cluster default is already preinstalled", "remove the pool's driver block",
+                              severity=WARNING)
+
+
+@rule("GC323", "the upgrade canary pool exists")
+def canary_pool(ctx: Context) -> Iterator[Finding]:
+    upgrade = ctx.intent.spec.driver.upgrade
+    if upgrade is None or upgrade.canary_pool is None:
+        return
+    pools = [p.name for p in ctx.intent.spec.pools]
+    loc = ("spec", "driver", "upgrade", "canaryPool")
+    if upgrade.canary_pool not in pools:
+        yield ctx.finding("GC323", loc, f"canary pool {upgrade.canary_pool!r} is not a pool",
+                          _hint_choices(upgrade.canary_pool, pools, "pools"))
+        return
+    pool = next(p for p in ctx.intent.spec.pools if p.name == upgrade.canary_pool)
+    if _driver_preinstalled(ctx.intent, pool):
+        yield ctx.finding("GC323", loc, f"canary pool {pool.name!r} keeps a preinstalled driver, so it never upgrades",
+                          "pick a pool whose driver the operator manages")
+
+
+def _driver_preinstalled(intent: ClusterIntent, pool: Pool) -> bool:
+    if pool.driver is not None and (pool.driver.preinstalled or pool.driver.version):
+        return pool.driver.preinstalled
+    return intent.spec.driver.preinstalled
+
+
+def rule_codes() -> list[tuple[str, str]]:
+    """(code, title) of every domain rule, for docs and `gpuconf rules`."""
+    return sorted((r.code, r.title) for r in RULES)

@@ -1,0 +1,57 @@
+"""The commented starter intent that `gpuconf init` prints."""
+
+STARTER = """\
+# yaml-language-server: $schema=https://gpuconf.dev/schemas/cluster-intent.schema.json
+#
+# A gpuconf cluster intent. Edit it, then run: gpuconf validate THIS-FILE
+# Every field is documented in the README; `gpuconf schema` prints the JSON Schema for editors,
+# `gpuconf catalog` lists the GPU models and their MIG profiles.
+apiVersion: gpuconf.dev/v1alpha1
+kind: ClusterIntent
+metadata:
+  name: my-cluster                 # DNS-1123 label; the output folder is named after it
+spec:
+  cluster:
+    kubernetesVersion: "1.33"      # quoted: 1.30 unquoted would read as the number 1.3
+    distribution: vanilla          # vanilla, openshift, rke2, k3s, eks, gke, aks, microk8s
+  operator:
+    chartVersion: v26.7.0          # a GPU Operator chart gpuconf ships base defaults for
+    namespace: gpu-operator
+  driver:
+    version: "595.91.07"           # omit to take the chart's default driver
+    upgrade:
+      maxParallel: 1               # nodes upgraded at once
+      maxUnavailable: "25%"
+  sharingProfiles:                 # named ways to share GPUs; `exclusive` is built in
+    shared-x4:
+      timeSlicing:
+        replicas: 4                # each GPU is advertised four times
+  pools:
+    - name: gpu-a                  # one pool per set of identical GPU nodes
+      gpu: L40S                    # a model from `gpuconf catalog`
+      gpusPerNode: 4
+      nodes: 2
+      match:
+        pciDevice: true            # nodes whose GPU has this model's PCI device id
+      sharing: shared-x4
+      taints:                      # keep foreign pods off the GPUs
+        - key: gpuconf.dev/pool
+          value: gpu-a
+          effect: NoSchedule
+  teams:
+    - name: ml
+      namespaces: [ml]
+      quota:
+        gpu-a: 16                  # units of the pool's resource (here: time-sliced GPUs)
+  access:
+    admins: [group:gpu-platform]
+    developers:
+      ml: [group:ml-engineers]
+    observers: [group:sre]
+  monitoring:
+    serviceMonitor: true
+    prometheusSelector:
+      release: kube-prometheus
+    alerts:
+      gpuTempCelsius: 85
+"""

@@ -1,0 +1,80 @@
+"""Plain-text reporters: the intent summary, the catalogue listing and the rule list."""
+
+from __future__ import annotations
+
+from . import catalog, plan
+
+
+def summarise(intent, file: str) -> str:
+    """A short, stable description of a valid intent: pools, GPUs, resources, teams."""
+    spec = intent.spec
+    strategy = plan.mig_strategy(intent)
+    lines = [f"{intent.metadata.name} ({file}): GPU Operator {spec.operator.chart_version}, "
+             f"Kubernetes {spec.cluster.kubernetes_version} ({spec.cluster.distribution}), "
+             f"MIG strategy {strategy or 'n/a (no MIG pools)'}"]
+    rows = [("pool", "gpu", "nodes", "gpus", "sharing", "advertises")]
+    total_gpus = total_nodes = 0
+    for pool in spec.pools:
+        prof = plan.pool_profile(intent, pool)
+        cap = plan.pool_capacity(intent, pool, strategy)
+        gpus = pool.gpus_per_node * pool.nodes
+        total_gpus += gpus
+        total_nodes += pool.nodes
+        ads = ", ".join(f"{cap.total(r)} {r}" for r in sorted(cap.per_node)) if cap else "?"
+        kind = plan.sharing_kind(prof) if prof else "?"
+        rows.append((pool.name, pool.gpu, str(pool.nodes), str(gpus), f"{pool.sharing} ({kind})", ads))
+    lines += _table(rows)
+    counts = [_count(len(spec.pools), "pool"), _count(total_nodes, "node"), _count(total_gpus, "GPU")]
+    lines.append(f"total: {', '.join(counts)}; {_count(len(spec.teams), 'team')}, "
+                 f"{_count(len(spec.overrides), 'override')}")
+    return "\n".join(lines) + "\n"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+def catalog_text(gpu_id: str | None) -> str | None:
+    """The GPU models and chart versions, or one model in full; None for an unknown model."""
+    models = catalog.gpu_models()
+    if gpu_id is None:
+        rows = [("model", "name", "memory", "MIG", "PCI device ids")]
+        for mid in sorted(models):
+            m = models[mid]
+            mem = f"{m.memory_gib:g} GiB" if m.memory_gib else "?"
+            mig = f"{len(m.mig_profiles)} profiles" if m.mig_capable else "no"
+            rows.append((mid, m.name, mem, mig, " ".join(m.pci_device_ids)))
+        lines = _table(rows)
+        lines.append("chart versions: " + ", ".join(catalog.chart_versions()))
+        return "\n".join(lines) + "\n"
+    model = models.get(gpu_id)
+    if model is None:
+        return None
+    lines = [f"{model.id}: {model.name}", f"  PCI device ids: {', '.join(model.pci_device_ids)}",
+             f"  memory: {model.memory_gib if model.memory_gib is not None else '?'} GiB, "
+             f"compute capability {model.compute_capability or '?'}, family {model.family}"]
+    if model.mig_capable:
+        rows = [("profile", "slices", "max", "placements")]
+        for name, p in sorted(model.mig_profiles.items(), key=lambda kv: (kv[1].memory_slices, kv[1].compute_slices, kv[0])):
+            starts = ",".join(str(s) for s in p.starts)
+            rows.append((name, f"{p.compute_slices}c/{p.memory_slices}m", str(p.max_instances), f"{{{starts}}}:{p.size}"))
+        lines += _table(rows)
+        lines.append("  presets: " + ", ".join(sorted(catalog.mig_presets(model))))
+    else:
+        lines.append("  MIG: not supported")
+    return "\n".join(lines) + "\n"
+
+
+def rules_text() -> str:
+    """Every stable finding code with its title."""
+    from .loader import TITLES as loader_titles
+    from .rules import rule_codes
+    from .typecheck import TITLES as type_titles
+
+    rows = sorted([*loader_titles.items(), *type_titles.items(), *rule_codes()])
+    return "".join(f"{code}  {title}\n" for code, title in rows)

@@ -1,0 +1,23 @@
+"""Shared test helpers: paths and an in-process CLI runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+CASES = ROOT / "tests" / "cases"
+
+
+@pytest.fixture
+def run():
+    """Invoke the gpuconf CLI in-process; returns click's Result (stdout, stderr, exit_code)."""
+    from gpuconf.cli import main
+
+    def invoke(*args: str, input: str | bytes | None = None):
+        return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+    return invoke

@@ -1,0 +1,483 @@
+"""Tests of gpuconf.catalog: the GPU catalogue, exact MIG fitting, chart facts and the derived data files."""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import itertools
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuconf import catalog
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "h200-mig-placements.json"
+REFERENCE = REPO_ROOT.parent / "shared" / "reference"
+
+REQUIRED_MODELS = {
+    # id: (compute capability, nominal memory GiB, MIG-capable)
+    "A100-40GB": ("8.0", 40, True),
+    "A100-80GB": ("8.0", 80, True),
+    "H100-80GB": ("9.0", 80, True),
+    "H100-NVL": ("9.0", 94, True),
+    "H200": ("9.0", 141, True),
+    "GH200": ("9.0", 96, True),
+    "GH200-144GB": ("9.0", 144, True),
+    "B200": ("10.0", 180, True),
+    "A30": ("8.0", 24, True),
+    "RTX-PRO-6000": ("12.0", 96, True),
+    "L4": ("8.9", 24, False),
+    "L40S": ("8.9", 48, False),
+    "T4": ("7.5", 16, False),
+}
+
+
+def model(model_id: str) -> catalog.GpuModel:
+    """A model that must exist."""
+    found = catalog.gpu_model(model_id)
+    assert found is not None, model_id
+    return found
+
+
+# --- the catalogue ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_id", sorted(REQUIRED_MODELS))
+def test_required_model_has_ids_memory_and_capability(model_id: str) -> None:
+    cc, memory, mig = REQUIRED_MODELS[model_id]
+    m = model(model_id)
+    assert m.id == model_id and m.name
+    assert m.pci_device_ids and all(re.fullmatch(r"0x[0-9A-F]{4}10DE", pci) for pci in m.pci_device_ids)
+    assert set(m.pci_devices) == set(m.pci_device_ids)
+    assert m.memory_gib == memory
+    assert m.compute_capability == cc
+    assert m.mig_capable is mig
+
+
+def test_catalogue_also_carries_the_other_curated_models() -> None:
+    ids = set(catalog.gpu_models())
+    assert {"H100-96GB", "H20", "H200-NVL", "GB200", "B300", "GB300", "PG506-96GB"} <= ids
+    assert all(re.fullmatch(r"[A-Z0-9][A-Z0-9-]*", mid) for mid in ids)
+    assert list(catalog.gpu_models()) == sorted(ids)
+
+
+def test_pci_ids_are_unique_across_models_and_a800_h800_are_folded() -> None:
+    owners = collections.Counter(pci for m in catalog.gpu_models().values() for pci in m.pci_device_ids)
+    assert max(owners.values()) == 1
+    assert "0x20F610DE" in model("A100-40GB").pci_device_ids  # A800 40GB PCIe
+    assert "0x232410DE" in model("H100-80GB").pci_device_ids  # H800
+    assert model("H100-80GB").pci_devices["0x232410DE"] == "H800"
+
+
+@pytest.mark.parametrize(("model_id", "family"), [
+    ("T4", "turing"), ("A100-80GB", "ampere"), ("A30", "ampere"), ("L4", "ada-lovelace"), ("L40S", "ada-lovelace"),
+    ("H100-80GB", "hopper"), ("GH200", "hopper"), ("B200", "blackwell"), ("B300", "blackwell"),
+    ("RTX-PRO-6000", "blackwell"),
+])
+def test_family_follows_gfd_naming(model_id: str, family: str) -> None:
+    assert model(model_id).family == family
+
+
+def test_nfd_device_ids_are_lower_case_device_parts() -> None:
+    assert model("H100-80GB").nfd_device_ids() == ("2330", "2331", "2322", "2324")
+    assert model("H100-NVL").nfd_device_ids() == ("2321", "233a")
+    assert model("L4").nfd_device_ids() == ("27b8",)
+
+
+def test_unknown_model_is_none() -> None:
+    assert catalog.gpu_model("h100-80gb") is None
+    assert catalog.gpu_model("H300") is None
+
+
+@pytest.mark.parametrize("model_id", sorted(m.id for m in catalog.gpu_models().values() if m.mig_capable))
+def test_every_mig_model_has_placed_profiles_and_its_presets_fit(model_id: str) -> None:
+    m = model(model_id)
+    assert m.memory_slots in (4, 8) and m.compute_slots == (7 if m.memory_slots == 8 else 4)
+    assert m.mig_profiles
+    for name, p in m.mig_profiles.items():
+        assert p.name == name and p.size == p.memory_slices
+        assert p.starts and all(start + p.size <= m.memory_slots for start in p.starts)
+        assert 1 <= p.max_instances <= len(p.starts)
+        assert name.startswith(f"{p.compute_slices}g.")
+    presets = catalog.mig_presets(m)
+    assert presets["all-balanced"] == m.balanced_layout
+    assert set(presets) == {"all-balanced"} | {"all-" + n.replace("+", ".") for n in m.mig_profiles}
+    for name, layout in presets.items():
+        assert catalog.fit_mig_layout(m, layout).fits, (model_id, name)
+
+
+@pytest.mark.parametrize("model_id", ["L4", "L40S", "T4"])
+def test_non_mig_models_have_no_profiles(model_id: str) -> None:
+    m = model(model_id)
+    assert not m.mig_profiles and not m.balanced_layout and m.memory_slots == 0
+    assert catalog.mig_presets(m) == {}
+    fit = catalog.fit_mig_layout(m, {"1g.10gb": 1})
+    assert not fit.fits and fit.reason == f"{model_id} is not MIG-capable"
+
+
+def test_same_profile_name_has_per_model_geometry() -> None:
+    single = model("A100-80GB").mig_profiles["1g.10gb"]
+    double = model("A100-40GB").mig_profiles["1g.10gb"]
+    assert (single.memory_slices, single.max_instances) == (1, 7)
+    assert (double.memory_slices, double.max_instances) == (2, 4)
+    assert model("H200").mig_profiles["1g.35gb"].max_instances == 4
+    assert model("GB300").mig_profiles["1g.35gb"].max_instances == 7
+
+
+# --- the H200 hardware table -----------------------------------------------------------------------------------
+
+
+def h200_table() -> dict[str, dict]:
+    """The fixture's profiles by name."""
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    assert data["pciDeviceId"] in model("H200").pci_device_ids
+    assert data["memorySlices"] == model("H200").memory_slots
+    return {p["name"]: p for p in data["profiles"]}
+
+
+def test_h200_catalogue_matches_the_hardware_table() -> None:
+    table = h200_table()
+    h200 = model("H200")
+    assert set(table) == set(h200.mig_profiles)
+    for name, hw in table.items():
+        p = h200.mig_profiles[name]
+        assert (p.max_instances, list(p.starts), p.size) == (hw["instancesTotal"], hw["starts"], hw["size"])
+        assert p.compute_slices == int(name.split("g.")[0])
+
+
+def oracle_fits(layout: dict[str, int], table: dict[str, dict]) -> bool:
+    """Decide a layout on the hardware table alone: counts, the +me rules, then every reachable occupancy."""
+    if any(count > table[name]["instancesTotal"] for name, count in layout.items()):
+        return False
+    # gpuconf's documented +me rules (catalog._media_rule_violation, facts §4.1): one +me instance at most, and a
+    # 1g+me never next to another 1-compute-slice instance.
+    if sum(count for name, count in layout.items() if "+me" in name) > 1:
+        return False
+    one_g = [name for name in layout if name.startswith("1g.")]
+    if any(name.endswith("+me") for name in one_g) and len(one_g) > 1:
+        return False
+    # Set of occupied-slot bitmasks reachable after placing each instance: independent of the module's
+    # backtracking and of its instance order.
+    masks = {0}
+    for name in sorted(layout):
+        for _ in range(layout[name]):
+            bits = (1 << table[name]["size"]) - 1
+            masks = {m | (bits << s) for m in masks for s in table[name]["starts"] if not m & (bits << s)}
+    return bool(masks)
+
+
+def test_every_h200_layout_up_to_seven_instances_agrees_with_the_hardware_table() -> None:
+    table = h200_table()
+    h200 = model("H200")
+    accepted = rejected = 0
+    for size in range(8):
+        for combo in itertools.combinations_with_replacement(sorted(table), size):
+            layout = dict(collections.Counter(combo))
+            fit = catalog.fit_mig_layout(h200, layout)
+            assert fit.fits == oracle_fits(layout, table), (layout, fit.reason)
+            if fit.fits:
+                accepted += 1
+                assert collections.Counter(name for name, _ in fit.placement) == collections.Counter(layout)
+                used = 0
+                for name, start in fit.placement:
+                    assert start in table[name]["starts"]
+                    bits = ((1 << table[name]["size"]) - 1) << start
+                    assert not used & bits, (layout, fit.placement)
+                    used |= bits
+            else:
+                rejected += 1
+                assert fit.reason and not fit.placement
+    assert accepted + rejected == 3432  # C(7 + 7, 7) multisets of the 7 profiles with at most 7 instances
+    assert accepted > 50
+
+
+# --- named layouts ---------------------------------------------------------------------------------------------
+
+FITS, NO = True, False
+NAMED_LAYOUTS = [
+    # facts §4.1, on an 80GB part
+    ("A100-80GB", {"4g.40gb": 1, "3g.40gb": 1}, FITS, None),
+    ("A100-80GB", {"3g.40gb": 1, "2g.20gb": 2}, FITS, None),
+    ("A100-80GB", {"2g.20gb": 3, "1g.10gb": 1}, FITS, None),
+    ("A100-80GB", {"4g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}, FITS, None),
+    ("A100-80GB", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, FITS, None),
+    ("A100-80GB", {"3g.40gb": 2, "1g.10gb": 1}, NO,
+     "3g.40gb x2 occupies slots 0-7; 1g.10gb x1 has no free start slot among {0,1,2,3,4,5,6}"),
+    ("A100-80GB", {"1g.20gb": 4, "1g.10gb": 1}, NO,
+     "1g.20gb x4 occupies slots 0-7; 1g.10gb x1 has no free start slot among {0,1,2,3,4,5,6}"),
+    ("A100-80GB", {"4g.40gb": 1, "2g.20gb": 2}, NO,
+     "4g.40gb x1 occupies slots 0-3, 2g.20gb x1 occupies slots 4-5; "
+     "2g.20gb x1 has no free start slot among {0,2,4} (free: slots 6-7)"),
+    ("A100-80GB", {"7g.80gb": 1, "1g.10gb": 1}, NO,
+     "7g.80gb x1 occupies slots 0-7; 1g.10gb x1 has no free start slot among {0,1,2,3,4,5,6}"),
+    ("A100-80GB", {"7g.80gb": 1, "4g.40gb": 1}, NO, "7g.80gb x1 occupies slots 0-7; 4g.40gb x1 has no free"),
+    ("A100-80GB", {"7g.80gb": 1}, FITS, None),
+    ("A100-80GB", {"1g.10gb": 7}, FITS, None),
+    ("A100-80GB", {"1g.10gb": 8}, NO, "profile 1g.10gb allows at most 7 instances, layout asks for 8"),
+    ("A100-80GB", {"1g.10gb+me": 2}, NO, "profile 1g.10gb+me allows at most 1 instance, layout asks for 2"),
+    ("A100-80GB", {"1g.5gb": 1}, NO,
+     "profile 1g.5gb does not exist on A100-80GB (known: 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, "
+     "4g.40gb, 7g.80gb)"),
+    ("A100-80GB", {"1g.10gb+me": 1, "1g.20gb": 1}, NO, "1g.10gb+me cannot share a GPU with other 1g instances"),
+    ("A100-80GB", {"1g.10gb+me": 1, "2g.20gb": 3}, FITS, None),
+    ("A100-80GB", {"1g.10gb": 0, "2g.20gb": 0}, NO, "all counts are 0"),
+    ("A100-80GB", {}, FITS, None),
+    # A100-40GB: 1g.10gb is the double-memory profile here
+    ("A100-40GB", {"1g.10gb": 4}, FITS, None),
+    ("A100-40GB", {"1g.10gb": 5}, NO, "profile 1g.10gb allows at most 4 instances, layout asks for 5"),
+    ("A100-40GB", {"1g.5gb": 7}, FITS, None),
+    ("A100-40GB", {"4g.20gb": 1, "3g.20gb": 1}, FITS, None),
+    ("A100-40GB", {"2g.10gb": 3, "1g.5gb": 1}, FITS, None),
+    ("A100-40GB", {"1g.10gb": 3, "1g.5gb": 2}, FITS, None),  # 1g.10gb at 0, 2, 6 leaves 4 and 5 for the 1g.5gb
+    ("A100-40GB", {"1g.10gb": 3, "1g.5gb": 3}, NO,
+     "1g.10gb x3 occupies slots 0-3,6-7, 1g.5gb x2 occupies slots 4-5; "
+     "1g.5gb x1 has no free start slot among {0,1,2,3,4,5,6}"),
+    ("A100-80GB", {"2g.20gb": 3, "1g.10gb": 2}, NO,
+     "2g.20gb x3 occupies slots 0-5, 1g.10gb x1 occupies slot 6; "
+     "1g.10gb x1 has no free start slot among {0,1,2,3,4,5,6} (free: slot 7)"),
+    # H100-80GB
+    ("H100-80GB", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, FITS, None),
+    ("H100-80GB", {"2g.20gb": 2, "3g.40gb": 1}, FITS, None),
+    ("H100-80GB", {"4g.40gb": 2}, NO, "profile 4g.40gb allows at most 1 instance, layout asks for 2"),
+    ("H100-80GB", {"3g.40gb": 1, "2g.20gb": 1, "1g.20gb": 1}, FITS, None),
+    # A30: 4 slices
+    ("A30", {"4g.24gb": 1}, FITS, None),
+    ("A30", {"2g.12gb": 2}, FITS, None),
+    ("A30", {"2g.12gb": 1, "1g.6gb": 2}, FITS, None),
+    ("A30", {"2g.12gb+me": 2}, NO, "profile 2g.12gb+me allows at most 1 instance, layout asks for 2"),
+    ("A30", {"2g.12gb+me": 1, "1g.6gb+me": 1}, NO, "at most one media-extension instance (+me) fits one GPU"),
+    ("A30", {"2g.12gb+me": 1, "2g.12gb": 1}, FITS, None),
+    ("A30", {"4g.24gb": 1, "1g.6gb": 1}, NO, "4g.24gb x1 occupies slots 0-3; 1g.6gb x1 has no free start slot"),
+    ("A30", {"1g.6gb": 5}, NO, "profile 1g.6gb allows at most 4 instances, layout asks for 5"),
+    ("A30", {"3g.12gb": 1}, NO, "profile 3g.12gb does not exist on A30"),
+    # B200
+    ("B200", {"1g.23gb": 2, "2g.45gb": 1, "3g.90gb": 1}, FITS, None),
+    ("B200", {"7g.180gb": 1}, FITS, None),
+    ("B200", {"1g.45gb": 4}, FITS, None),
+    ("B200", {"1g.45gb": 4, "1g.23gb": 1}, NO, "1g.45gb x4 occupies slots 0-7"),
+    ("B200", {"4g.90gb": 1, "3g.90gb": 1}, FITS, None),
+    ("B200", {"1g.10gb": 1}, NO, "profile 1g.10gb does not exist on B200"),
+    # RTX PRO 6000 Blackwell: 4 slices, +gfx / -me / +me.all variants
+    ("RTX-PRO-6000", {"1g.24gb": 2, "2g.48gb": 1}, FITS, None),
+    ("RTX-PRO-6000", {"4g.96gb": 1}, FITS, None),
+    ("RTX-PRO-6000", {"4g.96gb+gfx": 1, "1g.24gb": 1}, NO, "4g.96gb+gfx x1 occupies slots 0-3"),
+    ("RTX-PRO-6000", {"1g.24gb+gfx": 4}, FITS, None),
+    ("RTX-PRO-6000", {"2g.48gb-me": 2}, FITS, None),
+    ("RTX-PRO-6000", {"1g.24gb+me.all": 1, "1g.24gb-me": 3}, FITS, None),
+    ("RTX-PRO-6000", {"1g.24gb+me.all": 1, "2g.48gb+me.all": 1}, NO,
+     "at most one media-extension instance (+me) fits one GPU, layout asks for 2"),
+    ("RTX-PRO-6000", {"1g.24gb": 5}, NO, "profile 1g.24gb allows at most 4 instances, layout asks for 5"),
+    # GB200: a legacy name from older drivers is reported as such
+    ("GB200", {"3g.95gb": 1}, NO, "profile 3g.95gb does not exist on GB200 (a name older drivers used"),
+]
+
+
+@pytest.mark.parametrize(("model_id", "layout", "fits", "reason"), NAMED_LAYOUTS,
+                         ids=[f"{m}:{'+'.join(f'{k}x{v}' for k, v in lay.items()) or 'empty'}"
+                              for m, lay, _, _ in NAMED_LAYOUTS])
+def test_named_layout(model_id: str, layout: dict[str, int], fits: bool, reason: str | None) -> None:
+    fit = catalog.fit_mig_layout(model(model_id), layout)
+    assert fit.fits is fits, fit.reason
+    if reason is not None:
+        assert fit.reason.startswith(reason), fit.reason
+    if fits:
+        assert sorted(collections.Counter(n for n, _ in fit.placement).items()) == \
+            sorted((k, v) for k, v in layout.items() if v)
+    else:
+        assert fit.placement == ()
+
+
+def test_balanced_placement_is_the_known_one() -> None:
+    fit = catalog.fit_mig_layout(model("A100-80GB"), {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1})
+    # The 3g cannot start at 0: 2g + 1g x2 would then need slot 7, which no 1g may start at.
+    assert fit.placement == (("2g.20gb", 0), ("1g.10gb", 2), ("1g.10gb", 3), ("3g.40gb", 4))
+
+
+@pytest.mark.parametrize("count", [-1, True, 1.5, "2"])
+def test_bad_counts_are_rejected(count: object) -> None:
+    fit = catalog.fit_mig_layout(model("A100-80GB"), {"1g.10gb": count})  # type: ignore[dict-item]
+    assert not fit.fits and "needs a whole number of instances" in fit.reason
+
+
+def test_named_layouts_cover_the_required_models() -> None:
+    assert len(NAMED_LAYOUTS) >= 30
+    assert {"A100-40GB", "A100-80GB", "H100-80GB", "A30", "B200", "RTX-PRO-6000"} <= {m for m, *_ in NAMED_LAYOUTS}
+
+
+# --- charts ----------------------------------------------------------------------------------------------------
+
+
+def test_chart_versions() -> None:
+    assert catalog.chart_versions() == ("v26.3.3", "v26.7.0")
+    assert catalog.chart("v26.5.0") is None
+
+
+def test_chart_defaults_facts() -> None:
+    new, old = catalog.chart("v26.7.0"), catalog.chart("v26.3.3")
+    assert new is not None and old is not None
+    assert new.version == "v26.7.0" and old.version == "v26.3.3"
+    assert new.defaults["driver"]["version"] == "595.91.07"
+    assert old.defaults["driver"]["version"] == "580.126.20"
+    assert new.defaults["dcgmExporter"]["serviceMonitor"]["enabled"] is True
+    assert old.defaults["dcgmExporter"]["serviceMonitor"]["enabled"] is False
+    assert new.defaults["dcgmExporter"]["serviceMonitor"]["scrapeTimeout"] == "10s"
+    assert "scrapeTimeout" not in old.defaults["dcgmExporter"]["serviceMonitor"]
+    assert new.defaults["daemonsets"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                                          "effect": "NoSchedule"}]
+    assert (new.nfd_chart_version, old.nfd_chart_version) == ("0.19.0", "0.18.3")
+
+
+def test_nfd_subchart_defaults_are_folded_under_the_parent_block() -> None:
+    new, old = catalog.chart("v26.7.0"), catalog.chart("v26.3.3")
+    assert new is not None and old is not None
+    nfd = new.defaults["node-feature-discovery"]
+    assert nfd["priorityClassName"] == "system-node-critical"  # the parent's value wins over the subchart's ""
+    assert nfd["master"]["config"] == {"extraLabelNs": ["nvidia.com"]}
+    assert [t["key"] for t in nfd["worker"]["tolerations"]] == ["node-role.kubernetes.io/control-plane",
+                                                                "nvidia.com/gpu"]
+    assert nfd["master"]["enableTaints"] is False  # only the subchart's values.yaml has it
+    assert nfd["image"]["repository"] == "registry.k8s.io/nfd/node-feature-discovery"
+    assert "image" not in old.defaults["node-feature-discovery"]
+
+
+def test_chart_quirk_lists() -> None:
+    new, old = catalog.chart("v26.7.0"), catalog.chart("v26.3.3")
+    assert new is not None and old is not None
+    assert set(new.dead_keys) == {"driver.nvidiaDriverCRD.nodeSelector", "devicePlugin.mps.root"}
+    assert old.dead_keys == ("devicePlugin.mps.root",)
+    assert dict(new.renamed_keys) == {"driver.upgradePolicy.gpuPodDeletion": "driver.upgradePolicy.podDeletion"}
+    assert "dcgmExporter.serviceMonitor" in new.verbatim_blocks and "driver.repoConfig" in new.verbatim_blocks
+    assert {"operator.version", "operator.metrics", "hostPaths.kubeletRootDir", "gfd.args"} <= \
+        set(new.template_only_keys)
+    assert "operator.version" in old.template_only_keys
+    assert not {"hostPaths.kubeletRootDir", "operator.metrics"} & set(old.template_only_keys)
+    for facts in (new, old):
+        for path in (*facts.dead_keys, *facts.renamed_keys, *facts.verbatim_blocks):
+            assert catalog.chart_path_status(facts.version, path) == ("known", None), path
+        for path in facts.template_only_keys:
+            assert catalog.chart_path_status(facts.version, path) == ("template-only", None), path
+
+
+def test_chart_defaults_are_a_fresh_copy_per_call() -> None:
+    first = catalog.chart("v26.7.0")
+    assert first is not None
+    first.defaults["driver"]["version"] = "changed"
+    again = catalog.chart("v26.7.0")
+    assert again is not None and again.defaults["driver"]["version"] == "595.91.07"
+
+
+@pytest.mark.parametrize(("version", "path", "expected"), [
+    ("v26.7.0", "driver.version", ("known", None)),
+    ("v26.7.0", "dcgmExporter.serviceMonitor", ("known", None)),
+    ("v26.7.0", "dcgmExporter.serviceMonitor.interval", ("known", None)),
+    ("v26.7.0", "daemonsets.tolerations", ("known", None)),
+    ("v26.7.0", "operator.nodeSelector.kubernetes.io/os", ("known", None)),
+    ("v26.7.0", "operator.annotations.openshift.io/scc", ("known", None)),
+    ("v26.7.0", "node-feature-discovery.master.enableTaints", ("known", None)),
+    ("v26.7.0", "operator.version", ("template-only", None)),
+    ("v26.7.0", "operator.metrics.serviceMonitor.interval", ("template-only", None)),
+    ("v26.7.0", "dcgmExporter.config.name", ("template-only", None)),
+    ("v26.7.0", "hostPaths.kubeletRootDir", ("template-only", None)),
+    ("v26.7.0", "daemonsets.labels.team", ("open-map", None)),
+    ("v26.7.0", "devicePlugin.config.data.a100-ts4", ("open-map", None)),
+    ("v26.7.0", "operator.resources.limits.ephemeral-storage", ("open-map", None)),
+    ("v26.7.0", "node-feature-discovery.worker.config.sources.usb", ("open-map", None)),
+    ("v26.7.0", "dcgmExporter.serviceMonitr.interval", ("unknown", "dcgmExporter.serviceMonitor.interval")),
+    ("v26.7.0", "driver.verison", ("unknown", "driver.version")),
+    ("v26.7.0", "devicePlugin.config.nmae", ("unknown", "devicePlugin.config.name")),
+    ("v26.7.0", "daemonsets.tolerations.0.key", ("unknown", "daemonsets.tolerations")),
+    ("v26.7.0", "driver.version.major", ("unknown", "driver.version")),
+    ("v26.7.0", "driver..version", ("unknown", "driver.version")),
+    ("v26.3.3", "hostPaths.kubeletRootDir", ("unknown", "hostPaths.rootFS")),
+    ("v26.3.3", "operator.metrics.serviceMonitor.interval", ("unknown", "dcgmExporter.serviceMonitor.interval")),
+    ("v26.3.3", "node-feature-discovery.master.enableTaints", ("open-map", None)),
+])
+def test_chart_path_status(version: str, path: str, expected: tuple[str, str | None]) -> None:
+    assert catalog.chart_path_status(version, path) == expected
+
+
+def test_chart_path_status_of_an_unknown_version_says_which_exist() -> None:
+    with pytest.raises(ValueError, match=r"v26\.7\.0"):
+        catalog.chart_path_status("v26.7.1", "driver.version")
+
+
+def test_suggest() -> None:
+    ids = list(catalog.gpu_models())
+    assert catalog.suggest("h100-80gb", ids) == "H100-80GB"
+    assert catalog.suggest("H100-80G", ids) == "H100-80GB"
+    assert catalog.suggest("v26.7", catalog.chart_versions()) == "v26.7.0"
+    assert catalog.suggest("quantum-annealer", ids) is None
+    assert catalog.suggest("anything", []) is None
+
+
+# --- how the module loads --------------------------------------------------------------------------------------
+
+
+def test_import_reads_nothing_and_pulls_no_heavy_modules() -> None:
+    heavy = ["click", "difflib", "jinja2", "jsonschema", "kubernetes_validate", "pydantic", "ruamel", "yaml"]
+    code = ("import sys, gpuconf.catalog as c; "
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})); "
+            "print(c._gpus_json.cache_info().currsize)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "[]" and out[1] == "0"
+
+
+# --- the derived files -----------------------------------------------------------------------------------------
+
+
+def _derive_module():
+    """tools/derive_reference.py as a module."""
+    spec = importlib.util.spec_from_file_location("derive_reference", REPO_ROOT / "tools" / "derive_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve string annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not REFERENCE.is_dir(),
+                    reason="../shared/reference is absent (a user's clone): the committed profiles/ are the source")
+def test_committed_data_is_what_the_script_derives() -> None:
+    derive = _derive_module()
+    first = derive.derive(REFERENCE)
+    assert first == derive.derive(REFERENCE)  # idempotent: same bytes on every run
+    assert set(first) == {"profiles/gpus.json", "profiles/charts/v26.3.3.json", "profiles/charts/v26.7.0.json",
+                          "tests/fixtures/h200-mig-placements.json"}
+    for rel, data in first.items():
+        assert (REPO_ROOT / rel).read_bytes() == data, f"{rel} is stale: run python tools/derive_reference.py"
+
+
+def test_derived_files_announce_how_to_regenerate_them() -> None:
+    for rel in ("profiles/gpus.json", "profiles/charts/v26.7.0.json", "tests/fixtures/h200-mig-placements.json"):
+        header = json.loads((REPO_ROOT / rel).read_text(encoding="utf-8"))["generated"]
+        assert header["command"] == "python tools/derive_reference.py"
+        assert header["inputs"] and all(v.startswith("sha256:") for v in header["inputs"].values())
+
+
+def test_script_fails_loudly_on_a_missing_input(tmp_path: Path) -> None:
+    derive = _derive_module()
+    with pytest.raises(derive.DeriveError, match="missing"):
+        derive.derive(tmp_path)  # an empty folder: the first input is missing
+    with pytest.raises(derive.DeriveError, match="does not exist"):
+        derive.derive(tmp_path / "nowhere")
+
+
+def test_script_parses_nvidia_smi_text() -> None:
+    derive = _derive_module()
+    text = ("# Read off one NVIDIA X (PCI device id 0x233510de, 1000 MiB, driver 1.2.3)\n"
+            "# Placements: {start slots}:size  (8 slices in all).\n"
+            "|   0  MIG 2g.35gb         14     3/3        32.50      No     32     2     0   |\n"
+            "|                                                               2     2     0   |\n"
+            "GPU  0 Profile ID 14 Placements: {0,2,4}:2\n")
+    parsed = derive.parse_h200_smi(text)
+    assert parsed["pciDeviceId"] == "0x233510DE" and parsed["memorySlices"] == 8
+    assert parsed["profiles"] == [{"name": "2g.35gb", "profileId": 14, "instancesFree": 3, "instancesTotal": 3,
+                                   "memoryGiB": 32.5, "p2p": False, "sm": 32, "dec": 2, "enc": 0, "ce": 2,
+                                   "jpeg": 2, "ofa": 0, "starts": [0, 2, 4], "size": 2}]
+    with pytest.raises(derive.DeriveError):
+        derive.parse_h200_smi(text.replace("GPU  0 Profile ID 14", "GPU  0 Profile ID 15"))

@@ -1,0 +1,108 @@
+"""The command line: exit codes, output formats, stdin, help speed-critical laziness."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import CASES, EXAMPLES, ROOT
+
+
+def test_json_format_has_the_documented_keys(run):
+    case = next(p for p in sorted(CASES.iterdir()) if (p / "intent.yaml").exists())
+    result = run("validate", "--format", "json", str(case / "intent.yaml"))
+    assert result.exit_code == 1
+    findings = json.loads(result.stdout)
+    assert findings
+    for f in findings:
+        assert list(f) == sorted(["file", "line", "column", "severity", "code", "path", "message", "hint"])
+
+
+def test_valid_file_json_is_empty_array(run):
+    result = run("validate", "--format", "json", str(EXAMPLES[0]))
+    assert (result.exit_code, result.stdout) == (0, "[]\n")
+
+
+def test_missing_file_is_a_usage_error(run):
+    result = run("validate", "does-not-exist.yaml")
+    assert result.exit_code == 2
+    assert "does not exist" in result.stderr
+
+
+def test_unknown_flag_is_a_usage_error(run):
+    assert run("validate", "--frobnicate", str(EXAMPLES[0])).exit_code == 2
+
+
+def test_no_files_is_a_usage_error(run):
+    assert run("validate").exit_code == 2
+
+
+def test_stdin(run):
+    text = EXAMPLES[0].read_text(encoding="utf-8")
+    assert run("validate", "-", input=text).exit_code == 0
+    bad = run("validate", "-", input=text.replace("gpusPerNode: ", "gpusPerNod: "))
+    assert bad.exit_code == 1
+    assert bad.stdout.startswith("<stdin>:") and "GC201" in bad.stdout
+
+
+def test_warnings_fail_only_when_asked(run, tmp_path):
+    intent = tmp_path / "w.yaml"
+    text = (ROOT / "examples" / "single-pool.yaml").read_text(encoding="utf-8")
+    intent.write_text(text.replace("  pools:\n", "  sharingProfiles:\n    unused:\n      timeSlicing: {replicas: 2}\n  pools:\n"))
+    assert run("validate", str(intent)).exit_code == 0
+    assert run("validate", "--warnings-as-errors", str(intent)).exit_code == 1
+
+
+def test_summary_of_the_reference_example(run):
+    result = run("validate", "--summary", str(ROOT / "examples" / "heterogeneous.yaml"))
+    assert result.exit_code == 0
+    assert "ml-prod" in result.stdout
+    assert "512 nvidia.com/gpu.shared" not in result.stdout  # L4 time-slicing is not renamed
+    assert "96 nvidia.com/gpu" in result.stdout  # 6 nodes x 4 L4 x 4 replicas
+    assert "32 nvidia.com/mig-3g.40gb" in result.stdout  # 4 nodes x 8 GPUs x 1
+
+
+def test_init_refuses_to_overwrite(run, tmp_path):
+    target = tmp_path / "intent.yaml"
+    assert run("init", "-o", str(target)).exit_code == 0
+    assert run("init", "-o", str(target)).exit_code == 2
+
+
+def test_catalog_and_rules_listings(run):
+    assert "H100-80GB" in run("catalog").stdout
+    shown = run("catalog", "--gpu", "H200").stdout
+    assert "{0,4}:4" in shown and "all-balanced" in shown
+    assert run("catalog", "--gpu", "H9000").exit_code == 2
+    listing = run("rules").stdout
+    assert "GC101" in listing and "GC306" in listing
+
+
+def test_internal_errors_are_reported_as_such(run, monkeypatch):
+    import gpuconf.validate
+
+    def boom(*_a, **_k):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(gpuconf.validate, "validate_path", boom)
+    from click.testing import CliRunner
+
+    from gpuconf.cli import main
+
+    result = CliRunner().invoke(main, ["validate", str(EXAMPLES[0])])
+    assert result.exit_code == 3
+    assert "internal error: RuntimeError: injected" in result.stderr
+
+
+def test_help_does_not_import_heavy_modules():
+    code = ("import sys; from gpuconf.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in ('pydantic', 'jsonschema', 'kubernetes_validate', 'jinja2', 'ruamel.yaml') "
+            "if m in sys.modules)\nprint(heavy, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr.strip() == "[]"
+
+
+def test_python_dash_m_works():
+    done = subprocess.run([sys.executable, "-m", "gpuconf", "validate", str(EXAMPLES[0])], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,66 @@
+"""Benchmarks: start-up cost of the CLI and validation time of generated large intents (`make bench`).
+
+Timings are medians of several runs on this machine; nothing here asserts a time, it only reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _wall(cmd: list[str], runs: int) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    """Print a table of timings and the scaling of validation with the number of pools."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7, help="repetitions per measurement (median is reported)")
+    args = parser.parse_args()
+
+    from generate import big_intent_text
+
+    gpuconf = [sys.executable, "-m", "gpuconf"]
+    bare = _wall([sys.executable, "-c", "pass"], args.runs)
+    help_ = _wall([*gpuconf, "--help"], args.runs)
+    print(f"{'bare python start-up':<44} {bare * 1000:8.1f} ms")
+    print(f"{'gpuconf --help':<44} {help_ * 1000:8.1f} ms  (+{(help_ - bare) * 1000:.1f} ms over bare)")
+    example = ROOT / "examples" / "heterogeneous.yaml"
+    print(f"{'gpuconf validate examples/heterogeneous.yaml':<44} {_wall([*gpuconf, 'validate', str(example)], args.runs) * 1000:8.1f} ms  (whole process)")
+
+    from gpuconf.loader import load_text
+    from gpuconf.validate import validate_document
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for pools in (10, 100, 1000):
+            text = big_intent_text(pools)
+            path = Path(tmp) / f"pools-{pools}.yaml"
+            path.write_text(text, encoding="utf-8")
+            samples = []
+            for _ in range(max(3, args.runs // 2)):
+                start = time.perf_counter()
+                result = validate_document(load_text(text, str(path)))
+                samples.append(time.perf_counter() - start)
+            assert result.ok, result.findings[:3]
+            in_process = statistics.median(samples)
+            whole = _wall([*gpuconf, "validate", str(path)], 3)
+            print(f"{f'validate {pools:>4}-pool intent ({len(text) // 1024} KiB)':<44} {in_process * 1000:8.1f} ms  "
+                  f"in process, {whole * 1000:.0f} ms whole process")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,776 @@
+#!/usr/bin/env python3
+"""Derive gpuconf's GPU catalogue, chart facts and test fixtures from the shared reference folder.
+
+Run from the repository root (maintainers only; a user's clone has no reference folder):
+
+    python tools/derive_reference.py [--reference ../shared/reference] [--check]
+
+Writes profiles/gpus.json, profiles/charts/<version>.json and tests/fixtures/h200-mig-placements.json.
+The output is byte-stable (sorted keys, fixed indentation, input hashes instead of timestamps), so running
+the script twice changes nothing. Any input it needs that is missing or malformed stops it with an error.
+Only the standard library and ruamel.yaml are used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
+COMMAND = "python tools/derive_reference.py"
+
+# Input files, relative to the reference folder.
+CURATED_MIG = "nvidia-formats/mig-catalog.curated.yaml"
+MIG_PARTED_DEFAULT = "nvidia-formats/mig-parted/config-default.yaml"
+H200_SMI = "gpu/h200-nvidia-smi-mig.txt"
+CP_CRD = "gpu-operator/v26.7.0/crds/nvidia.com_clusterpolicies.yaml"
+
+# Output files, relative to the repository root.
+GPUS_OUT = "profiles/gpus.json"
+H200_FIXTURE_OUT = "tests/fixtures/h200-mig-placements.json"
+
+
+class DeriveError(Exception):
+    """An input is missing, malformed, or disagrees with another input."""
+
+
+# --------------------------------------------------------------------------------------------------------------
+# GPU models
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Hand-checked facts of one GPU model id that the curated MIG catalogue does not carry."""
+
+    name: str
+    pci_ids: tuple[str, ...]
+    memory_gib: float | None
+    compute_capability: str | None
+    cc_evidence: str
+    confidence: str = "medium"
+    family: str | None = None  # only needed when compute_capability is unknown
+
+
+# MIG-capable models. The PCI ids select one group of the curated catalogue (every id of a model must sit in the
+# same group; A800/H800 variants are folded into the A100/H100 model they share MIG names with, and their names
+# stay visible in each model's pciDevices map). Memory is the nominal board size the reference names in the group
+# or the MIG guide line (A100-40GB, "H100 NVL (94GB)", "B200 180GB", "GB200 186GB", ...).
+#
+# Compute capabilities were confirmed with the search tool on `nvidia-smi --query-gpu=name,compute_cap` or
+# deviceQuery output from real cards in public repositories, or, where no such output was found, from the chip
+# name in the pci.ids database (github.com/pciutils/pciids, pci.ids at 006181e2): GA100* parts are 8.0 like the
+# measured A100, GH100* parts 9.0 like the measured H100/H200/GH200.
+#
+# confidence: "high" where the MIG placements were read off hardware or NVIDIA's own A100/A30 tables, "medium"
+# where only names and counts come from mig-parted's config-default.yaml and placements are inferred by analogy.
+MIG_MODELS: dict[str, ModelSpec] = {
+    "A100-40GB": ModelSpec(
+        "NVIDIA A100 40GB", ("0x20B010DE", "0x20B110DE", "0x20F110DE", "0x20F610DE"), 40, "8.0",
+        "nvidia-smi compute_cap 'NVIDIA A100-SXM4-40GB, 8.0'", "high"),
+    "A100-80GB": ModelSpec(
+        "NVIDIA A100 80GB", ("0x20B210DE", "0x20B510DE", "0x20F310DE", "0x20F510DE"), 80, "8.0",
+        "nvidia-smi compute_cap 'NVIDIA A100 80GB PCIe, 8.0'", "high"),
+    "H100-80GB": ModelSpec(
+        "NVIDIA H100 80GB", ("0x233010DE", "0x233110DE", "0x232210DE", "0x232410DE"), 80, "9.0",
+        "nvidia-smi compute_cap 'NVIDIA H100 80GB HBM3, 9.0'"),
+    "H100-NVL": ModelSpec(
+        "NVIDIA H100 NVL", ("0x232110DE", "0x233A10DE"), 94, "9.0",
+        "nvidia-smi compute_cap 'NVIDIA H100 NVL, 9.0'"),
+    "H100-96GB": ModelSpec(
+        "NVIDIA H100 96GB", ("0x233D10DE",), 96, "9.0",
+        "pci.ids names 0x233D 'GH100 [H100 96GB]': the GH100 chip, 9.0 as measured on H100/H200/GH200"),
+    "GH200": ModelSpec(
+        "NVIDIA GH200 96GB", ("0x234210DE",), 96, "9.0",
+        "deviceQuery 'NVIDIA GH200 480GB' / 'NVIDIA GH200 120GB': CUDA capability 9.0"),
+    "H20": ModelSpec(
+        "NVIDIA H20", ("0x232910DE",), 96, "9.0",
+        "nvidia-smi compute_cap 'NVIDIA H20, 9.0'"),
+    "PG506-96GB": ModelSpec(
+        "NVIDIA PG506-232 96GB", ("0x20B610DE",), 96, "8.0",
+        "pci.ids names 0x20B6 'GA100GL [PG506-232]': the GA100 chip, 8.0 as measured on A100"),
+    "H200": ModelSpec(
+        "NVIDIA H200 141GB", ("0x233510DE",), 141, "9.0",
+        "nvidia-smi compute_cap 'NVIDIA H200, 9.0, 143771' (the memory total of gpu/h200-nvidia-smi-mig.txt)",
+        "high"),
+    "H200-NVL": ModelSpec(
+        "NVIDIA H200 NVL", ("0x233B10DE",), 141, "9.0",
+        "pci.ids names 0x233B 'GH100 [H200 NVL]': the GH100 chip, 9.0 as measured on H200"),
+    "GH200-144GB": ModelSpec(
+        "NVIDIA GH200 144GB HBM3e", ("0x234810DE",), 144, "9.0",
+        "pci.ids names 0x2348 'GH100 [GH200 144G HBM3e]': the GH100 chip, 9.0 as measured on GH200"),
+    "B200": ModelSpec(
+        "NVIDIA B200", ("0x290110DE",), 180, "10.0",
+        "nvidia-smi compute_cap 'NVIDIA B200, 10.0, 183359'"),
+    "GB200": ModelSpec(
+        "NVIDIA GB200", ("0x294110DE",), 186, "10.0",
+        "nvidia-smi compute_cap 'NVIDIA GB200, 10.0'"),
+    # B300 memory: docs.nvidia.com NIM release notes ("B300 ... 288GB HBM3e memory per GPU").
+    "B300": ModelSpec(
+        "NVIDIA B300", ("0x318210DE",), 288, "10.3",
+        "nvidia-smi compute_cap 'NVIDIA B300 SXM6 AC, 10.3'"),
+    # GB300 memory: no NVIDIA figure found, so it stays unknown (the 7g profile name says 278 GB usable).
+    "GB300": ModelSpec(
+        "NVIDIA GB300", ("0x31C210DE",), None, "10.3",
+        "nvidia-smi compute_cap 'NVIDIA GB300, 10.3'"),
+    "A30": ModelSpec(
+        "NVIDIA A30", ("0x20B710DE",), 24, "8.0",
+        "pci.ids names 0x20B7 'GA100GL [A30 PCIe]' (GA100 chip) and the CUDA GPU table lists A30 under 8.0", "high"),
+    "RTX-PRO-6000": ModelSpec(
+        "NVIDIA RTX PRO 6000 Blackwell", ("0x2BB510DE",), 96, "12.0",
+        "nvidia-smi compute_cap 'NVIDIA RTX PRO 6000 Blackwell Server Edition, 12.0, 97887 MiB'"),
+}
+
+# Models without MIG. They are not in the curated catalogue, so each fact was checked with the search tool:
+# - PCI ids and names: pci.ids database (github.com/pciutils/pciids, pci.ids at 006181e2), vendor 10de:
+#   1eb8 "TU104GL [Tesla T4]", 26b9 "AD102GL [L40S]", 27b8 "AD104GL [L4]".
+# - Compute capability and memory: nvidia-smi/deviceQuery output on real cards in public repositories:
+#   "NVIDIA L4, 8.9, 23034 MiB", "NVIDIA L40S, 8.9, 46068 MiB", deviceQuery "Tesla T4" capability 7.5 with
+#   15110 MBytes; the nominal board sizes are 24, 48 and 16 GB.
+NON_MIG_MODELS: dict[str, tuple[ModelSpec, dict[str, str]]] = {
+    "L4": (ModelSpec("NVIDIA L4", ("0x27B810DE",), 24, "8.9", "nvidia-smi compute_cap 'NVIDIA L4, 8.9, 23034 MiB'",
+                     "high"),
+           {"0x27B810DE": "AD104GL [L4]"}),
+    "L40S": (ModelSpec("NVIDIA L40S", ("0x26B910DE",), 48, "8.9",
+                       "nvidia-smi compute_cap 'NVIDIA L40S, 8.9, 46068 MiB'", "high"),
+             {"0x26B910DE": "AD102GL [L40S]"}),
+    "T4": (ModelSpec("NVIDIA T4", ("0x1EB810DE",), 16, "7.5",
+                     "deviceQuery 'Tesla T4': CUDA capability 7.5, 15110 MBytes", "high"),
+           {"0x1EB810DE": "TU104GL [Tesla T4]"}),
+}
+NON_MIG_SOURCES = (
+    "pci.ids database (github.com/pciutils/pciids, pci.ids at 006181e2)",
+    "nvidia-smi --query-gpu=name,compute_cap and deviceQuery output on real cards (public repositories)",
+)
+
+MODEL_ID_RE = re.compile(r"^[A-Z0-9][A-Z0-9-]*$")
+PCI_ID_RE = re.compile(r"^0x[0-9A-F]{4}10DE$")
+PLACEMENTS_RE = re.compile(r"^\{(\d+(?:,\d+)*)\}:(\d+)$")
+PROFILE_RE = re.compile(r"^(\d+)g\.(\d+)gb")
+
+
+def family_for_cc(cc: str) -> str:
+    """GFD's gpu.family label for a compute capability (nvidia-formats-facts.md §2.1)."""
+    major, minor = (int(part) for part in cc.split("."))
+    if major == 7:
+        return "turing" if minor >= 5 else "volta"
+    if major == 8:
+        return "ada-lovelace" if minor == 9 else "ampere"
+    if major == 9:
+        return "hopper"
+    if major in (10, 12):
+        return "blackwell"
+    if major == 13:
+        return "rubin"
+    raise DeriveError(f"no GFD family known for compute capability {cc}")
+
+
+def parse_placements(text: str, where: str) -> tuple[list[int], int]:
+    """Parse nvidia-smi's `{0,2,4}:2` placement notation into (starts, size)."""
+    match = PLACEMENTS_RE.match(text.strip())
+    if not match:
+        raise DeriveError(f"{where}: cannot parse placements {text!r} (expected '{{starts}}:size')")
+    starts = [int(s) for s in match.group(1).split(",")]
+    if starts != sorted(set(starts)):
+        raise DeriveError(f"{where}: placement starts {starts} are not sorted and unique")
+    return starts, int(match.group(2))
+
+
+def _require(mapping: dict[str, Any], key: str, where: str) -> Any:
+    """mapping[key], or a DeriveError naming where the key was expected."""
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise DeriveError(f"{where}: missing key {key!r}")
+    return mapping[key]
+
+
+def _confidence_rank(word: str) -> int:
+    """Order of the confidence words used by the curated catalogue."""
+    ranks = {"low": 0, "medium": 1, "high": 2}
+    if word not in ranks:
+        raise DeriveError(f"unknown confidence word {word!r}")
+    return ranks[word]
+
+
+def _profile(entry: dict[str, Any], group: str, geometry: tuple[int, int]) -> tuple[str, dict[str, Any]]:
+    """One curated profile entry as (name, catalogue JSON), checked against the group's geometry."""
+    where = f"{CURATED_MIG} {group}"
+    name = _require(entry, "name", where)
+    where = f"{where} profile {name}"
+    starts, size = parse_placements(_require(entry, "placements", where), where)
+    compute = int(_require(entry, "compute_slices", where))
+    memory = int(_require(entry, "memory_slices", where))
+    max_instances = int(_require(entry, "max_instances", where))
+    match = PROFILE_RE.match(name)
+    if not match or int(match.group(1)) != compute:
+        raise DeriveError(f"{where}: name does not start with {compute}g.<GB>gb")
+    if memory != size:
+        raise DeriveError(f"{where}: memory_slices {memory} differs from placement size {size}")
+    if starts[-1] + size > geometry[1]:
+        raise DeriveError(f"{where}: placement {starts[-1]}+{size} runs past {geometry[1]} memory slices")
+    if not 1 <= max_instances <= len(starts):
+        raise DeriveError(f"{where}: max_instances {max_instances} does not fit {len(starts)} start slots")
+    return name, {"computeSlices": compute, "memorySlices": memory, "maxInstances": max_instances,
+                  "starts": starts, "size": size}
+
+
+def _mig_model(model_id: str, spec: ModelSpec, group: dict[str, Any]) -> dict[str, Any]:
+    """Catalogue JSON for a MIG model from its curated group."""
+    where = f"{CURATED_MIG} {group.get('model')}"
+    geometry = (int(_require(group, "compute_slices", where)), int(_require(group, "memory_slices", where)))
+    profiles = dict(_profile(entry, str(group["model"]), geometry) for entry in _require(group, "profiles", where))
+    balanced = {str(k): int(v) for k, v in _require(group, "all_balanced", where).items()}
+    for name in balanced:
+        if name not in profiles:
+            raise DeriveError(f"{where}: all_balanced names unknown profile {name}")
+    names = _require(group, "pci_device_ids", where)
+    confidence_word = str(_require(group, "confidence", where)).split()[0]
+    if _confidence_rank(spec.confidence) > _confidence_rank(confidence_word):
+        raise DeriveError(f"{model_id}: confidence {spec.confidence} is above the curated {confidence_word}")
+    # go-nvlib names profiles after the memory the driver reports, so the full-GPU profile says how much a
+    # model has at least; a nominal size below it means the constant above is wrong.
+    full = [n for n, p in profiles.items() if p["computeSlices"] == geometry[0] and not re.search(r"[+-]", n)]
+    if len(full) != 1:
+        raise DeriveError(f"{where}: expected one plain full-GPU profile, found {full}")
+    full_gb = int(full[0].split(".")[1].removesuffix("gb"))
+    if spec.memory_gib is not None and spec.memory_gib < full_gb:
+        raise DeriveError(f"{model_id}: memory {spec.memory_gib} GiB is below its full-GPU profile ({full_gb} GB)")
+    legacy = [str(item).split()[0] for item in group.get("legacy_profile_names", [])]
+    return {
+        "balancedLayout": balanced,
+        "computeCapability": spec.compute_capability,
+        "confidence": spec.confidence,
+        "family": _family(model_id, spec),
+        "legacyProfileNames": legacy,
+        "memoryGiB": spec.memory_gib,
+        "migCapable": True,
+        "migGeometry": {"computeSlices": geometry[0], "memorySlices": geometry[1]},
+        "migProfiles": profiles,
+        "name": spec.name,
+        "pciDeviceIds": list(spec.pci_ids),
+        "pciDevices": {pci: str(names[pci]) for pci in spec.pci_ids},
+        "sources": [str(s) for s in _require(group, "sources", where)]
+        + [f"compute capability: {spec.cc_evidence}"],
+    }
+
+
+def _family(model_id: str, spec: ModelSpec) -> str:
+    """The GFD family of a model, derived from its compute capability when known."""
+    if spec.compute_capability is None:
+        if spec.family is None:
+            raise DeriveError(f"{model_id}: neither compute capability nor family is known")
+        return spec.family
+    family = family_for_cc(spec.compute_capability)
+    if spec.family is not None and spec.family != family:
+        raise DeriveError(f"{model_id}: family {spec.family} disagrees with compute capability")
+    return family
+
+
+def _entry_filters(entry: dict[str, Any]) -> set[str] | None:
+    """The upper-cased device-filter ids of a mig-parted entry, or None when it applies to all GPUs."""
+    raw = entry.get("device-filter")
+    if raw is None:
+        return None
+    items = [raw] if isinstance(raw, str) else list(raw)
+    return {str(item).upper().replace("0X", "0x") for item in items}
+
+
+def _check_against_mig_parted(models: dict[str, dict[str, Any]], config: dict[str, Any]) -> None:
+    """Fail when mig-parted's shipped config disagrees with the catalogue on counts or balanced layouts."""
+    configs = _require(config, "mig-configs", MIG_PARTED_DEFAULT)
+    for model_id, model in models.items():
+        if not model["migCapable"]:
+            continue
+        ids = set(model["pciDeviceIds"])
+        wanted = {"all-balanced": model["balancedLayout"]}
+        wanted.update({"all-" + name.replace("+", "."): {name: p["maxInstances"]}
+                       for name, p in model["migProfiles"].items()})
+        for config_name, layout in wanted.items():
+            for entry in configs.get(config_name) or []:
+                filters = _entry_filters(entry)
+                if filters is not None and not filters & ids:
+                    continue
+                found = {str(k): int(v) for k, v in (entry.get("mig-devices") or {}).items()}
+                if found != layout:
+                    raise DeriveError(f"{model_id}: {MIG_PARTED_DEFAULT} {config_name} has {found}, "
+                                      f"the catalogue says {layout}")
+
+
+def build_gpus(curated: dict[str, Any], mig_parted: dict[str, Any]) -> dict[str, Any]:
+    """The models map of profiles/gpus.json."""
+    groups = _require(curated, "gpus", CURATED_MIG)
+    by_pci: dict[str, dict[str, Any]] = {}
+    for group in groups:
+        for pci in _require(group, "pci_device_ids", f"{CURATED_MIG} {group.get('model')}"):
+            if not PCI_ID_RE.match(str(pci)):
+                raise DeriveError(f"{CURATED_MIG}: PCI id {pci!r} is not in 0x<DEVICE>10DE form")
+            if str(pci) in by_pci:
+                raise DeriveError(f"{CURATED_MIG}: PCI id {pci} appears in two groups")
+            by_pci[str(pci)] = group
+    models: dict[str, dict[str, Any]] = {}
+    assigned: set[str] = set()
+    for model_id, spec in MIG_MODELS.items():
+        missing = [pci for pci in spec.pci_ids if pci not in by_pci]
+        if missing:
+            raise DeriveError(f"{model_id}: PCI ids {missing} are not in {CURATED_MIG}")
+        group_ids = {id(by_pci[pci]) for pci in spec.pci_ids}
+        if len(group_ids) != 1:
+            raise DeriveError(f"{model_id}: its PCI ids span several curated groups")
+        models[model_id] = _mig_model(model_id, spec, by_pci[spec.pci_ids[0]])
+        assigned.update(spec.pci_ids)
+    unassigned = sorted(set(by_pci) - assigned)
+    if unassigned:
+        raise DeriveError(f"curated PCI ids {unassigned} belong to no model id: add them to MIG_MODELS")
+    for model_id, (spec, names) in NON_MIG_MODELS.items():
+        if set(names) != set(spec.pci_ids):
+            raise DeriveError(f"{model_id}: PCI names do not match its PCI ids")
+        models[model_id] = {
+            "balancedLayout": {}, "computeCapability": spec.compute_capability, "confidence": spec.confidence,
+            "family": _family(model_id, spec), "legacyProfileNames": [], "memoryGiB": spec.memory_gib,
+            "migCapable": False, "migGeometry": None, "migProfiles": {}, "name": spec.name,
+            "pciDeviceIds": list(spec.pci_ids), "pciDevices": dict(names),
+            "sources": [*NON_MIG_SOURCES, f"compute capability: {spec.cc_evidence}"],
+        }
+    seen: dict[str, str] = {}
+    for model_id, model in models.items():
+        if not MODEL_ID_RE.match(model_id):
+            raise DeriveError(f"model id {model_id!r} does not match {MODEL_ID_RE.pattern}")
+        for pci in model["pciDeviceIds"]:
+            if not PCI_ID_RE.match(pci):
+                raise DeriveError(f"{model_id}: PCI id {pci!r} is not in 0x<DEVICE>10DE form")
+            if pci in seen:
+                raise DeriveError(f"PCI id {pci} belongs to both {seen[pci]} and {model_id}")
+            seen[pci] = model_id
+    _check_against_mig_parted(models, mig_parted)
+    return dict(sorted(models.items()))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The H200 nvidia-smi table
+# --------------------------------------------------------------------------------------------------------------
+
+SMI_HEADER_RE = re.compile(r"PCI device id (0x[0-9A-Fa-f]{8}), (\d+) MiB, driver ([\d.]+)")
+SMI_SLICES_RE = re.compile(r"\((\d+) slices in all\)")
+SMI_ROW_RE = re.compile(
+    r"^\|\s+(\d+)\s+MIG\s+(\S+)\s+(\d+)\s+(\d+)/(\d+)\s+([\d.]+)\s+(Yes|No)\s+(\d+)\s+(\d+)\s+(\d+)\s+\|$")
+SMI_ROW2_RE = re.compile(r"^\|\s+(\d+)\s+(\d+)\s+(\d+)\s+\|$")
+SMI_PLACEMENT_RE = re.compile(r"^GPU\s+(\d+)\s+Profile ID\s+(\d+)\s+Placements?\s*:\s*(\{[\d,]+\}:\d+)\s*$")
+
+
+def parse_h200_smi(text: str) -> dict[str, Any]:
+    """Parse `nvidia-smi mig -lgip` and `-lgipp` output into the fixture's JSON."""
+    header = SMI_HEADER_RE.search(text)
+    slices = SMI_SLICES_RE.search(text)
+    if not header or not slices:
+        raise DeriveError(f"{H200_SMI}: header with PCI id, memory and slice count not found")
+    lines = text.splitlines()
+    profiles: list[dict[str, Any]] = []
+    for i, line in enumerate(lines):
+        row = SMI_ROW_RE.match(line)
+        if not row:
+            continue
+        row2 = SMI_ROW2_RE.match(lines[i + 1]) if i + 1 < len(lines) else None
+        if not row2:
+            raise DeriveError(f"{H200_SMI}: line {i + 2} should hold CE/JPEG/OFA for profile {row.group(2)}")
+        profiles.append({
+            "name": row.group(2), "profileId": int(row.group(3)), "instancesFree": int(row.group(4)),
+            "instancesTotal": int(row.group(5)), "memoryGiB": float(row.group(6)), "p2p": row.group(7) == "Yes",
+            "sm": int(row.group(8)), "dec": int(row.group(9)), "enc": int(row.group(10)),
+            "ce": int(row2.group(1)), "jpeg": int(row2.group(2)), "ofa": int(row2.group(3)),
+        })
+    placements: dict[int, tuple[list[int], int]] = {}
+    for line in lines:
+        match = SMI_PLACEMENT_RE.match(line.strip())
+        if match:
+            placements[int(match.group(2))] = parse_placements(match.group(3), H200_SMI)
+    if not profiles:
+        raise DeriveError(f"{H200_SMI}: no GPU instance profile rows found")
+    if {p["profileId"] for p in profiles} != set(placements):
+        raise DeriveError(f"{H200_SMI}: profile ids of the -lgip table and the -lgipp lines differ")
+    for profile in profiles:
+        profile["starts"], profile["size"] = placements[profile["profileId"]]
+    return {
+        "source": H200_SMI,
+        "pciDeviceId": header.group(1)[:2] + header.group(1)[2:].upper(),
+        "totalMemoryMiB": int(header.group(2)),
+        "driverVersion": header.group(3),
+        "memorySlices": int(slices.group(1)),
+        "profiles": profiles,
+    }
+
+
+def _check_h200(fixture: dict[str, Any], models: dict[str, dict[str, Any]]) -> None:
+    """Fail when the curated H200 profiles disagree with the hardware table."""
+    owner = next((mid for mid, m in models.items() if fixture["pciDeviceId"] in m["pciDeviceIds"]), None)
+    if owner is None:
+        raise DeriveError(f"{H200_SMI}: PCI id {fixture['pciDeviceId']} belongs to no model id")
+    model = models[owner]
+    if model["migGeometry"]["memorySlices"] != fixture["memorySlices"]:
+        raise DeriveError(f"{owner}: memory slices disagree with {H200_SMI}")
+    table = {p["name"]: p for p in fixture["profiles"]}
+    if set(table) != set(model["migProfiles"]):
+        raise DeriveError(f"{owner}: profile names {sorted(model['migProfiles'])} disagree with {sorted(table)}")
+    for name, hw in table.items():
+        cat = model["migProfiles"][name]
+        if (cat["maxInstances"], cat["starts"], cat["size"]) != (hw["instancesTotal"], hw["starts"], hw["size"]):
+            raise DeriveError(f"{owner} {name}: catalogue {cat} disagrees with {H200_SMI} {hw}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chart versions
+# --------------------------------------------------------------------------------------------------------------
+
+# gpu-operator-facts.md §4, "Chart-template quirks": keys the templates read although values.yaml lacks them.
+# "*.args for most operands" is expanded below from the ClusterPolicy CRD (see _operand_args_keys).
+TEMPLATE_ONLY_KEYS = (
+    "nameOverride",
+    "fullnameOverride",
+    "operator.labels",
+    "operator.version",
+    "operator.defaultGPUMode",
+    "operator.metrics",
+    "validator.version",
+    "validator.cuda.env",
+    "validator.driver.env",
+    "validator.toolkit.env",
+    "validator.vfioPCI.env",
+    "validator.vgpuManager.env",
+    "validator.vgpuDevices.env",
+    "driver.args",
+    "driver.livenessProbe",
+    "driver.readinessProbe",
+    "driver.licensingConfig.configMapName",
+    "dcgmExporter.config",
+    "dcgmExporter.args",
+    "dcgmExporter.hpcJobMapping",
+    "dcgmExporter.podLabelAllowlistRegex",
+    "dcgmExporter.imagePullSecrets",
+    "dcgm.imagePullSecrets",
+    "nodeStatusExporter.env",
+    "nodeStatusExporter.version",
+    "kataManager.repository",
+    "kataManager.image",
+    "kataManager.version",
+    # §4 table: hostPaths.kubeletRootDir is commented out in values.yaml and rendered "only if set; new in 26.7".
+    "hostPaths.kubeletRootDir",
+)
+# gpu-operator-facts.md §9: keys that v26.7.0 added, so v26.3.3's templates do not read them.
+NEW_IN_26_7 = ("hostPaths.kubeletRootDir", "operator.metrics")
+
+# gpu-operator-facts.md §4: in values.yaml but read by no template. driver.nvidiaDriverCRD.nodeSelector is "dead in
+# 26.7" only: §9 says the default NVIDIADriver lost its nodeSelector in 26.7, so v26.3.3 still renders it.
+DEAD_KEYS = {
+    "v26.7.0": ("devicePlugin.mps.root", "driver.nvidiaDriverCRD.nodeSelector"),
+    "v26.3.3": ("devicePlugin.mps.root",),
+}
+# gpu-operator-facts.md §4: values key -> the ClusterPolicy spec field it is rendered into (checked in the CRD).
+RENAMED_KEYS = {"driver.upgradePolicy.gpuPodDeletion": "driver.upgradePolicy.podDeletion"}
+# gpu-operator-facts.md §4: blocks copied with toYaml, so their keys must be CR field names.
+VERBATIM_BLOCKS = (
+    "dcgmExporter.serviceMonitor",
+    "driver.certConfig",
+    "driver.kernelModuleConfig",
+    "driver.licensingConfig",
+    "driver.repoConfig",
+    "driver.virtualTopology",
+    "vgpuDeviceManager.config",
+)
+# Mapping keys whose children are user-chosen names (Kubernetes labels, annotations, node selectors, resource
+# quantities, ConfigMap data, feature gates) or whole Kubernetes objects the chart passes through (affinity,
+# security contexts), so a key below them is legitimate even though values.yaml does not list it.
+FREE_FORM_MAP_KEYS = (
+    "additionalLabels", "affinity", "annotations", "daemonsetAnnotations", "data", "deploymentAnnotations",
+    "featureGates", "labels", "limits", "nodeSelector", "podSecurityContext", "requests", "resources",
+    "securityContext",
+)
+# The NFD subchart's nfd-master/worker/topology-updater `config` blocks are NFD's own configuration files.
+NFD_CONFIG_BLOCKS = (
+    "node-feature-discovery.master.config",
+    "node-feature-discovery.topologyUpdater.config",
+    "node-feature-discovery.worker.config",
+)
+
+
+@dataclass(frozen=True)
+class ChartInput:
+    """Where one chart version's facts come from."""
+
+    version: str
+    values: str
+    chart_yaml: str | None
+    nfd_values: str | None
+    nfd_chart_yaml: str | None
+    nfd_chart_version: str | None  # only when no Chart.yaml is in the reference
+
+
+CHARTS = (
+    ChartInput("v26.3.3", "gpu-operator/v26.3.3/values.yaml", None, None, None,
+               # gpu-operator-facts.md §2/§9: "In v26.3.3 it was 0.18.3"; its Chart.yaml is not in the reference.
+               "0.18.3"),
+    ChartInput("v26.7.0", "gpu-operator/v26.7.0/values.yaml", "gpu-operator/v26.7.0/Chart.yaml",
+               "gpu-operator/v26.7.0/charts/node-feature-discovery/values.yaml",
+               "gpu-operator/v26.7.0/charts/node-feature-discovery/Chart.yaml", None),
+)
+
+
+def _check_plain(value: Any, where: str) -> None:
+    """Fail on YAML values that have no JSON form (dates, binary, tagged scalars)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise DeriveError(f"{where}: non-string key {key!r}")
+            _check_plain(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_plain(item, f"{where}[{i}]")
+    elif not (value is None or isinstance(value, (str, bool, int, float))):
+        raise DeriveError(f"{where}: {type(value).__name__} value has no JSON form")
+
+
+def coalesce(parent: Any, subchart: Any) -> Any:
+    """Helm's subchart coalescing: parent values win key by key, maps merge recursively, lists are replaced."""
+    if isinstance(parent, dict) and isinstance(subchart, dict):
+        merged = dict(subchart)
+        for key, value in parent.items():
+            merged[key] = coalesce(value, subchart[key]) if key in subchart else value
+        return merged
+    return parent
+
+
+def _lookup(defaults: dict[str, Any], path: str) -> tuple[bool, Any]:
+    """(found, value) for a dotted path whose keys contain no dots."""
+    node: Any = defaults
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _crd_spec(crd: dict[str, Any]) -> dict[str, Any]:
+    """The properties of the ClusterPolicy spec in its (single) served version."""
+    versions = _require(_require(crd, "spec", CP_CRD), "versions", CP_CRD)
+    schema = _require(_require(versions[0], "schema", CP_CRD), "openAPIV3Schema", CP_CRD)
+    return _require(_require(_require(schema, "properties", CP_CRD), "spec", CP_CRD), "properties", CP_CRD)
+
+
+def _operand_args_keys(values: dict[str, Any], crd_spec: dict[str, Any]) -> list[str]:
+    """`<operand>.args` keys for operands whose ClusterPolicy spec takes args but whose values block lacks them."""
+    keys = []
+    for operand, schema in crd_spec.items():
+        block = values.get(operand)
+        if "args" in schema.get("properties", {}) and isinstance(block, dict) and "args" not in block:
+            keys.append(f"{operand}.args")
+    return keys
+
+
+def _crd_has(crd_spec: dict[str, Any], path: str) -> bool:
+    """Whether a dotted ClusterPolicy spec path exists in the CRD schema."""
+    node: dict[str, Any] = {"properties": crd_spec}
+    for part in path.split("."):
+        props = node.get("properties", {})
+        if part not in props:
+            return False
+        node = props[part]
+    return True
+
+
+def build_chart(chart: ChartInput, load: Any, crd_spec: dict[str, Any]) -> dict[str, Any]:
+    """The JSON of profiles/charts/<version>.json."""
+    values = load(chart.values)
+    if not isinstance(values, dict):
+        raise DeriveError(f"{chart.values}: not a mapping")
+    _check_plain(values, chart.values)
+    if chart.chart_yaml is not None:
+        deps = _require(load(chart.chart_yaml), "dependencies", chart.chart_yaml)
+        nfd = [d for d in deps if d.get("name") == "node-feature-discovery"]
+        if len(nfd) != 1:
+            raise DeriveError(f"{chart.chart_yaml}: expected one node-feature-discovery dependency")
+        nfd_version = str(nfd[0]["version"])
+    elif chart.nfd_chart_version is not None:
+        nfd_version = chart.nfd_chart_version
+    else:
+        raise DeriveError(f"{chart.version}: no NFD chart version")
+    defaults = values
+    free_form_paths = list(NFD_CONFIG_BLOCKS)
+    if chart.nfd_values is not None and chart.nfd_chart_yaml is not None:
+        sub_version = str(_require(load(chart.nfd_chart_yaml), "version", chart.nfd_chart_yaml))
+        if sub_version != nfd_version:
+            raise DeriveError(f"{chart.nfd_chart_yaml}: version {sub_version} but the parent pins {nfd_version}")
+        sub_values = load(chart.nfd_values)
+        _check_plain(sub_values, chart.nfd_values)
+        # Helm coalesces a subchart's own values.yaml under the parent's block named after it: the parent's
+        # `node-feature-discovery:` keys win, and the subchart fills in every key the parent does not set.
+        defaults = dict(values)
+        defaults["node-feature-discovery"] = coalesce(values.get("node-feature-discovery", {}), sub_values)
+        nfd_source = (f"the parent values.yaml block coalesced over charts/node-feature-discovery/values.yaml "
+                      f"{nfd_version} the way Helm does it: parent keys win, maps merge, lists are replaced")
+    else:
+        # Without the subchart's own defaults, gpuconf cannot tell an NFD typo from an NFD key it does not know.
+        free_form_paths = ["node-feature-discovery"]
+        nfd_source = (f"the parent values.yaml block only: the NFD {nfd_version} subchart's values.yaml is not in "
+                      f"the reference, so every node-feature-discovery path is accepted")
+    template_only = [k for k in TEMPLATE_ONLY_KEYS if chart.version == "v26.7.0" or k not in NEW_IN_26_7]
+    template_only += _operand_args_keys(values, crd_spec)
+    for key in template_only:
+        if _lookup(defaults, key)[0]:
+            raise DeriveError(f"{chart.version}: template-only key {key} is in values.yaml")
+    for key in [*DEAD_KEYS[chart.version], *RENAMED_KEYS, *VERBATIM_BLOCKS]:
+        if not _lookup(defaults, key)[0]:
+            raise DeriveError(f"{chart.version}: {key} is not in values.yaml")
+    for field in RENAMED_KEYS.values():
+        if not _crd_has(crd_spec, field):
+            raise DeriveError(f"{CP_CRD}: no ClusterPolicy field spec.{field}")
+    return {
+        "deadKeys": sorted(DEAD_KEYS[chart.version]),
+        "defaults": defaults,
+        "freeFormMapKeys": sorted(FREE_FORM_MAP_KEYS),
+        "freeFormMapPaths": sorted(free_form_paths),
+        "nfdChartVersion": nfd_version,
+        "nfdDefaultsSource": nfd_source,
+        "renamedKeys": dict(RENAMED_KEYS),
+        "templateOnlyKeys": sorted(set(template_only)),
+        "verbatimBlocks": sorted(VERBATIM_BLOCKS),
+        "version": chart.version,
+    }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _dump(data: dict[str, Any]) -> bytes:
+    """Stable JSON bytes: sorted keys, two-space indent, trailing newline."""
+    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _header(inputs: dict[str, str], what: str) -> dict[str, Any]:
+    """The self-description every generated file carries (tool, inputs and their hashes, how to regenerate)."""
+    return {"command": COMMAND, "inputs": dict(sorted(inputs.items())), "tool": "tools/derive_reference.py",
+            "what": what + " Generated: do not edit by hand; change the script or its inputs and rerun."}
+
+
+class Reference:
+    """Read access to the reference folder that records what was read."""
+
+    def __init__(self, root: Path) -> None:
+        """Open the folder, failing when it does not exist."""
+        if not root.is_dir():
+            raise DeriveError(f"reference folder {root} does not exist (pass --reference)")
+        self.root = root
+        self.hashes: dict[str, str] = {}
+        self._yaml = YAML(typ="safe", pure=True)
+
+    def text(self, rel: str) -> str:
+        """The text of one input file."""
+        path = self.root / rel
+        if not path.is_file():
+            raise DeriveError(f"required input {path} is missing")
+        data = path.read_bytes()
+        self.hashes[rel] = "sha256:" + hashlib.sha256(data).hexdigest()
+        return data.decode("utf-8")
+
+    def yaml(self, rel: str) -> Any:
+        """One input file parsed as YAML 1.2."""
+        try:
+            return self._yaml.load(self.text(rel))
+        except DeriveError:
+            raise
+        except Exception as exc:  # ruamel raises several unrelated types; all mean the input is malformed
+            raise DeriveError(f"{rel}: not valid YAML: {exc}") from exc
+
+    def take(self, *rels: str) -> dict[str, str]:
+        """The recorded hashes of the given inputs."""
+        return {rel: self.hashes[rel] for rel in rels if rel in self.hashes}
+
+
+def derive(reference: Path) -> dict[str, bytes]:
+    """Every output file (repository-relative path -> bytes) derived from the reference folder."""
+    ref = Reference(reference)
+    models = build_gpus(ref.yaml(CURATED_MIG), ref.yaml(MIG_PARTED_DEFAULT))
+    fixture = parse_h200_smi(ref.text(H200_SMI))
+    _check_h200(fixture, models)
+    crd_spec = _crd_spec(ref.yaml(CP_CRD))
+    outputs: dict[str, bytes] = {}
+    gpus = {
+        "generated": _header(ref.take(CURATED_MIG, MIG_PARTED_DEFAULT, H200_SMI),
+                             "gpuconf's GPU catalogue, keyed by the model ids users write in an intent."),
+        "notes": {
+            "memoryGiB": "nominal board memory as NVIDIA names the part (80 for an 80GB part); nvidia-smi reports "
+                         "slightly less; null where no figure was confirmed",
+            "migProfiles": "per model: the same profile name has a different geometry on another model. starts are "
+                           "the memory slices an instance may begin at, size the slices it occupies (nvidia-smi mig "
+                           "-lgipp notation {starts}:size)",
+            "pciDeviceIds": "mig-parted device-filter form 0x<DEVICE><VENDOR>; NFD's pci.device uses the lower-case "
+                            "device part only (gpuconf.catalog.GpuModel.nfd_device_ids)",
+            "pciDevices": "the pci.ids name of each device id; A800/H800 variants are folded into the A100/H100 "
+                          "model whose MIG profiles they share",
+        },
+        "models": models,
+    }
+    outputs[GPUS_OUT] = _dump(gpus)
+    outputs[H200_FIXTURE_OUT] = _dump({"generated": _header(ref.take(H200_SMI),
+                                                            "The H200 MIG table parsed from nvidia-smi output."),
+                                       **fixture})
+    for chart in CHARTS:
+        facts = build_chart(chart, ref.yaml, crd_spec)
+        used = [chart.values, chart.chart_yaml, chart.nfd_values, chart.nfd_chart_yaml, CP_CRD]
+        facts["generated"] = _header(ref.take(*[u for u in used if u]),
+                                     f"Base defaults and known quirks of GPU Operator chart {chart.version}.")
+        outputs[f"profiles/charts/{chart.version}.json"] = _dump(facts)
+    return dict(sorted(outputs.items()))
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Replace a file atomically, so an interrupted run never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; these files are committed and read by everyone
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point: derive, then write (or with --check, compare)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE,
+                        help="the shared reference folder (default: ../shared/reference next to the repository)")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a committed file differs; write nothing")
+    args = parser.parse_args(argv)
+    try:
+        outputs = derive(args.reference)
+    except DeriveError as exc:
+        print(f"derive_reference: error: {exc}", file=sys.stderr)
+        return 2
+    stale = [rel for rel, data in outputs.items()
+             if not (REPO_ROOT / rel).is_file() or (REPO_ROOT / rel).read_bytes() != data]
+    if args.check:
+        for rel in stale:
+            print(f"stale: {rel}", file=sys.stderr)
+        return 1 if stale else 0
+    for rel in stale:
+        _write(REPO_ROOT / rel, outputs[rel])
+        print(f"wrote {rel}")
+    if not stale:
+        print("up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
