@@ -139,15 +139,45 @@ def gpu_model_known(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC303", "pool selectors are disjoint")
 def pools_disjoint(ctx: Context) -> Iterator[Finding]:
-    pools = list(enumerate(ctx.intent.spec.pools))
-    for (i, a), (j, b) in combinations(pools, 2):
-        if a.name == b.name:
-            continue  # GC302 already says so
-        if _could_overlap(a, b):
+    pools = ctx.intent.spec.pools
+    for i, j in sorted(_overlap_candidates(pools)):
+        a, b = pools[i], pools[j]
+        if a.name != b.name and _could_overlap(a, b):  # same names are GC302's business
             yield ctx.finding("GC303", _pool_loc(j, "match"),
                               f"pools {a.name!r} and {b.name!r} could select the same node",
                               "give one of them a node label with a different value, a disjoint hostname prefix or a "
                               "different dmiProduct; a node in two pools gets conflicting configs and drivers")
+
+
+def _overlap_candidates(pools: Sequence[Pool]) -> Iterator[tuple[int, int]]:
+    """Index pairs worth comparing: same GPU model, and not told apart by the group's most common label key.
+
+    Comparing every pair is quadratic; a 1,000-pool intent has half a million pairs but, bucketed like this, only the
+    pairs that could really collide.
+    """
+    by_model: dict[str, list[int]] = {}
+    for i, pool in enumerate(pools):
+        model = catalog.gpu_model(pool.gpu)
+        # Models never share PCI ids in the catalogue, so the model id stands for its id set; unknown models (GC304)
+        # are compared with everything of their own name only.
+        by_model.setdefault(model.id if model else "?" + pool.gpu, []).append(i)
+    for members in by_model.values():
+        counts: dict[str, int] = {}
+        for i in members:
+            for key in pools[i].match.node_labels:
+                counts[key] = counts.get(key, 0) + 1
+        key = max(sorted(counts), key=counts.__getitem__) if counts else None
+        buckets: dict[str, list[int]] = {}
+        unlabelled: list[int] = []
+        for i in members:
+            value = pools[i].match.node_labels.get(key) if key else None
+            (buckets.setdefault(value, []) if value is not None else unlabelled).append(i)
+        for bucket in buckets.values():
+            yield from combinations(bucket, 2)
+        for n, i in enumerate(unlabelled):
+            yield from ((min(i, j), max(i, j)) for j in unlabelled[n + 1:])
+            for bucket in buckets.values():
+                yield from ((min(i, j), max(i, j)) for j in bucket)
 
 
 def _could_overlap(a: Pool, b: Pool) -> bool:

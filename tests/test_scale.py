@@ -1,0 +1,46 @@
+"""Large generated intents: they validate, and the bucketed overlap check still finds a collision among 1,000 pools."""
+
+from __future__ import annotations
+
+from generate import big_intent, big_intent_text
+
+
+def _validate(text: str):
+    from gpuconf.loader import load_text
+    from gpuconf.validate import validate_document
+
+    return validate_document(load_text(text, "big.yaml"))
+
+
+def test_thousand_pools_validate_cleanly():
+    result = _validate(big_intent_text(1000))
+    assert result.findings == []
+    assert len(result.intent.spec.pools) == 1000
+
+
+def test_one_collision_among_a_thousand_pools_is_found():
+    from ruamel.yaml import YAML
+    import io
+
+    data = big_intent(1000)
+    # pool 6 and pool 996 are both H100-80GB; give them the same node group.
+    data["spec"]["pools"][996]["match"]["nodeLabels"] = dict(data["spec"]["pools"][6]["match"]["nodeLabels"])
+    buf = io.StringIO()
+    YAML(typ="safe", pure=True).dump(data, buf)
+    findings = _validate(buf.getvalue()).findings
+    assert [(f.code, f.path) for f in findings] == [("GC303", "spec.pools[996].match")]
+    assert "'pool-0006' and 'pool-0996'" in findings[0].message
+
+
+def test_unlabelled_pool_is_compared_with_every_labelled_one():
+    data = big_intent(60)
+    data["spec"]["pools"][30]["match"] = {"pciDevice": True}  # pool 30 is H100-80GB; so are 0, 6, 12, ...
+    from ruamel.yaml import YAML
+    import io
+
+    buf = io.StringIO()
+    YAML(typ="safe", pure=True).dump(data, buf)
+    findings = _validate(buf.getvalue()).findings
+    h100 = [i for i in range(60) if i % 6 == 0 and i != 30]
+    assert sorted(f.path for f in findings if f.code == "GC303") == sorted(
+        f"spec.pools[{max(i, 30)}].match" for i in h100)
