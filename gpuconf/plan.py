@@ -112,3 +112,212 @@ def sharing_kind(profile: SharingProfile) -> str:
     if profile.time_slicing is not None:
         return "time-slicing"
     return "exclusive"
+
+
+# --- the render plan --------------------------------------------------------------------------------------------
+
+POOL_LABEL = "gpuconf.dev/pool"
+DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+MIG_LABEL = "nvidia.com/mig.config"
+# The operator keeps a preset value of nvidia.com/gpu.deploy.<operand> (gpu-operator-facts §7), so `false` set
+# before the operator first labels a node is how a pool keeps its host driver.
+DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"
+DEVICE_PLUGIN_CONFIGMAP = "gpuconf-device-plugin-config"
+MIG_CONFIGMAP = "gpuconf-mig-parted-config"
+MIG_DISABLED = "all-disabled"
+NVIDIA_PCI_VENDOR = "10de"
+
+
+def config_key(base: str, content: object) -> str:
+    """A content-addressed config name, valid as a ConfigMap key and as a label value (<= 63 characters).
+
+    The device plugin does not reload changed content under an unchanged key (k8s-device-plugin #364,
+    gpu-operator #1144): a new hash means a new label value on the pool, and so a reload.
+    """
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:8]
+    return f"{base[:54].rstrip('-._')}-{digest}"
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """Everything the renderers need to know about one pool."""
+
+    index: int
+    pool: Pool
+    model: catalog.GpuModel
+    profile: SharingProfile
+    capacity: PoolCapacity
+    device_plugin_key: str
+    mig_key: str | None  # None on models without MIG
+    driver: str  # "cluster", "preinstalled", or a pool-specific version
+    labels: Mapping[str, str]
+    nfd: bool  # labelled by a NodeFeatureRule (facts NFD sees); otherwise by its node group's template
+
+    @property
+    def name(self) -> str:
+        """The pool's name."""
+        return self.pool.name
+
+    @property
+    def resource(self) -> str:
+        """The resource a probe requests: the pool's first advertised resource."""
+        return sorted(self.capacity.per_node)[0]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Derived facts of a valid intent: the single input of every renderer."""
+
+    intent: ClusterIntent
+    source: str
+    chart: catalog.ChartFacts
+    strategy: str | None
+    pools: tuple[PoolPlan, ...]
+    device_plugin_configs: Mapping[str, dict]
+    default_device_plugin_key: str
+    mig_configs: Mapping[str, list]
+    per_pool_drivers: bool
+    tolerations: tuple[dict, ...]
+
+    @property
+    def name(self) -> str:
+        """The cluster's name."""
+        return self.intent.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        """The operator's namespace."""
+        return self.intent.spec.operator.namespace
+
+    @property
+    def chart_version(self) -> str:
+        """The pinned chart version."""
+        return self.intent.spec.operator.chart_version
+
+    @property
+    def nfd_taints(self) -> bool:
+        """True when NFD must apply taints (a tainted pool is labelled by a NodeFeatureRule)."""
+        return any(p.nfd and p.pool.taints for p in self.pools)
+
+    def image_repository(self, upstream: str) -> str:
+        """Where an image repository of the chart is pulled from: the mirror when one is set."""
+        return mirror_repository(upstream, self.intent.spec.operator.registry)
+
+
+def mirror_repository(upstream: str, registry: str | None) -> str:
+    """Map an upstream repository onto the mirror: drop the registry host (and nvcr.io's `nvidia` org).
+
+    nvcr.io/nvidia -> MIRROR; nvcr.io/nvidia/k8s -> MIRROR/k8s; registry.k8s.io/nfd/x -> MIRROR/nfd/x.
+    """
+    if not registry or not upstream:
+        return upstream
+    host, _, path = upstream.partition("/")
+    if host == "nvcr.io":
+        path = path.removeprefix("nvidia").lstrip("/")
+    return f"{registry.rstrip('/')}/{path}" if path else registry.rstrip("/")
+
+
+def device_plugin_config(profile: SharingProfile, layouts: list[dict[str, int]], strategy: str | None) -> dict:
+    """The k8s-device-plugin config file (version v1) for a sharing profile; only keys the plugin knows."""
+    config: dict = {"version": "v1"}
+    if profile.mps is not None:
+        config["sharing"] = {"mps": {
+            "renameByDefault": profile.mps.rename_by_default,
+            "resources": [{"name": GPU, "replicas": profile.mps.replicas}],
+        }}
+    elif profile.time_slicing is not None:
+        ts = profile.time_slicing
+        if profile.mig is not None and strategy == "mixed":
+            names = sorted({mig_resource(p) for layout in layouts for p in layout})
+        else:
+            names = [GPU]
+        config["sharing"] = {"timeSlicing": {
+            "renameByDefault": ts.rename_by_default,
+            "failRequestsGreaterThanOne": ts.fail_requests_greater_than_one,
+            "resources": [{"name": name, "replicas": ts.replicas} for name in names],
+        }}
+    return config
+
+
+def pool_driver(intent: ClusterIntent, pool: Pool) -> str:
+    """cluster, preinstalled, or the pool's own driver version."""
+    if pool.driver is not None:
+        if pool.driver.preinstalled:
+            return "preinstalled"
+        if pool.driver.version:
+            return pool.driver.version
+    return "preinstalled" if intent.spec.driver.preinstalled else "cluster"
+
+
+def toleration(taint) -> dict:
+    """The toleration that lets operands onto nodes with this taint."""
+    if taint.value:
+        return {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
+    return {"key": taint.key, "operator": "Exists", "effect": taint.effect}
+
+
+def build(intent: ClusterIntent, source: str) -> Plan:
+    """Derive the plan of a valid intent (validation must have passed: this assumes catalogue hits)."""
+    strategy = mig_strategy(intent)
+    chart = catalog.chart(intent.spec.operator.chart_version)
+    assert chart is not None, "validation guarantees a known chart version"
+    exclusive = BUILTIN_PROFILES["exclusive"]
+    plain = device_plugin_config(exclusive, [], strategy)
+    dp_configs: dict[str, dict] = {}
+    default_key = config_key("exclusive", plain)
+    dp_configs[default_key] = plain
+
+    # Layouts per MIG profile and model, so one named mig-parted config serves every model that uses the profile.
+    mig_entries: dict[str, dict[str, dict]] = {}
+    for pool in intent.spec.pools:
+        profile = pool_profile(intent, pool)
+        model = catalog.gpu_model(pool.gpu)
+        layout = mig_layout(profile, model)
+        if layout:
+            mig_entries.setdefault(pool.sharing, {})[model.id] = {
+                "device-filter": list(model.pci_device_ids),
+                "devices": "all",
+                "mig-enabled": True,
+                "mig-devices": dict(sorted(layout.items())),
+            }
+    mig_configs: dict[str, list] = {MIG_DISABLED: [{"devices": "all", "mig-enabled": False}]}
+    mig_keys: dict[str, str] = {}
+    for profile_name, by_model in sorted(mig_entries.items()):
+        entries = [by_model[m] for m in sorted(by_model)]
+        mig_keys[profile_name] = config_key(profile_name, entries)
+        mig_configs[mig_keys[profile_name]] = entries
+
+    pools = []
+    tolerations: dict[tuple, dict] = {}
+    for index, pool in enumerate(intent.spec.pools):
+        profile = pool_profile(intent, pool)
+        model = catalog.gpu_model(pool.gpu)
+        layouts = [dict(e["mig-devices"]) for e in mig_entries.get(pool.sharing, {}).values()]
+        content = device_plugin_config(profile, layouts, strategy)
+        key = default_key if content == plain else config_key(pool.sharing, content)
+        dp_configs[key] = content
+        mig_key = (mig_keys.get(pool.sharing, MIG_DISABLED)) if model.mig_capable else None
+        driver = pool_driver(intent, pool)
+        labels = {POOL_LABEL: pool.name, DEVICE_PLUGIN_LABEL: key}
+        if mig_key is not None:
+            labels[MIG_LABEL] = mig_key
+        if driver == "preinstalled":
+            labels[DRIVER_DEPLOY_LABEL] = "false"
+        for taint in pool.taints:
+            tol = toleration(taint)
+            tolerations[(tol["key"], tol.get("value", ""), tol["effect"])] = tol
+        pools.append(PoolPlan(
+            index=index, pool=pool, model=model, profile=profile,
+            capacity=pool_capacity(intent, pool, strategy), device_plugin_key=key, mig_key=mig_key,
+            driver=driver, labels=dict(sorted(labels.items())), nfd=not pool.match.node_labels,
+        ))
+    return Plan(
+        intent=intent, source=source, chart=chart, strategy=strategy, pools=tuple(pools),
+        device_plugin_configs=dict(sorted(dp_configs.items())), default_device_plugin_key=default_key,
+        mig_configs=dict(sorted(mig_configs.items())),
+        per_pool_drivers=any(p.driver not in ("cluster", "preinstalled") for p in pools),
+        tolerations=tuple(tolerations[k] for k in sorted(tolerations)),
+    )
