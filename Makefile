@@ -12,8 +12,8 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $(STAMP)
 
-demo: $(STAMP)  ## validate the bundled reference example and print its summary
-	@$(BIN)/gpuconf validate --summary $(REFERENCE)
+demo: $(STAMP)  ## render the bundled reference example into ./out and print the summary
+	@$(BIN)/gpuconf render $(REFERENCE) -o out
 
 test: $(STAMP)  ## run the whole test suite
 	@$(BIN)/python -m pytest -q
@@ -24,7 +24,7 @@ bench: $(STAMP)  ## time --help and the validation of generated large intents
 schema: $(STAMP)  ## regenerate schemas/cluster-intent.schema.json
 	@$(BIN)/gpuconf schema -o schemas/cluster-intent.schema.json
 
-golden: $(STAMP)  ## regenerate the expected diagnostics of tests/cases (review the diff!)
+golden: $(STAMP)  ## regenerate tests/cases/*/expected-errors.txt and tests/golden/ (review the diff!)
 	@GPUCONF_REGEN=1 $(BIN)/python -m pytest -q tests/test_cases.py
 
 reference:  ## re-derive profiles/ and fixtures from ../shared/reference (maintainers only)

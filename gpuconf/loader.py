@@ -23,12 +23,14 @@ CODE_ENCODING = "GC107"
 CODE_MULTI_DOC = "GC108"
 CODE_NOT_MAPPING = "GC109"
 CODE_UNREADABLE = "GC110"
+CODE_KEY = "GC111"
 
 TITLES = {
     CODE_SYNTAX: "YAML syntax error", CODE_DUPLICATE_KEY: "duplicate key", CODE_ALIAS: "YAML anchor or alias",
     CODE_TAG: "explicit YAML tag", CODE_DEPTH: "nesting too deep", CODE_TOO_LARGE: "file too large",
     CODE_ENCODING: "not UTF-8, or a forbidden character", CODE_MULTI_DOC: "more than one YAML document",
     CODE_NOT_MAPPING: "empty file, or top level not a mapping", CODE_UNREADABLE: "file cannot be read",
+    CODE_KEY: "mapping key that is not a plain string (number, boolean, date, list, or a << merge key)",
 }
 
 
@@ -73,7 +75,8 @@ def locate(root: Any, loc: Sequence[str | int], point_at_key: bool = False) -> t
         else:
             break
     else:
-        if point_at_key and key_pos is not None:
+        # An empty value (null) has no token of its own; ruamel reports the next token, so point at the key.
+        if key_pos is not None and (point_at_key or node is None):
             line, col = key_pos
     return line + 1, col + 1
 
@@ -130,7 +133,7 @@ def _parse(text: str, name: str) -> Any:
     except DuplicateKeyError as exc:
         line, col = _mark(exc.problem_mark)
         key = _duplicate_key(exc)
-        first = exc.context_mark.line + 1 if exc.context_mark is not None else None
+        first = _first_occurrence(text, exc, key)
         msg = f"duplicate key {key!r}" + (f" (first defined on line {first})" if first else "")
         raise LoadError(_finding(name, line, col, CODE_DUPLICATE_KEY, msg,
                                  "a key may appear once per mapping; merge the two entries")) from None
@@ -165,7 +168,59 @@ def _parse(text: str, name: str) -> Any:
         raise LoadError(_finding(name, line, col, CODE_NOT_MAPPING,
                                  f"top level must be a mapping (apiVersion, kind, metadata, spec), not a {_kind(data)}",
                                  None))
+    _check_tree(data, name)
     return data
+
+
+def _check_tree(node: Any, name: str) -> None:
+    """Refuse keys that are not strings and strings with control characters (reachable through escapes)."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    stack = [node]
+    while stack:  # iterative: depth is bounded by the composer, but a stack keeps this flat anyway
+        current = stack.pop()
+        if isinstance(current, CommentedMap):
+            for key, value in current.items():
+                line, col = current.lc.key(key)
+                if not isinstance(key, str):
+                    shown = _kind(key, with_value=True)
+                    raise LoadError(_finding(name, line + 1, col + 1, CODE_KEY,
+                                             f"mapping key is {shown}, not a string",
+                                             "keys are plain strings; quote it if it is meant as text"))
+                if not _printable(key):
+                    raise LoadError(_finding(name, line + 1, col + 1, CODE_ENCODING,
+                                             "key contains a control character", "remove it"))
+                if isinstance(value, str) and not _printable(value):
+                    vline, vcol = current.lc.value(key)
+                    raise LoadError(_finding(name, vline + 1, vcol + 1, CODE_ENCODING,
+                                             "value contains a control character", "remove it"))
+                stack.append(value)
+        elif isinstance(current, CommentedSeq):
+            for i, value in enumerate(current):
+                if isinstance(value, str) and not _printable(value):
+                    vline, vcol = current.lc.item(i)
+                    raise LoadError(_finding(name, vline + 1, vcol + 1, CODE_ENCODING,
+                                             "value contains a control character", "remove it"))
+                stack.append(value)
+
+
+def _printable(text: str) -> bool:
+    return text.replace("\n", "").replace("\t", "").isprintable()
+
+
+def _first_occurrence(text: str, exc: Any, key: str) -> int | None:
+    """Line of the first occurrence of a duplicated key: the same column, between the mapping start and the duplicate."""
+    if exc.context_mark is None or exc.problem_mark is None:
+        return None
+    lines = text.splitlines()
+    col = exc.problem_mark.column
+    forms = (key, f'"{key}"', f"'{key}'")
+    for number in range(exc.context_mark.line, exc.problem_mark.line):
+        rest = lines[number][col:] if number < len(lines) else ""
+        if lines[number][:col].strip(" -") == "" and any(
+                rest.startswith(form) and rest[len(form):].lstrip().startswith(":") for form in forms):
+            return number + 1
+    return None
 
 
 class _Refusal(Exception):
@@ -187,6 +242,10 @@ def _guarded_composer() -> type:
                 # Aliases are shared references: a few bytes can expand to billions of nodes downstream.
                 raise _Refusal(CODE_ALIAS, event.start_mark, f"YAML aliases are not allowed (*{event.anchor})",
                                "write the value out in full")
+            if isinstance(event, ScalarEvent) and event.value == "<<" and event.style is None:
+                # A YAML 1.1 merge key: ruamel merges it silently, a YAML 1.2 reader sees a literal "<<" key.
+                raise _Refusal(CODE_KEY, event.start_mark, "YAML merge keys (<<) are not allowed",
+                               "write the merged keys out in full")
             if isinstance(event, (ScalarEvent, MappingStartEvent, SequenceStartEvent)):
                 if event.anchor is not None:
                     raise _Refusal(CODE_ALIAS, event.start_mark, f"YAML anchors are not allowed (&{event.anchor})",
@@ -194,7 +253,7 @@ def _guarded_composer() -> type:
                 if event.tag is not None:
                     # ruamel keeps even standard tags such as !!str as TaggedScalar objects, not plain values.
                     raise _Refusal(CODE_TAG, event.start_mark, f"explicit YAML tags are not allowed ({event.tag})",
-                                   "quote the value instead, e.g. \"1.10\"")
+                                   "remove the tag; to keep a value such as 1.10 a string, quote it: \"1.10\"")
             return super().compose_node(parent, index)
 
     return GuardedComposer
@@ -218,7 +277,11 @@ def _reader_position(text: str, index: int) -> tuple[int, int]:
 def _problem(exc: Any) -> str:
     problem = (exc.problem or str(exc)).strip()
     if exc.context:
-        problem = f"{exc.context.strip()}: {problem}" if problem else exc.context.strip()
+        context = exc.context.strip()
+        if exc.context_mark is not None and exc.problem_mark is not None and \
+                exc.context_mark.line != exc.problem_mark.line:
+            context += f" (started on line {exc.context_mark.line + 1})"
+        problem = f"{context}: {problem}" if problem else context
     return problem
 
 
@@ -228,6 +291,10 @@ def _syntax_hint(exc: Any) -> str | None:
         return "indent with spaces, not tabs"
     if "mapping values are not allowed" in problem:
         return "quote values that contain ': ', or fix the indentation"
+    if "expected <block end>" in problem:
+        return "this line's indentation does not fit the lines above it"
+    if "end of stream" in problem or "<stream end>" in problem or "unexpected end" in problem:
+        return "a bracket, brace or quote opened earlier is never closed"
     return None
 
 
@@ -238,9 +305,19 @@ def _duplicate_key(exc: Any) -> str:
     return problem[start + 1:end] if 0 <= start < end else problem
 
 
-def _kind(data: Any) -> str:
-    if isinstance(data, list):
-        return "list"
+def _kind(data: Any, with_value: bool = False) -> str:
+    import datetime
+
+    if isinstance(data, bool):
+        return f"the boolean {str(data).lower()}" if with_value else "boolean"
+    if isinstance(data, (int, float)):
+        return f"the number {data}" if with_value else "number"
+    if isinstance(data, (datetime.date, datetime.datetime)):
+        return f"the date {data.isoformat()}" if with_value else "date"
+    if isinstance(data, (list, tuple)):
+        return "a list" if with_value else "list"
+    if isinstance(data, dict):
+        return "a mapping" if with_value else "mapping"
     if isinstance(data, str):
         return "string"
     return type(data).__name__

@@ -25,7 +25,7 @@ Name = Annotated[str, Field(min_length=1, max_length=63, description="A DNS-1123
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Count = Annotated[int, Field(ge=1)]
 Subject = Annotated[str, Field(
-    pattern=r"^(group|user|serviceaccount):[^\s:]+(:[^\s:]+)?$",
+    pattern=r"^((group|user):\S+|serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-.a-z0-9]*[a-z0-9])?)$",
     description="An RBAC subject: group:NAME, user:NAME or serviceaccount:NAMESPACE:NAME.",
     examples=["group:gpu-platform", "user:alice@example.com", "serviceaccount:ci:deployer"],
 )]

@@ -91,7 +91,6 @@ def names_are_dns_labels(ctx: Context) -> Iterator[Finding]:
     spec = ctx.intent.spec
     named: list[tuple[tuple, str, bool]] = [(("metadata", "name"), ctx.intent.metadata.name, False),
                                            (("spec", "operator", "namespace"), spec.operator.namespace, False)]
-    named += [(("spec", "operator", "imagePullSecrets", i), s, False) for i, s in enumerate(spec.operator.image_pull_secrets)]
     named += [(("spec", "sharingProfiles", n), n, True) for n in spec.sharing_profiles]
     named += [(_pool_loc(i, "name"), p.name, False) for i, p in enumerate(spec.pools)]
     for i, team in enumerate(spec.teams):
@@ -102,6 +101,11 @@ def names_are_dns_labels(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding("GC301", loc, f"{name!r} is not a valid name",
                               "use lower-case letters, digits and '-', starting and ending with a letter or digit",
                               at_key=at_key)
+    for i, secret in enumerate(spec.operator.image_pull_secrets):
+        # Secret names are DNS subdomains (dots allowed), unlike namespaces.
+        if len(secret) > 253 or not DNS1123_SUBDOMAIN.match(secret):
+            yield ctx.finding("GC301", ("spec", "operator", "imagePullSecrets", i), f"{secret!r} is not a valid "
+                              "secret name", "use lower-case letters, digits, '-' and '.'")
 
 
 @rule("GC302", "names are unique")
@@ -133,8 +137,11 @@ def gpu_model_known(ctx: Context) -> Iterator[Finding]:
     models = list(catalog.gpu_models())
     for i, pool in enumerate(ctx.intent.spec.pools):
         if catalog.gpu_model(pool.gpu) is None:
+            family = sorted(m for m in models if m.lower().startswith(pool.gpu.lower()))
+            hint = (f"did you mean one of {', '.join(family)}?" if len(family) > 1
+                    else _hint_choices(pool.gpu, models, "models"))
             yield ctx.finding("GC304", _pool_loc(i, "gpu"), f"unknown GPU model {pool.gpu!r}",
-                              _hint_choices(pool.gpu, models, "models"))
+                              hint + "; `gpuconf catalog` lists them" if len(family) <= 1 else hint)
 
 
 @rule("GC303", "pool selectors are disjoint")
@@ -198,8 +205,8 @@ def _could_overlap(a: Pool, b: Pool) -> bool:
 
 def _literal_prefix(pattern: str | None) -> str | None:
     """The literal text an anchored regex must start with, or None when it is not anchored."""
-    if not pattern or not pattern.startswith("^"):
-        return None
+    if not pattern or not pattern.startswith("^") or "|" in pattern:
+        return None  # unanchored, or an alternation whose branches may start anywhere
     prefix = ""
     for ch in pattern[1:]:
         if ch in ".^$*+?{}[]\\|()":
@@ -299,8 +306,14 @@ def profile_shape(ctx: Context) -> Iterator[Finding]:
         modes = [m for m, v in (("exclusive", prof.exclusive), ("timeSlicing", prof.time_slicing),
                                 ("mps", prof.mps), ("mig", prof.mig)) if v is not None]
         if not modes:
-            yield ctx.finding("GC311", loc, "profile sets no sharing mode",
-                              "give one of exclusive, timeSlicing, mps or mig")
+            raw = ctx.doc.data.get("spec", {}).get("sharingProfiles", {}).get(name)
+            empty = [k for k, v in raw.items() if v is None] if isinstance(raw, dict) else []
+            hint = "give one of exclusive, timeSlicing, mps or mig"
+            if "exclusive" in empty:
+                hint = "`exclusive:` alone is null; write `exclusive: {}`"
+            elif empty:
+                hint = f"`{empty[0]}:` has no settings; e.g. timeSlicing: {{replicas: 4}}"
+            yield ctx.finding("GC311", loc, "profile sets no sharing mode", hint)
         elif "exclusive" in modes and len(modes) > 1:
             yield ctx.finding("GC311", (*loc, "exclusive"), f"exclusive cannot be combined with {', '.join(modes[1:])}",
                               "a GPU is either whole or shared")
@@ -383,14 +396,45 @@ def mig_profiles_exist(ctx: Context) -> Iterator[Finding]:
         if prof.mig.preset is not None:
             presets = catalog.mig_presets(model)
             if prof.mig.preset not in presets:
+                hint = _hint_choices(prof.mig.preset, list(presets), "presets")
+                if prof.mig.preset.startswith("all-"):
+                    other = prof.mig.preset[4:]
+                    twin = next((p for p in model.mig_profiles if p.replace("+", ".") == other), None) or \
+                        _equivalent_profile(other, model)
+                    if twin is not None:
+                        hint = f"did you mean 'all-{twin.replace('+', '.')}'? {_profile_hint(other, model)}"
                 yield ctx.finding("GC305", (*base, "preset"),
                                   f"preset {prof.mig.preset!r} does not exist on {model.id} (used by pool {pool.name!r})",
-                                  _hint_choices(prof.mig.preset, list(presets), "presets"))
+                                  hint)
         for profile_name in (prof.mig.layout or {}):
             if profile_name not in model.mig_profiles:
                 yield ctx.finding("GC305", (*base, "layout", profile_name),
                                   f"MIG profile {profile_name!r} does not exist on {model.id} (used by pool {pool.name!r})",
-                                  _hint_choices(profile_name, list(model.mig_profiles), "profiles"), at_key=True)
+                                  _profile_hint(profile_name, model), at_key=True)
+
+
+def _equivalent_profile(name: str, model: catalog.GpuModel) -> str | None:
+    """The profile of `model` with the same slices and attributes as `name` has on the models that know it."""
+    for other in catalog.gpu_models().values():
+        theirs = other.mig_profiles.get(name)
+        if theirs is None or other.id == model.id:
+            continue
+        suffix = name[len(name.split("+")[0].split("-")[0]):]
+        for candidate, mine in model.mig_profiles.items():
+            if (mine.compute_slices, mine.memory_slices) == (theirs.compute_slices, theirs.memory_slices) and \
+                    candidate.endswith(suffix) and (suffix or "+" not in candidate and "-" not in candidate):
+                return candidate
+    return None
+
+
+def _profile_hint(name: str, model: catalog.GpuModel) -> str:
+    """Explain a profile name from another model: MIG names carry memory sizes, so they differ per model."""
+    owners = sorted(m.id for m in catalog.gpu_models().values() if name in m.mig_profiles)
+    twin = _equivalent_profile(name, model)
+    if owners and twin:
+        return (f"{name} is a profile of {', '.join(owners)}; the same slice on {model.id} is {twin} "
+                f"(`gpuconf catalog --gpu {model.id}`)")
+    return _hint_choices(name, list(model.mig_profiles), "profiles")
 
 
 @rule("GC306", "MIG layouts fit the GPU exactly")
@@ -468,9 +512,13 @@ def quota_refs(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC315", "quotas fit the pool's capacity")
 def quota_capacity(ctx: Context) -> Iterator[Finding]:
+    names = [p.name for p in ctx.intent.spec.pools]
     for pool in ctx.intent.spec.pools:
-        if pool.allow_quota_oversubscription:
-            continue
+        if pool.allow_quota_oversubscription or names.count(pool.name) > 1:
+            continue  # a duplicated pool name is GC302's; its quotas cannot be attributed
+        profile = plan.pool_profile(ctx.intent, pool)
+        if profile is None or plan.sharing_kind(profile) == "exclusive" and profile.exclusive is None:
+            continue  # a profile without a mode is GC311's; its capacity is unknown
         cap = plan.pool_capacity(ctx.intent, pool, ctx.strategy)
         if cap is None:
             continue
@@ -481,20 +529,22 @@ def quota_capacity(ctx: Context) -> Iterator[Finding]:
             if value is None:
                 continue
             loc = ("spec", "teams", i, "quota", pool.name)
+            copies = len(team.namespaces)  # a quota applies to each of the team's namespaces
             if isinstance(value, dict):
                 for profile_name, count in value.items():
-                    resource = next((r for r in cap.per_node if r.startswith(plan.mig_resource(profile_name))), None)
+                    base = plan.mig_resource(profile_name)
+                    resource = next((r for r in (base, base + ".shared") if r in cap.per_node), None)
                     if resource is not None:
-                        asked[resource] = asked.get(resource, 0) + count
+                        asked[resource] = asked.get(resource, 0) + count * copies
                         last[resource] = (*loc, profile_name)
             elif len(cap.per_node) == 1:
                 resource = next(iter(cap.per_node))
-                asked[resource] = asked.get(resource, 0) + value
+                asked[resource] = asked.get(resource, 0) + value * copies
                 last[resource] = loc
         for resource, total in sorted(asked.items()):
             if total > cap.total(resource):
                 yield ctx.finding("GC315", last[resource],
-                                  f"team quotas on pool {pool.name!r} add up to {total} {resource}, but the pool has "
+                                  f"team quotas on pool {pool.name!r} add up to {total} {resource} (quota x namespaces), but the pool has "
                                   f"{cap.total(resource)} ({cap.per_node[resource]} per node x {cap.nodes} nodes)",
                                   "lower the quotas, grow the pool, or set allowQuotaOversubscription: true on the pool")
 
@@ -553,6 +603,10 @@ def override_paths(ctx: Context) -> Iterator[Finding]:
         return  # GC318 reports the version; paths cannot be checked without it
     for i, override in enumerate(ctx.intent.spec.overrides):
         status, guess = catalog.chart_path_status(version, override.path)
+        if override.path in catalog.chart(version).dead_keys:
+            yield ctx.finding("GC319", ("spec", "overrides", i, "path"),
+                              f"{override.path!r} is in the chart's values but no template of chart {version} reads it",
+                              "the override has no effect; remove it", severity=WARNING)
         if status == "unknown":
             hint = f"did you mean '{guess}'?" if guess else "see the chart's values.yaml for the key"
             yield ctx.finding("GC319", ("spec", "overrides", i, "path"),
@@ -591,6 +645,26 @@ def driver_coherent(ctx: Context) -> Iterator[Finding]:
                               severity=WARNING)
 
 
+#: First chart whose NVIDIADriver CRD gpuconf ships (and verifies against): `spec.default` and the fallback driver
+#: came with v26.7.0 (gpu-operator-facts §8-9); per-pool drivers on older charts would need the default driver's
+#: nodeSelector, which gpuconf cannot prove disjoint.
+PER_POOL_DRIVER_MIN_CHART = (26, 7, 0)
+
+
+@rule("GC329", "per-pool driver versions need a chart with the NVIDIADriver fallback")
+def per_pool_driver_chart(ctx: Context) -> Iterator[Finding]:
+    version = ctx.intent.spec.operator.chart_version
+    if catalog.chart(version) is None:
+        return
+    if tuple(int(p) for p in version.lstrip("v").split(".")) >= PER_POOL_DRIVER_MIN_CHART:
+        return
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        if pool.driver is not None and pool.driver.version:
+            yield ctx.finding("GC329", _pool_loc(i, "driver", "version"),
+                              f"per-pool driver versions need GPU Operator chart v26.7.0 or later (pinned: {version})",
+                              "upgrade the chart first, or keep this pool on the cluster driver for now")
+
+
 @rule("GC323", "the upgrade canary pool exists")
 def canary_pool(ctx: Context) -> Iterator[Finding]:
     upgrade = ctx.intent.spec.driver.upgrade
@@ -612,6 +686,29 @@ def _driver_preinstalled(intent: ClusterIntent, pool: Pool) -> bool:
     if pool.driver is not None and (pool.driver.preinstalled or pool.driver.version):
         return pool.driver.preinstalled
     return intent.spec.driver.preinstalled
+
+
+#: Distributions whose containerd lives somewhere else than the toolkit's default (user-pain-points A8, gpu-operator
+#: issues 406, 473, 522, 623, 992): the toolkit needs CONTAINERD_CONFIG and CONTAINERD_SOCKET for them.
+RELOCATED_CONTAINERD = ("rke2", "k3s", "microk8s")
+
+
+@rule("GC327", "container runtime paths are known where the toolkit needs them")
+def runtime_paths(ctx: Context) -> Iterator[Finding]:
+    cluster = ctx.intent.spec.cluster
+    runtime = cluster.container_runtime
+    loc = ("spec", "cluster")
+    if runtime is not None and runtime.name == "cri-o" and (runtime.config_path or runtime.socket_path):
+        yield ctx.finding("GC327", (*loc, "containerRuntime"),
+                          "gpuconf renders runtime paths for containerd only; these cri-o paths would be ignored",
+                          "remove them, or set the toolkit's environment through an override", severity=WARNING)
+    if cluster.distribution in RELOCATED_CONTAINERD:
+        if runtime is None or runtime.name != "containerd" or not (runtime.config_path and runtime.socket_path):
+            yield ctx.finding("GC327", (*loc, "distribution"),
+                              f"{cluster.distribution} keeps containerd's config and socket in its own places; the "
+                              "container toolkit fails to configure it without them",
+                              "set containerRuntime: {name: containerd, configPath: ..., socketPath: ...}",
+                              severity=WARNING)
 
 
 def rule_codes() -> list[tuple[str, str]]:

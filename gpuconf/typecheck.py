@@ -54,6 +54,10 @@ def _clean_loc(loc: Sequence[Any]) -> tuple:
     return tuple(part for part in loc if part != "[key]")
 
 
+def _is_key_error(err: dict) -> bool:
+    return "[key]" in err["loc"]
+
+
 def _finding(doc: Document, root: type, loc: tuple, err: dict) -> Finding:
     etype = err["type"]
     value = err.get("input")
@@ -72,7 +76,7 @@ def _finding(doc: Document, root: type, loc: tuple, err: dict) -> Finding:
         parent = dotted(loc[:-1]) or "the top level"
         return Finding(doc.file, line, col, ERROR, CODE_MISSING_FIELD, path,
                        f"required field '{loc[-1]}' is missing in {parent}", _missing_hint(loc))
-    line, col = doc.position(loc)
+    line, col = doc.position(loc, point_at_key=_is_key_error(err))
     if etype in _TYPE_NAMES:
         expected = _TYPE_NAMES[etype]
         return Finding(doc.file, line, col, ERROR, CODE_WRONG_TYPE, path,
@@ -81,10 +85,13 @@ def _finding(doc: Document, root: type, loc: tuple, err: dict) -> Finding:
         choices = _choices(err)
         from .catalog import suggest
 
-        guess = suggest(str(value), choices) if isinstance(value, str) else None
+        versions = bool(choices) and all(re.fullmatch(r"[0-9]+\.[0-9]+", c) for c in choices)
+        guess = suggest(str(value), choices) if isinstance(value, str) and not versions else None
         hint = f"did you mean '{guess}'?" if guess else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and choices:
-            hint = "quote it: unquoted, YAML reads 1.30 as the number 1.3"
+        if versions:
+            hint = f"supported: {choices[0]} to {choices[-1]}"
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                hint = f"quote it, e.g. \"{choices[-1]}\": unquoted, YAML reads 1.30 as the number 1.3"
         shown = ", ".join(repr(c) for c in choices)
         return Finding(doc.file, line, col, ERROR, CODE_INVALID_CHOICE, path,
                        f"{_describe(value)} is not one of {shown}", hint)
@@ -94,7 +101,8 @@ def _finding(doc: Document, root: type, loc: tuple, err: dict) -> Finding:
         pattern = (err.get("ctx") or {}).get("pattern", "")
         return Finding(doc.file, line, col, ERROR, CODE_BAD_FORMAT, path,
                        f"{_describe(value)} does not match the pattern {pattern}", _pattern_hint(loc))
-    return Finding(doc.file, line, col, ERROR, CODE_INVALID_VALUE, path, f"{_describe(value)}: {_lower(err['msg'])}", None)
+    return Finding(doc.file, line, col, ERROR, CODE_INVALID_VALUE, path, f"{_describe(value)}: {_lower(err['msg'])}",
+                   _type_hint("int_type", value))
 
 
 def _range_message(etype: str, value: Any, err: dict) -> str:
@@ -163,6 +171,10 @@ def _describe(value: Any) -> str:
         return f"the number {value}"
     if value is None:
         return "null"
+    import datetime
+
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return f"the date {value.isoformat()}"
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):
@@ -177,6 +189,10 @@ def _type_hint(etype: str, value: Any) -> str | None:
         return "write true or false, unquoted (YAML 1.1 readers such as Helm disagree about yes/no/on/off)"
     if etype == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
         return "quote it: versions and names are strings, and unquoted 1.10 reads as the number 1.1"
+    import datetime
+
+    if etype == "string_type" and isinstance(value, (datetime.date, datetime.datetime)):
+        return "quote it: unquoted, YAML reads it as a date"
     if etype == "string_type" and isinstance(value, bool):
         return "quote it: unquoted true/false is a boolean"
     if etype == "string_type" and value is None:
