@@ -92,6 +92,51 @@ def _plural(n: int, word: str) -> str:
 
 
 @main.command()
+@click.argument("intent", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False),
+              help="Output folder; the cluster's files go to OUTPUT/<metadata.name>/.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 with a diff when OUTPUT is stale.")
+def render(intent: str, out: str, check: bool) -> None:
+    """Render INTENT into OUTPUT/<name>/: values, manifests, kustomization. Atomic and byte-stable."""
+    from .findings import format_text
+    from .pipeline import render_path
+    from .render.tree import VerificationError
+
+    try:
+        rendered = render_path(intent, out)
+    except VerificationError as exc:
+        click.echo(f"gpuconf: internal error: generated output failed verification ({len(exc.problems)} problems):",
+                   err=True)
+        for problem in exc.problems:
+            click.echo(f"  {problem}", err=True)
+        click.echo("gpuconf: this is a bug in gpuconf; nothing was written", err=True)
+        sys.exit(EXIT_INTERNAL)
+    click.echo(format_text(rendered.findings), nl=False)
+    if not rendered.ok:
+        click.echo(f"{intent}: invalid; nothing was written", err=True)
+        sys.exit(EXIT_FINDINGS)
+    tree = rendered.tree
+    from pathlib import Path
+
+    from .writer import read_tree, write_tree
+
+    target = Path(out) / tree.name
+    if check:
+        from .summary import tree_diff
+
+        stale = tree_diff(read_tree(target), tree.files, str(target))
+        if stale:
+            click.echo(stale, nl=False)
+            sys.exit(EXIT_FINDINGS)
+        click.echo(f"{target}: up to date ({len(tree.files)} files)", err=True)
+        sys.exit(EXIT_OK)
+    write_tree(out, tree.name, tree.files)
+    from .summary import render_summary
+
+    click.echo(render_summary(tree, str(target)), nl=False)
+
+
+@main.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
 def schema(output: str | None) -> None:
     """Print the JSON Schema (Draft 2020-12) of the intent language."""

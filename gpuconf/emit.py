@@ -12,8 +12,8 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
-#: Keys that conventionally lead a Kubernetes document; the rest follow in sorted order.
-K8S_TOP = ("apiVersion", "kind", "metadata", "spec", "data", "rules", "roleRef", "subjects")
+#: Keys that conventionally lead a Kubernetes document or a config file; the rest follow in sorted order.
+K8S_TOP = ("version", "apiVersion", "kind", "metadata", "spec", "data", "rules", "roleRef", "subjects")
 # go-yaml v2 also reads y/Y/n/N as booleans and base-60 numbers such as 1:20:30.
 _EXTRA_QUOTE = re.compile(r"^(?:[yYnN]|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)$")
 

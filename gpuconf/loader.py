@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -204,8 +205,12 @@ def _check_tree(node: Any, name: str) -> None:
                 stack.append(value)
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _printable(text: str) -> bool:
-    return text.replace("\n", "").replace("\t", "").isprintable()
+    """False for C0/C1 control characters (tab and newline excepted); other Unicode, such as NBSP, is fine."""
+    return _CONTROL.search(text) is None
 
 
 def _first_occurrence(text: str, exc: Any, key: str) -> int | None:

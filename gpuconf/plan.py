@@ -181,6 +181,11 @@ class Plan:
     mig_configs: Mapping[str, list]
     per_pool_drivers: bool
     tolerations: tuple[dict, ...]
+    document: object = None  # the loaded Document, for source positions in comments and reports
+
+    def line(self, loc: tuple) -> int:
+        """1-based line in the intent file of the intent path loc (1 without a document)."""
+        return self.document.position(loc)[0] if self.document is not None else 1
 
     @property
     def name(self) -> str:
@@ -259,7 +264,7 @@ def toleration(taint) -> dict:
     return {"key": taint.key, "operator": "Exists", "effect": taint.effect}
 
 
-def build(intent: ClusterIntent, source: str) -> Plan:
+def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
     """Derive the plan of a valid intent (validation must have passed: this assumes catalogue hits)."""
     strategy = mig_strategy(intent)
     chart = catalog.chart(intent.spec.operator.chart_version)
@@ -320,4 +325,5 @@ def build(intent: ClusterIntent, source: str) -> Plan:
         mig_configs=dict(sorted(mig_configs.items())),
         per_pool_drivers=any(p.driver not in ("cluster", "preinstalled") for p in pools),
         tolerations=tuple(tolerations[k] for k in sorted(tolerations)),
+        document=document,
     )

@@ -78,3 +78,33 @@ def rules_text() -> str:
 
     rows = sorted([*loader_titles.items(), *type_titles.items(), *rule_codes()])
     return "".join(f"{code}  {title}\n" for code, title in rows)
+
+
+def render_summary(tree, target: str) -> str:
+    """What a render wrote: the intent summary, then the files."""
+    lines = [summarise(tree.plan.intent, tree.plan.source).rstrip("\n"), f"wrote {len(tree.files)} files to {target}/:"]
+    lines += [f"  {path}" for path in sorted(tree.files)]
+    return "\n".join(lines) + "\n"
+
+
+def tree_diff(old: dict[str, str], new: dict[str, str], root: str) -> str:
+    """Stale, missing and extra files between an existing tree and a fresh render, with a unified diff."""
+    import difflib
+
+    out = []
+    for path in sorted(set(old) | set(new)):
+        if path not in old:
+            out.append(f"missing: {root}/{path}")
+        elif path not in new:
+            out.append(f"extra: {root}/{path}")
+        elif old[path] != new[path]:
+            out.append(f"stale: {root}/{path}")
+    if not out:
+        return ""
+    text = "\n".join(out) + "\n"
+    for path in sorted(set(old) | set(new)):
+        if old.get(path) != new.get(path):
+            text += "".join(difflib.unified_diff(
+                old.get(path, "").splitlines(keepends=True), new.get(path, "").splitlines(keepends=True),
+                fromfile=f"{root}/{path} (committed)", tofile=f"{root}/{path} (rendered)"))
+    return text

@@ -19,3 +19,48 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_tree(out_dir: str | Path, name: str, files: dict[str, str]) -> None:
+    """Replace out_dir/name with exactly these files, atomically: readers see the old tree or the new one.
+
+    The new tree is written next to the old one and swapped in by two renames, so an error at any point leaves
+    the existing output as it was; files the new render no longer produces disappear with the old tree.
+    """
+    import shutil
+
+    root = Path(out_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / name
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.new-", dir=root))
+    retired = root / f".{name}.old-{os.getpid()}"
+    try:
+        for rel, text in sorted(files.items()):
+            target = staging / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+        os.chmod(staging, 0o755)
+        if final.exists():
+            os.replace(final, retired)
+        os.replace(staging, final)
+    except BaseException:
+        if retired.exists() and not final.exists():
+            os.replace(retired, final)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def read_tree(path: str | Path) -> dict[str, str]:
+    """Every file below path (relative path -> text); empty when path does not exist."""
+    root = Path(path)
+    if not root.is_dir():
+        return {}
+    out = {}
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        try:
+            out[file.relative_to(root).as_posix()] = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            out[file.relative_to(root).as_posix()] = "<binary file>"
+    return out

@@ -1,0 +1,181 @@
+"""RBAC for the intent's three roles: GPU admins, team developers and observers.
+
+Every verb, resource and API group is listed explicitly: `*` never appears, so a new resource type or verb
+never widens a grant silently.
+"""
+
+from __future__ import annotations
+
+from .. import plan as P
+from . import metadata
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+TEAM_LABEL = "gpuconf.dev/team"
+ROLE_LABEL = "gpuconf.dev/role"
+
+ADMIN = "gpuconf-gpu-admin"
+DEVELOPER = "gpuconf-gpu-developer"
+OBSERVER = "gpuconf-gpu-observer"
+
+READ = ("get", "list", "watch")
+WRITE = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+EDIT = ("create", "delete", "get", "list", "patch", "update", "watch")
+
+
+def rule(groups: tuple[str, ...], resources: tuple[str, ...], verbs: tuple[str, ...],
+         names: tuple[str, ...] = ()) -> dict:
+    """One PolicyRule with sorted lists."""
+    out: dict = {"apiGroups": sorted(groups), "resources": sorted(resources), "verbs": sorted(set(verbs))}
+    if names:
+        out["resourceNames"] = sorted(names)
+    return out
+
+
+#: Cluster-wide accelerator settings: the ClusterPolicy, per-pool NVIDIADrivers, NFD rules that label the pools,
+#: and node labels (pool, device-plugin and MIG config selection are node labels, gpu-operator-facts §7).
+ADMIN_CLUSTER_RULES = (
+    rule(("",), ("nodes",), ("get", "list", "patch", "update", "watch")),
+    rule(("nfd.k8s-sigs.io",), ("nodefeaturerules",), WRITE),
+    rule(("nvidia.com",), ("clusterpolicies", "nvidiadrivers"), WRITE),
+)
+
+#: Running GPU workloads in the team's own namespaces. exec and port-forward are granted (a team debugging its
+#: own notebooks and jobs), with both verbs: WebSocket requests were authorized as `get` before Kubernetes 1.35 and
+#: need `create` since (kubernetes/kubernetes#134577, feature gate AuthorizePodWebsocketUpgradeCreatePermission).
+#: Not granted: secrets, roles and bindings, resourcequotas/limitranges writes, networkpolicies, pods/attach,
+#: persistentvolumeclaims (storage is provisioned by the platform team).
+DEVELOPER_RULES = (
+    rule(("",), ("configmaps", "services"), EDIT),
+    rule(("",), ("events",), READ),
+    rule(("",), ("limitranges", "resourcequotas"), READ),
+    rule(("",), ("pods",), WRITE),
+    rule(("",), ("pods/exec", "pods/portforward"), ("create", "get")),
+    rule(("",), ("pods/log",), READ),
+    rule(("apps",), ("deployments", "statefulsets"), EDIT),
+    rule(("apps",), ("deployments/scale", "statefulsets/scale"), ("get", "patch", "update")),
+    rule(("apps",), ("replicasets",), READ),
+    rule(("batch",), ("cronjobs", "jobs"), EDIT),
+    rule(("events.k8s.io",), ("events",), READ),
+)
+
+#: Read-only view of accelerator state across the cluster.
+OBSERVER_CLUSTER_RULES = (
+    rule(("",), ("nodes",), READ),
+    rule(("nfd.k8s-sigs.io",), ("nodefeaturerules",), READ),
+    rule(("nvidia.com",), ("clusterpolicies", "nvidiadrivers"), READ),
+)
+
+#: Read-only view of the operator's namespace: its pods (operands, validators, probes), the DCGM exporter's
+#: Service and endpoints, and the scrape and alert objects. No pods/log, no secrets, no configmaps.
+OBSERVER_NAMESPACE_RULES = (
+    rule(("",), ("endpoints", "pods", "services"), READ),
+    rule(("discovery.k8s.io",), ("endpointslices",), READ),
+    rule(("monitoring.coreos.com",), ("prometheusrules", "servicemonitors"), READ),
+)
+
+
+def subject(text: str, namespace: str | None = None) -> dict:
+    """An RBAC subject from `group:NAME`, `user:NAME` or `serviceaccount:[NAMESPACE:]NAME`.
+
+    A service account without a namespace lives in the binding's namespace; a cluster-wide binding has none to
+    offer, so it needs the namespace spelled out.
+    """
+    kind, _, rest = text.partition(":")
+    if kind == "group":
+        return {"apiGroup": RBAC_GROUP, "kind": "Group", "name": rest}
+    if kind == "user":
+        return {"apiGroup": RBAC_GROUP, "kind": "User", "name": rest}
+    if kind == "serviceaccount":
+        ns, sep, name = rest.partition(":")
+        if not sep:
+            ns, name = namespace, rest
+        if not ns:
+            raise ValueError(f"subject {text!r}: a cluster-wide binding needs serviceaccount:NAMESPACE:NAME")
+        return {"kind": "ServiceAccount", "name": name, "namespace": ns}
+    raise ValueError(f"unknown subject kind in {text!r}")
+
+
+def subjects(texts, namespace: str | None = None) -> list[dict]:
+    """Subjects, deduplicated and in a stable order."""
+    unique = {}
+    for text in texts:
+        s = subject(text, namespace)
+        unique[(s["kind"], s.get("namespace", ""), s["name"])] = s
+    return [unique[k] for k in sorted(unique)]
+
+
+def render(plan: P.Plan) -> list[dict]:
+    """Roles whenever the intent has an access section; a binding only where it has subjects."""
+    access = plan.intent.spec.access
+    if access is None:
+        return []
+    docs: list[dict] = []
+    docs += _admins(plan, access.admins)
+    docs += _developers(plan, access.developers)
+    docs += _observers(plan, access.observers)
+    return docs
+
+
+def _role(plan: P.Plan, kind: str, name: str, rules, namespace: str | None = None, labels=None) -> dict:
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": kind,
+        "metadata": metadata(plan, name, namespace, labels),
+        "rules": [dict(r) for r in rules],
+    }
+
+
+def _binding(plan: P.Plan, kind: str, name: str, role_kind: str, who: list[dict], namespace: str | None = None,
+             labels=None) -> dict:
+    return {
+        "apiVersion": f"{RBAC_GROUP}/v1",
+        "kind": kind,
+        "metadata": metadata(plan, name, namespace, labels),
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": role_kind, "name": name},
+        "subjects": who,
+    }
+
+
+def _admins(plan: P.Plan, admins) -> list[dict]:
+    labels = {ROLE_LABEL: "admin"}
+    # Only gpuconf's own ConfigMaps, by name. resourceNames cannot restrict create, so there is none: the
+    # ConfigMaps come from the GitOps repo. list/watch by name need a metadata.name field selector.
+    names = [P.DEVICE_PLUGIN_CONFIGMAP]
+    if any(p.mig_key is not None for p in plan.pools):
+        names.append(P.MIG_CONFIGMAP)  # rendered only when a pool runs on a MIG-capable model
+    config_rules = (rule(("",), ("configmaps",), ("get", "list", "patch", "update", "watch"), tuple(names)),)
+    docs = [
+        _role(plan, "ClusterRole", ADMIN, ADMIN_CLUSTER_RULES, labels=labels),
+        _role(plan, "Role", ADMIN, config_rules, plan.namespace, labels),
+    ]
+    if admins:
+        docs.append(_binding(plan, "ClusterRoleBinding", ADMIN, "ClusterRole", subjects(admins), labels=labels))
+        docs.append(_binding(plan, "RoleBinding", ADMIN, "Role", subjects(admins, plan.namespace),
+                             plan.namespace, labels))
+    return docs
+
+
+def _developers(plan: P.Plan, developers) -> list[dict]:
+    """Per team and namespace a Role and, with subjects, a RoleBinding; never a cluster-wide grant."""
+    docs = []
+    for team in sorted(plan.intent.spec.teams, key=lambda t: t.name):
+        labels = {ROLE_LABEL: "developer", TEAM_LABEL: team.name}
+        who = developers.get(team.name, [])
+        for ns in sorted(team.namespaces):
+            docs.append(_role(plan, "Role", DEVELOPER, DEVELOPER_RULES, ns, labels))
+            if who:
+                docs.append(_binding(plan, "RoleBinding", DEVELOPER, "Role", subjects(who, ns), ns, labels))
+    return docs
+
+
+def _observers(plan: P.Plan, observers) -> list[dict]:
+    labels = {ROLE_LABEL: "observer"}
+    docs = [
+        _role(plan, "ClusterRole", OBSERVER, OBSERVER_CLUSTER_RULES, labels=labels),
+        _role(plan, "Role", OBSERVER, OBSERVER_NAMESPACE_RULES, plan.namespace, labels),
+    ]
+    if observers:
+        docs.append(_binding(plan, "ClusterRoleBinding", OBSERVER, "ClusterRole", subjects(observers), labels=labels))
+        docs.append(_binding(plan, "RoleBinding", OBSERVER, "Role", subjects(observers, plan.namespace),
+                             plan.namespace, labels))
+    return docs

@@ -1,0 +1,126 @@
+"""Pools on the nodes: NodeFeatureRules, node-group templates, and per-pool NVIDIADriver resources."""
+
+from __future__ import annotations
+
+from .. import plan as P
+from . import metadata
+
+NFD_API = "nfd.k8s-sigs.io/v1alpha1"
+KARPENTER_NODE_CLASS = {  # Karpenter runs on these clouds only; elsewhere the kubelet flags are the template.
+    "eks": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass"},
+    "aks": {"group": "karpenter.azure.com", "kind": "AKSNodeClass"},
+}
+
+
+def _taints(pool: P.PoolPlan) -> list[dict]:
+    out = []
+    for t in pool.pool.taints:
+        taint = {"key": t.key, "effect": t.effect}
+        if t.value:
+            taint["value"] = t.value
+        out.append(taint)
+    return out
+
+
+def node_feature_rules(plan: P.Plan) -> list[dict]:
+    """A NodeFeatureRule per pool whose nodes NFD can recognise (GPU PCI id, hostname, DMI product)."""
+    docs = []
+    for pool in plan.pools:
+        if not pool.nfd:
+            continue
+        # The PCI device is always part of the rule: a pool's nodes carry its GPU model, which is also what keeps
+        # the rules of different models disjoint (validation rule GC303 assumes the same).
+        features = [{
+            "feature": "pci.device",
+            "matchExpressions": {
+                "vendor": {"op": "In", "value": [P.NVIDIA_PCI_VENDOR]},
+                "device": {"op": "In", "value": list(pool.model.nfd_device_ids())},
+            },
+        }]
+        match = pool.pool.match
+        if match.hostname:
+            features.append({"feature": "system.name",
+                             "matchExpressions": {"nodename": {"op": "InRegexp", "value": [match.hostname]}}})
+        if match.dmi_product:
+            features.append({"feature": "system.dmiid",
+                             "matchExpressions": {"product_name": {"op": "In", "value": [match.dmi_product]}}})
+        rule = {"name": f"gpuconf pool {pool.name}", "labels": dict(pool.labels), "matchFeatures": features}
+        if pool.pool.taints:
+            rule["taints"] = _taints(pool)  # applied only with nfd-master enableTaints, which the values set
+        docs.append({
+            "apiVersion": NFD_API,
+            "kind": "NodeFeatureRule",
+            "metadata": metadata(plan, f"gpuconf-pool-{pool.name}", labels={P.POOL_LABEL: pool.name}),
+            "spec": {"rules": [rule]},
+        })
+    return docs
+
+
+def nvidia_drivers(plan: P.Plan) -> list[dict]:
+    """One non-default NVIDIADriver per pool with its own driver version, selected by the pool label.
+
+    The pool label has one value per node, so these selectors are disjoint by construction; the operator's own
+    nvidia.com/gpu-operator.driver.owner label is never used (it is reserved, gpu-operator-facts §8).
+    """
+    if not plan.per_pool_drivers:
+        return []
+    defaults = plan.chart.defaults["driver"]
+    spec = plan.intent.spec
+    docs = []
+    for pool in plan.pools:
+        if pool.driver in ("cluster", "preinstalled"):
+            continue
+        body = {
+            "driverType": "gpu",
+            "default": False,
+            "repository": plan.image_repository(defaults["repository"]),
+            "image": defaults["image"],
+            "version": pool.driver,
+            "nodeSelector": {P.POOL_LABEL: pool.name},
+        }
+        if spec.operator.image_pull_secrets:
+            body["imagePullSecrets"] = list(spec.operator.image_pull_secrets)
+        if spec.driver.kernel_module_type:
+            body["kernelModuleType"] = spec.driver.kernel_module_type
+        # An NVIDIADriver's daemon set takes its own tolerations, not the ClusterPolicy's global list.
+        body["tolerations"] = [*plan.chart.defaults["daemonsets"]["tolerations"],
+                               *(P.toleration(t) for t in pool.pool.taints)]
+        docs.append({
+            "apiVersion": "nvidia.com/v1alpha1",
+            "kind": "NVIDIADriver",
+            "metadata": metadata(plan, f"gpuconf-{pool.name}", labels={P.POOL_LABEL: pool.name}),
+            "spec": body,
+        })
+    return docs
+
+
+def node_templates(plan: P.Plan) -> dict[str, dict | str]:
+    """For pools recognised by node-group labels: kubelet flags and, on EKS/AKS, a Karpenter NodePool.
+
+    Returns file name -> document (dict) or text (the kubelet environment file).
+    """
+    out: dict[str, dict | str] = {}
+    node_class = KARPENTER_NODE_CLASS.get(plan.intent.spec.cluster.distribution)
+    for pool in plan.pools:
+        if pool.nfd:
+            continue
+        labels = {**pool.pool.match.node_labels, **pool.labels}
+        flags = ["--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
+        if pool.pool.taints:
+            flags.append("--register-with-taints=" + ",".join(
+                f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.pool.taints))
+        out[f"{pool.name}.kubelet.env"] = f'KUBELET_EXTRA_ARGS="{" ".join(flags)}"\n'
+        if node_class is not None:
+            template_spec = {
+                "nodeClassRef": {**node_class, "name": f"gpuconf-{pool.name}"},
+                "requirements": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}],
+            }
+            if pool.pool.taints:
+                template_spec["taints"] = _taints(pool)
+            out[f"{pool.name}.nodepool.yaml"] = {
+                "apiVersion": "karpenter.sh/v1",
+                "kind": "NodePool",
+                "metadata": metadata(plan, f"gpuconf-{pool.name}", labels={P.POOL_LABEL: pool.name}),
+                "spec": {"template": {"metadata": {"labels": dict(sorted(labels.items()))}, "spec": template_spec}},
+            }
+    return out

@@ -1,0 +1,121 @@
+"""Acceptance probes: per pool one Job that takes one unit of the pool's resource and lists what it got."""
+
+from __future__ import annotations
+
+import hashlib
+
+from .. import plan as P
+from . import metadata
+
+PREFIX = "gpuconf-probe-"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+PROVES_ANNOTATION = "gpuconf.dev/proves"
+#: Long enough for a first image pull from a mirror and for the scheduler to find a free unit.
+DEADLINE_SECONDS = 900
+#: Keep the finished Job (and its log) for a day, then let the TTL controller remove it.
+TTL_SECONDS = 86400
+#: The unprivileged `nobody` user: the driver creates /dev/nvidia* world read/writable (0666) by default
+#: (NVreg_DeviceFileMode), so nvidia-smi needs no root unless a site tightened that.
+NOBODY = 65534
+
+
+def job_name(pool: str) -> str:
+    """gpuconf-probe-<pool>, shortened with a hash when longer than a DNS-1123 label (63)."""
+    name = PREFIX + pool
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(pool.encode()).hexdigest()[:8]
+    return f"{name[:54].rstrip('-')}-{digest}"
+
+
+def _override(plan: P.Plan, path: str):
+    for override in plan.intent.spec.overrides:
+        if override.path == path:
+            return override.value
+    return None
+
+
+def validator_image(plan: P.Plan) -> str:
+    """The GPU Operator validator image the pinned chart runs, pulled from the mirror when one is set.
+
+    validator.version defaults to the chart's appVersion, which equals the released chart version
+    (gpu-operator-facts §2); overrides of validator.repository/image/version win, as they do in the chart.
+    """
+    defaults = plan.chart.defaults["validator"]
+    repository = _override(plan, "validator.repository") or defaults["repository"]
+    image = _override(plan, "validator.image") or defaults["image"]
+    version = str(_override(plan, "validator.version") or plan.chart_version)
+    separator = "@" if version.startswith("sha256:") else ":"
+    return f"{plan.image_repository(repository)}/{image}{separator}{version}"
+
+
+def _security(plan: P.Plan) -> tuple[dict, dict]:
+    """Pod and container security contexts that meet the restricted Pod Security Standard."""
+    pod: dict = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    if plan.intent.spec.cluster.distribution != "openshift":
+        # OpenShift's restricted SCCs assign a UID from the namespace's range and reject others (MustRunAsRange),
+        # so the UID is left to them there.
+        pod.update(runAsUser=NOBODY, runAsGroup=NOBODY)
+    container = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+    }
+    return pod, container
+
+
+def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
+    """The acceptance Job of one pool."""
+    resource = pool.resource
+    labels = {P.POOL_LABEL: pool.name, COMPONENT_LABEL: "acceptance-probe"}
+    meta = metadata(plan, job_name(pool.name), plan.namespace, labels)
+    meta["annotations"] = {PROVES_ANNOTATION: (
+        f"A pod asking for 1 {resource} and tolerating only pool {pool.name}'s taints is scheduled onto a "
+        f"{P.POOL_LABEL}={pool.name} node, so the node is labelled and advertises the resource, and the device "
+        "plugin, container toolkit and driver hand it a working GPU: nvidia-smi -L lists it.")}
+    pod_security, container_security = _security(plan)
+    spec: dict = {
+        "restartPolicy": "Never",
+        "nodeSelector": {P.POOL_LABEL: pool.name},
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": pod_security,
+        "containers": [{
+            "name": "probe",
+            "image": validator_image(plan),
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["nvidia-smi", "-L"],
+            # nvidia-smi and NVML are injected only with the `utility` driver capability (NVIDIA Container
+            # Toolkit docs, "Specialized Configurations with Docker", Driver Capabilities); set it explicitly
+            # rather than trusting the image's environment.
+            "env": [{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"}],
+            "resources": {
+                # Extended resources are requested in limits; the request defaults to the limit.
+                "limits": {resource: "1", "memory": "128Mi"},
+                "requests": {"cpu": "10m", "memory": "64Mi"},
+            },
+            "securityContext": container_security,
+        }],
+    }
+    tolerations = [P.toleration(t) for t in pool.pool.taints]
+    if tolerations:
+        spec["tolerations"] = tolerations
+    secrets = plan.intent.spec.operator.image_pull_secrets
+    if secrets:
+        spec["imagePullSecrets"] = [{"name": s} for s in secrets]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": DEADLINE_SECONDS,
+            "ttlSecondsAfterFinished": TTL_SECONDS,
+            "template": {"metadata": {"labels": {**meta["labels"]}}, "spec": spec},
+        },
+    }
+
+
+def render(plan: P.Plan) -> list[dict]:
+    """One probe Job per pool, in pool order of the intent."""
+    return [probe(plan, pool) for pool in plan.pools]

@@ -1,0 +1,239 @@
+"""Helm values for the pinned GPU Operator chart: only the deliberate deviations from its base defaults, each traced."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .. import plan as P
+
+# The NFD subchart's image repository; the v26.3.3 reference carries no subchart defaults, and NFD has published
+# from this repository in both vendored versions (0.18.3 and 0.19.0, charts/node-feature-discovery/values.yaml).
+NFD_IMAGE_REPOSITORY = "registry.k8s.io/nfd/node-feature-discovery"
+NFD = "node-feature-discovery"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One values path gpuconf sets, the value, and why: the reason and the intent path that caused it."""
+
+    path: tuple[str, ...]
+    value: Any
+    why: str
+    origin: tuple  # intent path, e.g. ("spec", "pools", 0, "taints")
+    default: Any = None
+    has_default: bool = False
+
+
+class ValuesBuilder:
+    """Collects changes against a chart's defaults; later changes to a path replace earlier ones."""
+
+    def __init__(self, defaults: dict):
+        self.defaults = defaults
+        self.changes: dict[tuple[str, ...], Change] = {}
+
+    def set(self, path: str | tuple[str, ...], value: Any, why: str, origin: tuple) -> None:
+        """Record that path takes value, for a reason rooted at an intent path."""
+        parts = tuple(path.split(".")) if isinstance(path, str) else path
+        found, default = _lookup(self.defaults, parts)
+        # A deeper or shallower earlier change on the same branch is superseded (overrides come last and win).
+        for other in [p for p in self.changes if p[:len(parts)] == parts or parts[:len(p)] == p]:
+            del self.changes[other]
+        self.changes[parts] = Change(parts, value, why, origin, default, found)
+
+    def deviations(self) -> list[Change]:
+        """The changes whose value differs from the chart default, in path order."""
+        return [c for p, c in sorted(self.changes.items()) if not (c.has_default and c.default == c.value)]
+
+    def overrides(self) -> dict:
+        """The values file content: a tree of the deviations only."""
+        tree: dict = {}
+        for change in self.deviations():
+            node = tree
+            for key in change.path[:-1]:
+                node = node.setdefault(key, {})
+            node[change.path[-1]] = copy.deepcopy(change.value)
+        return tree
+
+    def merged(self) -> dict:
+        """Defaults with the overrides applied as Helm merges them: maps merge, everything else replaces."""
+        return merge(copy.deepcopy(self.defaults), self.overrides())
+
+
+def merge(base: dict, override: dict) -> dict:
+    """Helm's coalescing of a values file onto defaults (maps merge recursively, lists and scalars replace)."""
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def _lookup(tree: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
+    node = tree
+    for key in parts:
+        if not isinstance(node, dict) or key not in node:
+            return False, None
+        node = node[key]
+    return True, node
+
+
+def _paths(tree: Any, key: str, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    """Every (path, value) in the defaults whose last key is `key`."""
+    if isinstance(tree, dict):
+        for k, v in sorted(tree.items()):
+            if k == key:
+                yield (*prefix, k), v
+            yield from _paths(v, key, (*prefix, k))
+
+
+def build_values(plan: P.Plan) -> ValuesBuilder:
+    """All of gpuconf's changes to the chart's values for this plan, intent overrides last."""
+    intent = plan.intent
+    spec = intent.spec
+    b = ValuesBuilder(plan.chart.defaults)
+    _tolerations(plan, b)
+    _sharing(plan, b)
+    _driver(plan, b)
+    _images(plan, b)
+    _monitoring(plan, b)
+    if spec.cluster.distribution == "openshift":
+        b.set("platform.openshift", True, "the cluster runs OpenShift (the chart adds its SCC objects)",
+              ("spec", "cluster", "distribution"))
+    runtime = spec.cluster.container_runtime
+    if runtime is not None and runtime.name == "containerd" and (runtime.config_path or runtime.socket_path):
+        env = [{"name": n, "value": v} for n, v in (("CONTAINERD_CONFIG", runtime.config_path),
+                                                    ("CONTAINERD_SOCKET", runtime.socket_path)) if v]
+        b.set("toolkit.env", env, "the container toolkit must find this distribution's containerd config and socket",
+              ("spec", "cluster", "containerRuntime"))
+    for i, override in enumerate(spec.overrides):
+        b.set(override.path, override.value, override.why, ("spec", "overrides", i))
+    return b
+
+
+def _tolerations(plan: P.Plan, b: ValuesBuilder) -> None:
+    if not plan.tolerations:
+        return
+    tainted = [p for p in plan.pools if p.pool.taints]
+    origin = ("spec", "pools", tainted[0].index, "taints")
+    names = ", ".join(p.name for p in tainted)
+    defaults = plan.chart.defaults
+    # Operand tolerations are one global list that replaces the chart's (gpu-operator-facts §4): keep the defaults.
+    ops = list(defaults["daemonsets"]["tolerations"])
+    b.set("daemonsets.tolerations", ops + [t for t in plan.tolerations if t not in ops],
+          f"operands must tolerate the taints of pool(s) {names}, or no driver or plugin ever runs there", origin)
+    found, worker = _lookup(defaults, (NFD, "worker", "tolerations"))
+    base = list(worker) if found and isinstance(worker, list) else []
+    b.set((NFD, "worker", "tolerations"), base + [t for t in plan.tolerations if t not in base],
+          f"NFD's worker must run on the tainted pool(s) {names}, or nothing labels their GPUs", origin)
+    if plan.nfd_taints:
+        b.set((NFD, "master", "config", "enableTaints"), True,
+              "NodeFeatureRules apply the pool taints, which nfd-master only does with enableTaints", origin)
+
+
+def _sharing(plan: P.Plan, b: ValuesBuilder) -> None:
+    origin = ("spec", "sharingProfiles") if plan.intent.spec.sharing_profiles else ("spec", "pools")
+    b.set("devicePlugin.config.name", P.DEVICE_PLUGIN_CONFIGMAP,
+          "pools select their device-plugin config by node label from gpuconf's ConfigMap", origin)
+    b.set("devicePlugin.config.default", plan.default_device_plugin_key,
+          "nodes without a pool label get whole, unshared GPUs", origin)
+    if any(p.mig_key is not None for p in plan.pools):
+        b.set("migManager.config.name", P.MIG_CONFIGMAP,
+              "MIG layouts come from gpuconf's checked mig-parted config, not from hardware discovery", origin)
+    if plan.strategy is not None:
+        b.set("mig.strategy", plan.strategy,
+              f"derived from the MIG pools: {plan.strategy}" if plan.intent.spec.cluster.mig_strategy is None
+              else "pinned in the intent", ("spec", "cluster", "migStrategy")
+              if plan.intent.spec.cluster.mig_strategy else ("spec", "sharingProfiles"))
+
+
+def _driver(plan: P.Plan, b: ValuesBuilder) -> None:
+    spec = plan.intent.spec
+    drv = spec.driver
+    origin = ("spec", "driver")
+    managed = [p for p in plan.pools if p.driver != "preinstalled"]
+    if not managed:
+        b.set("driver.enabled", False, "every pool keeps its preinstalled host driver", origin)
+        return
+    if drv.version:
+        b.set("driver.version", drv.version, "the cluster's driver version is pinned in the intent", (*origin, "version"))
+    if drv.kernel_module_type:
+        b.set("driver.kernelModuleType", drv.kernel_module_type, "kernel module flavour chosen in the intent",
+              (*origin, "kernelModuleType"))
+    if plan.per_pool_drivers:
+        pools = ", ".join(p.name for p in plan.pools if p.driver not in ("cluster", "preinstalled"))
+        first = next(p for p in plan.pools if p.driver not in ("cluster", "preinstalled"))
+        b.set("driver.nvidiaDriverCRD.enabled", True,
+              f"pool(s) {pools} run their own driver version through NVIDIADriver resources",
+              ("spec", "pools", first.index, "driver"))
+        if drv.preinstalled or not any(p.driver == "cluster" for p in plan.pools):
+            b.set("driver.nvidiaDriverCRD.deployDefaultCR", False,
+                  "no pool uses a cluster-default managed driver", ("spec", "pools", first.index, "driver"))
+    up = drv.upgrade
+    if up is None:
+        return
+    uo = (*origin, "upgrade")
+    pol = "driver.upgradePolicy."
+    b.set(pol + "autoUpgrade", up.auto_upgrade, "driver upgrade policy", (*uo, "autoUpgrade"))
+    b.set(pol + "maxParallelUpgrades", up.max_parallel, "nodes upgraded at once", (*uo, "maxParallel"))
+    b.set(pol + "maxUnavailable", up.max_unavailable, "nodes that may be unavailable during an upgrade",
+          (*uo, "maxUnavailable"))
+    if up.drain is not None:
+        d = up.drain
+        for key, value in (("enable", d.enable), ("force", d.force), ("timeoutSeconds", d.timeout_seconds),
+                           ("deleteEmptyDir", d.delete_empty_dir), ("podSelector", d.pod_selector or "")):
+            b.set(pol + "drain." + key, value, "node drain before the driver is replaced", (*uo, "drain"))
+    if up.pod_deletion is not None:
+        d = up.pod_deletion
+        # The values key is gpuPodDeletion; the chart renders it into the ClusterPolicy's podDeletion (facts §4).
+        for key, value in (("force", d.force), ("timeoutSeconds", d.timeout_seconds),
+                           ("deleteEmptyDir", d.delete_empty_dir)):
+            b.set(pol + "gpuPodDeletion." + key, value, "GPU pod deletion before the driver is replaced",
+                  (*uo, "podDeletion"))
+    if up.wait_for_completion is not None:
+        w = up.wait_for_completion
+        b.set(pol + "waitForCompletion.podSelector", w.pod_selector, "pods to wait for before upgrading",
+              (*uo, "waitForCompletion"))
+        b.set(pol + "waitForCompletion.timeoutSeconds", w.timeout_seconds, "how long to wait for them",
+              (*uo, "waitForCompletion"))
+
+
+def _images(plan: P.Plan, b: ValuesBuilder) -> None:
+    op = plan.intent.spec.operator
+    defaults = plan.chart.defaults
+    if op.registry:
+        origin = ("spec", "operator", "registry")
+        for path, value in _paths(defaults, "repository"):
+            if isinstance(value, str) and value:
+                b.set(path, plan.image_repository(value), "images come from the registry mirror", origin)
+        if not _lookup(defaults, (NFD, "image", "repository"))[0]:
+            b.set((NFD, "image", "repository"), plan.image_repository(NFD_IMAGE_REPOSITORY),
+                  "NFD's image comes from the registry mirror too", origin)
+    if op.image_pull_secrets:
+        origin = ("spec", "operator", "imagePullSecrets")
+        names = list(op.image_pull_secrets)
+        for path, value in _paths(defaults, "imagePullSecrets"):
+            if path[0] != NFD and isinstance(value, list):
+                b.set(path, names, "pull secrets for the mirror, by name", origin)
+        # Read by the templates although values.yaml lacks them (gpu-operator-facts §4, template-only keys).
+        for path in ("dcgm.imagePullSecrets", "dcgmExporter.imagePullSecrets"):
+            b.set(path, names, "pull secrets for the mirror, by name", origin)
+        b.set((NFD, "imagePullSecrets"), [{"name": n} for n in names],
+              "the NFD subchart takes pull secrets as LocalObjectReferences", origin)
+
+
+def _monitoring(plan: P.Plan, b: ValuesBuilder) -> None:
+    mon = plan.intent.spec.monitoring
+    if mon is None:
+        return
+    origin = ("spec", "monitoring")
+    sm = "dcgmExporter.serviceMonitor."
+    b.set(sm + "enabled", mon.service_monitor, "DCGM exporter scraping chosen in the intent", (*origin, "serviceMonitor"))
+    if mon.service_monitor:
+        if mon.interval:
+            b.set(sm + "interval", mon.interval, "scrape interval chosen in the intent", (*origin, "interval"))
+        if mon.prometheus_selector:
+            b.set(sm + "additionalLabels", dict(mon.prometheus_selector),
+                  "labels the cluster's Prometheus selects ServiceMonitors by", (*origin, "prometheusSelector"))

@@ -1,0 +1,422 @@
+"""Schema verification of every generated document before anything is written.
+
+Built-in kinds are checked against the strict Kubernetes schemas that kubernetes-validate bundles for the target
+minor version, through a cached wrapper over its schema files (its own `validate()` re-reads a 1.8 MB definitions
+file on every call and stops at the first error). Custom resources are checked against the schemas that
+tools/derive_schemas.py converted from their CRDs into schemas/crds (installed as gpuconf.schemas), chart values
+against schemas/values. Every failure is reported, sorted by path.
+
+Importing this module is free: jsonschema and the schema files are loaded on first use and cached.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import importlib.util
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+    import jsonschema
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One verification failure."""
+
+    document: str  # e.g. "manifests/rbac.yaml: ClusterRole/gpuconf-admin" or "values.yaml"
+    path: str  # JSON path like $.spec.rules[0].verbs
+    message: str
+
+
+class UnsupportedKubernetesVersion(ValueError):
+    """A Kubernetes version that kubernetes-validate bundles no schemas for."""
+
+
+# The custom keyword tools/derive_schemas.py writes for x-kubernetes-list-type: map lists.
+LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
+_QUANTITY_DEF = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+_OBJECT_META_REF = "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*\Z")
+_API_VERSION = re.compile(r"(?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+(?:(?:alpha|beta)[0-9]+)?\Z")
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+_VERSION = re.compile(r"v?([0-9]+)\.([0-9]+)(?:\.[0-9]+)?\Z")
+# Strings a YAML 1.1 reader (Helm, kubectl, go-yaml v2) turns into booleans when they are not quoted.
+_YAML11_BOOLS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false"})
+
+# Scope of the built-in kinds, by (API group, kind): the NAMESPACED column of `kubectl api-resources` on a cluster
+# of the supported versions. kubernetes-validate's schemas do not carry it, and kustomize/kubectl cannot know it
+# offline. A built-in kind in neither set has no known scope (scope() returns None).
+_CLUSTER_SCOPED = frozenset({
+    ("", "ComponentStatus"), ("", "Namespace"), ("", "Node"), ("", "PersistentVolume"),
+    ("admissionregistration.k8s.io", "MutatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "MutatingAdmissionPolicyBinding"),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"), ("apiregistration.k8s.io", "APIService"),
+    ("authentication.k8s.io", "SelfSubjectReview"), ("authentication.k8s.io", "TokenReview"),
+    ("authorization.k8s.io", "SelfSubjectAccessReview"), ("authorization.k8s.io", "SelfSubjectRulesReview"),
+    ("authorization.k8s.io", "SubjectAccessReview"),
+    ("certificates.k8s.io", "CertificateSigningRequest"), ("certificates.k8s.io", "ClusterTrustBundle"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"), ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    ("networking.k8s.io", "IPAddress"), ("networking.k8s.io", "IngressClass"), ("networking.k8s.io", "ServiceCIDR"),
+    ("node.k8s.io", "RuntimeClass"),
+    ("rbac.authorization.k8s.io", "ClusterRole"), ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("resource.k8s.io", "DeviceClass"), ("resource.k8s.io", "ResourceSlice"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("storage.k8s.io", "CSIDriver"), ("storage.k8s.io", "CSINode"), ("storage.k8s.io", "StorageClass"),
+    ("storage.k8s.io", "VolumeAttachment"), ("storage.k8s.io", "VolumeAttributesClass"),
+})
+_NAMESPACED = frozenset({
+    ("", "ConfigMap"), ("", "Endpoints"), ("", "Event"), ("", "LimitRange"), ("", "PersistentVolumeClaim"),
+    ("", "Pod"), ("", "PodTemplate"), ("", "ReplicationController"), ("", "ResourceQuota"), ("", "Secret"),
+    ("", "Service"), ("", "ServiceAccount"),
+    ("apps", "ControllerRevision"), ("apps", "DaemonSet"), ("apps", "Deployment"), ("apps", "ReplicaSet"),
+    ("apps", "StatefulSet"),
+    ("authorization.k8s.io", "LocalSubjectAccessReview"), ("autoscaling", "HorizontalPodAutoscaler"),
+    ("batch", "CronJob"), ("batch", "Job"), ("coordination.k8s.io", "Lease"),
+    ("discovery.k8s.io", "EndpointSlice"), ("events.k8s.io", "Event"),
+    ("networking.k8s.io", "Ingress"), ("networking.k8s.io", "NetworkPolicy"), ("policy", "PodDisruptionBudget"),
+    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("resource.k8s.io", "ResourceClaim"), ("resource.k8s.io", "ResourceClaimTemplate"),
+    ("storage.k8s.io", "CSIStorageCapacity"),
+})
+
+
+# --- schema files ----------------------------------------------------------------------------------------------
+
+
+def _schemas_dir() -> Traversable:
+    """The directory holding crds/ and values/ (the gpuconf.schemas package)."""
+    try:
+        return importlib.resources.files("gpuconf.schemas")
+    except ModuleNotFoundError:
+        # setuptools maps the repository's schemas/ to gpuconf.schemas only when the project is installed; a bare
+        # source checkout on PYTHONPATH keeps the data next to the package directory instead.
+        return importlib.resources.files("gpuconf").joinpath("..", "schemas")
+
+
+@functools.cache
+def _crd_index() -> dict[str, Any]:
+    """schemas/crds/index.json, parsed."""
+    data: dict[str, Any] = json.loads(_schemas_dir().joinpath("crds", "index.json").read_bytes())
+    return data
+
+
+@functools.cache
+def _kubernetes_schema_root() -> Path:
+    """kubernetes-validate's kubernetes-json-schema folder, found without importing the package."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("kubernetes-validate is not installed (gpuconf depends on kubernetes-validate==1.37.*)")
+    return Path(next(iter(spec.submodule_search_locations))) / "kubernetes-json-schema"
+
+
+@functools.cache
+def supported_kubernetes_versions() -> tuple[str, ...]:
+    """The minor versions ("1.25", ...) kubernetes-validate bundles strict schemas for, oldest first."""
+    found = []
+    for entry in _kubernetes_schema_root().iterdir():
+        match = re.fullmatch(r"v([0-9]+)\.([0-9]+)\.0-local-strict", entry.name)
+        if match and (entry / "_definitions.json").is_file():
+            found.append((int(match[1]), int(match[2])))
+    return tuple(f"{major}.{minor}" for major, minor in sorted(found))
+
+
+@functools.cache
+def _minor(kubernetes_version: str) -> str:
+    """The bundled minor version for "1.33", "v1.33" or "1.33.2"; raises UnsupportedKubernetesVersion."""
+    supported = supported_kubernetes_versions()
+    match = _VERSION.fullmatch(str(kubernetes_version).strip())
+    if not match:
+        raise UnsupportedKubernetesVersion(
+            f"Kubernetes version {kubernetes_version!r} is not a version like 1.33 (supported: "
+            f"{supported[0]} to {supported[-1]})")
+    minor = f"{int(match[1])}.{int(match[2])}"
+    if minor not in supported:
+        raise UnsupportedKubernetesVersion(
+            f"Kubernetes {minor} is not supported: kubernetes-validate bundles strict schemas for "
+            f"{supported[0]} to {supported[-1]} only")
+    return minor
+
+
+# --- built-in kinds --------------------------------------------------------------------------------------------
+
+
+def _kubernetes_dir(minor: str) -> Path:
+    return _kubernetes_schema_root() / f"v{minor}.0-local-strict"
+
+
+@functools.cache
+def _kubernetes_registry(minor: str) -> Any:
+    """The definitions every built-in schema of one version refers to, parsed once."""
+    from referencing import Registry, Resource
+
+    definitions = json.loads((_kubernetes_dir(minor) / "_definitions.json").read_bytes())
+    # Kubernetes' OpenAPI types a Quantity as "string or number" without its grammar, so `nvidia.com/gpu: 1x` in a
+    # ResourceQuota would pass; the API server rejects it. The grammar comes from the CRDs (index.json).
+    definitions["$defs"][_QUANTITY_DEF] = {
+        "anyOf": [{"type": "string", "pattern": _crd_index()["quantityPattern"]}, {"type": "number"}]}
+    return Resource.from_contents(definitions) @ Registry()
+
+
+def _schema_file(api_version: str, kind: str) -> str:
+    """kubernetes-validate's file name for a kind: rbac.authorization.k8s.io/v1 ClusterRole -> clusterrole-rbac-v1."""
+    group, _, version = api_version.rpartition("/")
+    return f"{kind.lower()}-{group.split('.')[0]}-{version}.json" if group else f"{kind.lower()}-{version}.json"
+
+
+@functools.cache
+def _builtin_validator(minor: str, api_version: str, kind: str) -> jsonschema.Validator | None:
+    """The strict validator of a built-in kind, or None when the version has no such kind."""
+    path = _kubernetes_dir(minor) / _schema_file(api_version, kind)
+    if not path.is_file():
+        return None
+    schema = json.loads(path.read_bytes())
+    group, _, version = api_version.rpartition("/")
+    # The file name drops the group's domain (apps.example.com/v1 would also map to deployment-apps-v1): the
+    # schema's own group-version-kind must match.
+    if not any(gvk.get("group", "") == group and gvk.get("version") == version and gvk.get("kind") == kind
+               for gvk in schema.get("x-kubernetes-group-version-kind", [])):
+        return None
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema, registry=_kubernetes_registry(minor))
+
+
+@functools.cache
+def _object_meta_validator(minor: str) -> jsonschema.Validator:
+    """The strict ObjectMeta of one version, for the metadata of custom resources."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator({"$ref": _OBJECT_META_REF}, registry=_kubernetes_registry(minor))
+
+
+# --- custom resources ------------------------------------------------------------------------------------------
+
+
+def _unique_map_keys(validator: Any, keys: list[str], instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
+    """x-kubernetes-list-type: map: no two items may have the same values for the list's key fields."""
+    from jsonschema import ValidationError
+
+    if not validator.is_type(instance, "array"):
+        return
+    seen: dict[str, int] = {}
+    for index, item in enumerate(instance):
+        if not isinstance(item, dict):
+            continue
+        identity = json.dumps([item.get(key) for key in keys], sort_keys=True)
+        if identity in seen:
+            described = ", ".join(f"{key}={item.get(key)!r}" for key in keys)
+            yield ValidationError(f"duplicate entry ({described}): item {seen[identity]} has the same key",
+                                  path=(index,))
+        else:
+            seen[identity] = index
+
+
+@functools.cache
+def _cr_validator_class() -> Any:
+    """Draft 2020-12 plus the list-map uniqueness keyword."""
+    import jsonschema
+
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {LIST_MAP_KEYS: _unique_map_keys})
+
+
+@functools.cache
+def _cr_validator(file: str) -> jsonschema.Validator:
+    """The validator of one converted CRD version (file relative to gpuconf.schemas)."""
+    schema = json.loads(_schemas_dir().joinpath(*file.split("/")).read_bytes())
+    validator: jsonschema.Validator = _cr_validator_class()(schema)
+    return validator
+
+
+# --- errors -> problems ----------------------------------------------------------------------------------------
+
+
+def _json_path(parts: Iterable[str | int]) -> str:
+    """$.spec.rules[0].verbs; keys that are not plain names in brackets: $.metadata.labels['nvidia.com/gpu']."""
+    out = "$"
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.match(part):
+            out += "." + part
+        else:
+            out += "['" + part.replace("\\", "\\\\").replace("'", "\\'") + "']"
+    return out
+
+
+def _sort_key(parts: tuple[str | int, ...]) -> tuple[tuple[int, Any], ...]:
+    """Order paths naturally: [2] before [10]."""
+    return tuple((0, p) if isinstance(p, int) else (1, p) for p in parts)
+
+
+def _explain(error: Any, prefix: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """(path, message) pairs for one jsonschema error, in the wording of the API server where it helps."""
+    path = (*prefix, *error.absolute_path)
+    validator, value, instance = error.validator, error.validator_value, error.instance
+    if validator == "additionalProperties" and value is False and isinstance(instance, dict):
+        from gpuconf.catalog import suggest
+
+        known = error.schema.get("properties", {})
+        patterns = error.schema.get("patternProperties", {})
+        for key in sorted(instance):
+            if key in known or any(re.search(p, key) for p in patterns):
+                continue
+            guess = suggest(key, known) if known else None
+            hint = f" (did you mean {guess!r}?)" if guess else ""
+            yield (*path, key), f"unknown field {key!r}{hint}"
+        return
+    if validator == "required" and isinstance(instance, dict):
+        for name in value:
+            if name not in instance and error.message == f"{name!r} is a required property":
+                yield (*path, name), f"required field {name!r} is missing"
+                return
+    if validator in ("anyOf", "oneOf") and error.context:
+        from jsonschema.exceptions import best_match
+
+        # Prefer a branch whose type fits the instance: for a Quantity "1x" the pattern failure, not "not a number".
+        fitting = [e for e in error.context if e.validator != "type"] or error.context
+        deepest = best_match(fitting)
+        if deepest is not None:
+            yield from _explain(deepest, prefix)
+            return
+    message = error.message
+    if validator == "pattern" and value == _crd_index()["quantityPattern"]:
+        message = f"{instance!r} is not a Kubernetes quantity (such as 2, 500m, 1.5Gi, 1e3)"
+    if validator == "enum" and isinstance(instance, bool) and any(
+            isinstance(v, str) and v.lower() in _YAML11_BOOLS for v in value):
+        message += " (an unquoted on/off/yes/no is a boolean to YAML 1.1 readers such as Helm: quote it)"
+    yield path, message
+
+
+def _collect(errors: Iterable[Any], prefix: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...], str]]:
+    found = []
+    for error in errors:
+        found.extend(_explain(error, prefix))
+    return found
+
+
+def _problems(document: str, found: Iterable[tuple[tuple[str | int, ...], str]]) -> list[Problem]:
+    """Deduplicated problems, sorted by path then message."""
+    unique = sorted(set(found), key=lambda item: (_sort_key(item[0]), item[1]))
+    # A value outside an enum is often of the wrong type too (True for "on"): the enum message says more.
+    enums = {path for path, message in unique if " is not one of " in message}
+    unique = [(path, message) for path, message in unique if not (path in enums and " is not of type " in message)]
+    return [Problem(document, _json_path(path), message) for path, message in unique]
+
+
+def _document(where: str, obj: dict[str, Any]) -> str:
+    """'manifests/rbac.yaml: ClusterRole/gpuconf-admin'."""
+    kind = obj.get("kind")
+    metadata = obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    label = f"{kind}/{name}" if isinstance(kind, str) and isinstance(name, str) else \
+        (kind if isinstance(kind, str) else "")
+    return f"{where}: {label}" if label else where
+
+
+# --- public API ------------------------------------------------------------------------------------------------
+
+
+def scope(api_version: str, kind: str) -> str | None:
+    """"Namespaced" or "Cluster" for a built-in kind or a custom resource gpuconf knows; None otherwise."""
+    entry = _crd_index()["kinds"].get(f"{api_version}/{kind}")
+    if entry is not None:
+        return str(entry["scope"])
+    group = api_version.rpartition("/")[0]
+    if (group, kind) in _CLUSTER_SCOPED:
+        return "Cluster"
+    if (group, kind) in _NAMESPACED:
+        return "Namespaced"
+    return None
+
+
+def verify_object(obj: dict[str, Any], kubernetes_version: str, where: str) -> list[Problem]:
+    """Every schema failure of one Kubernetes object for a Kubernetes version; raises for an unsupported version."""
+    minor = _minor(kubernetes_version)
+    if not isinstance(obj, dict):
+        return [Problem(where, "$", f"a Kubernetes object is a mapping, not {type(obj).__name__}")]
+    document = _document(where, obj)
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    if not isinstance(api_version, str) or not _API_VERSION.match(api_version):
+        found.append((("apiVersion",), f"apiVersion must be group/version or a core version, got {api_version!r}"))
+    if not isinstance(kind, str) or not _KIND.match(kind):
+        found.append((("kind",), f"kind must be a CamelCase name, got {kind!r}"))
+    if found:
+        return _problems(document, found)
+    assert isinstance(api_version, str) and isinstance(kind, str)
+    entry = _crd_index()["kinds"].get(f"{api_version}/{kind}")
+    if entry is not None:
+        found = _collect(_cr_validator(entry["file"]).iter_errors(obj))
+        metadata = obj.get("metadata")
+        if isinstance(metadata, dict):
+            reported = {path for path, _ in found}
+            found += [item for item in _collect(_object_meta_validator(minor).iter_errors(metadata), ("metadata",))
+                      if item[0] not in reported]
+    else:
+        validator = _builtin_validator(minor, api_version, kind)
+        if validator is None:
+            return _problems(document, [(("kind",), f"no schema for {kind} {api_version}: it is not a built-in kind "
+                                                    f"of Kubernetes {minor}, and gpuconf has no CRD schema for it")])
+        found = _collect(validator.iter_errors(obj))
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("namespace") and scope(api_version, kind) == "Cluster":
+        # The API server's ObjectMeta validation: "not allowed on this type".
+        found.append((("metadata", "namespace"), f"{kind} is cluster-scoped: a namespace is not allowed"))
+    return _problems(document, found)
+
+
+@functools.cache
+def _values_validator(chart_version: str) -> jsonschema.Validator:
+    import jsonschema
+
+    file = _schemas_dir().joinpath("values", f"gpu-operator-{chart_version}.json")
+    if not file.is_file():
+        known = sorted(entry.name.removeprefix("gpu-operator-").removesuffix(".json")
+                       for entry in _schemas_dir().joinpath("values").iterdir()
+                       if entry.name.startswith("gpu-operator-") and entry.name.endswith(".json"))
+        raise ValueError(f"no values schema for GPU Operator chart {chart_version!r} (known: {', '.join(known)})")
+    return jsonschema.Draft202012Validator(json.loads(file.read_bytes()))
+
+
+@functools.cache
+def _nfd_validator(chart_version: str) -> jsonschema.Validator | None:
+    """The validator of the NFD subchart's own values schema, or None when its chart version shipped none."""
+    from gpuconf.catalog import chart
+
+    facts = chart(chart_version)
+    if facts is None:
+        return None
+    file = _schemas_dir().joinpath("values", f"node-feature-discovery-{facts.nfd_chart_version}.json")
+    if not file.is_file():
+        return None  # NFD 0.18.3 (chart v26.3.3) had no values.schema.json: Helm checks nothing there either
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(json.loads(file.read_bytes()))
+
+
+def verify_values(values: dict[str, Any], chart_version: str) -> list[Problem]:
+    """Every schema failure of the full merged chart values (defaults + overrides) for a chart version.
+
+    The node-feature-discovery block is checked as well against the NFD subchart's own values schema, as Helm does
+    at render, where the subchart ships one (v26.7.0: NFD 0.19.0; v26.3.3's NFD 0.18.3 has none).
+    """
+    found = _collect(_values_validator(chart_version).iter_errors(values))
+    nfd = _nfd_validator(chart_version)
+    block = values.get("node-feature-discovery") if isinstance(values, dict) else None
+    if nfd is not None and isinstance(block, dict):
+        reported = {path for path, _ in found}
+        found += [item for item in _collect(nfd.iter_errors(block), ("node-feature-discovery",))
+                  if item[0] not in reported]
+    return _problems("values.yaml", found)

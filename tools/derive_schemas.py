@@ -1,0 +1,657 @@
+#!/usr/bin/env python3
+"""Derive the JSON Schemas gpuconf verifies its generated documents against from the shared reference folder.
+
+Run from the repository root (maintainers only; a user's clone has no reference folder), after
+tools/derive_reference.py (the values schemas start from the chart defaults that script writes to profiles/):
+
+    python tools/derive_schemas.py [--reference ../shared/reference] [--check]
+
+Writes
+  schemas/crds/<group>_<kind>_<version>.json   one Draft 2020-12 schema per custom-resource version gpuconf emits
+  schemas/crds/index.json                      "<apiVersion>/<kind>" -> schema file, scope, deprecation, CEL count
+  schemas/values/gpu-operator-<version>.json   the GPU Operator chart's values, closed, typed by the ClusterPolicy CRD
+  schemas/values/node-feature-discovery-<version>.json   the NFD subchart's own values schema
+
+The output is byte-stable (sorted keys, fixed indentation, input hashes instead of timestamps): running the script
+twice changes nothing. Any input that is missing, malformed or uses a schema construct the converter does not know
+stops it with an error. Reads YAML with ruamel.yaml; checks every result with jsonschema (a gpuconf dependency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
+COMMAND = "python tools/derive_schemas.py"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+# CRD files (relative to the reference folder) whose served versions gpuconf's output may contain. Every served
+# version of each is converted (Kueue serves the deprecated v1beta1 next to v1beta2). Left out on purpose: GPUCluster
+# and ComputeDomain(Clique) (the experimental DRA stack cannot coexist with the ClusterPolicy gpuconf configures) and
+# NFD's NodeFeature/NodeFeatureGroup (written by NFD and GFD themselves, never by a user).
+CRD_INPUTS = (
+    "gpu-operator/v26.7.0/crds/nvidia.com_clusterpolicies.yaml",
+    "gpu-operator/v26.7.0/crds/nvidia.com_nvidiadrivers.yaml",
+    "nvidia-formats/nfd/nodefeaturerule-crd.yaml",
+    "crds/monitoring.coreos.com/monitoring.coreos.com_servicemonitors.yaml",
+    "crds/monitoring.coreos.com/monitoring.coreos.com_prometheusrules.yaml",
+    "crds/karpenter.sh/karpenter.sh_nodepools.yaml",
+    "crds/argoproj.io/application-crd.yaml",
+    "crds/argoproj.io/applicationset-crd.yaml",
+    "crds/helm.toolkit.fluxcd.io/helm.toolkit.fluxcd.io_helmreleases.yaml",
+    "crds/source.toolkit.fluxcd.io/source.toolkit.fluxcd.io_helmrepositories.yaml",
+    "crds/source.toolkit.fluxcd.io/source.toolkit.fluxcd.io_ocirepositories.yaml",
+    "crds/kustomize.toolkit.fluxcd.io/kustomize.toolkit.fluxcd.io_kustomizations.yaml",
+    "crds/kueue.x-k8s.io/kueue.x-k8s.io_resourceflavors.yaml",
+    "crds/kueue.x-k8s.io/kueue.x-k8s.io_clusterqueues.yaml",
+    "crds/kueue.x-k8s.io/kueue.x-k8s.io_localqueues.yaml",
+    "crds/kueue.x-k8s.io/kueue.x-k8s.io_workloadpriorityclasses.yaml",
+)
+CP_CRD = CRD_INPUTS[0]
+
+NFD_SCHEMA = "gpu-operator/v26.7.0/charts/node-feature-discovery/values.schema.json"
+NFD_CHART = "gpu-operator/v26.7.0/charts/node-feature-discovery/Chart.yaml"
+CHART_VERSIONS = ("v26.3.3", "v26.7.0")
+
+# --------------------------------------------------------------------------------------------------------------
+# CRD openAPIV3Schema -> JSON Schema
+# --------------------------------------------------------------------------------------------------------------
+
+# Keywords that carry no validation (documentation, defaulting, server-side-apply merge semantics) or that JSON
+# Schema cannot evaluate (CEL rules: counted per version in index.json so the gap stays visible).
+_DROPPED = frozenset({"description", "default", "example", "externalDocs", "title", "x-kubernetes-map-type",
+                      "x-kubernetes-validations"})
+# Keywords whose meaning is the same in OpenAPI v3 (as Kubernetes structural schemas use it) and Draft 2020-12.
+_SAME = frozenset({"type", "format", "enum", "pattern", "minLength", "maxLength", "minimum", "maximum", "multipleOf",
+                   "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "required"})
+# Keywords translated below.
+_TRANSLATED = frozenset({"properties", "items", "additionalProperties", "allOf", "anyOf", "oneOf", "not", "nullable",
+                         "exclusiveMinimum", "exclusiveMaximum", "x-kubernetes-int-or-string",
+                         "x-kubernetes-preserve-unknown-fields", "x-kubernetes-list-type",
+                         "x-kubernetes-list-map-keys"})
+_INT_OR_STRING_ANYOF = [{"type": "integer"}, {"type": "string"}]
+# Go RE2 accepts an inline flag group anywhere; Python's re only at the very start ("global flags not at the start
+# of the expression"). prometheus-operator's PrometheusRule uses `^(?i)(abort|warn)?$`: moving the flag group in
+# front of the anchor keeps the meaning.
+_LATE_FLAGS = re.compile(r"^\^\(\?([a-zA-Z]+)\)")
+# The custom keyword that carries x-kubernetes-list-map-keys into the JSON Schema; gpuconf.verify checks it.
+LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
+
+
+class DeriveError(Exception):
+    """An input is missing, malformed, or uses a construct the converter does not translate."""
+
+
+def python_pattern(pattern: str, where: str) -> str:
+    """A CRD (Go RE2) pattern rewritten so that Python's re accepts it with the same meaning; fails otherwise."""
+    fixed = _LATE_FLAGS.sub(r"(?\1)^", pattern)
+    try:
+        re.compile(fixed)
+    except re.error as exc:
+        raise DeriveError(f"{where}: pattern {pattern!r} does not compile in Python: {exc}") from exc
+    return fixed
+
+
+class Converter:
+    """Converts one CRD version's openAPIV3Schema, counting the CEL rules it has to drop."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.cel_rules = 0
+
+    def convert(self, node: Any, path: str = "$") -> dict[str, Any]:
+        """The JSON Schema of one structural-schema node."""
+        if not isinstance(node, dict):
+            raise DeriveError(f"{self.where}: {path}: a schema must be a mapping, got {type(node).__name__}")
+        unknown = set(node) - _DROPPED - _SAME - _TRANSLATED
+        if unknown:
+            raise DeriveError(f"{self.where}: {path}: schema keyword(s) the converter does not know: "
+                              f"{', '.join(sorted(unknown))}")
+        self.cel_rules += len(node.get("x-kubernetes-validations", []))
+        out: dict[str, Any] = {key: copy.deepcopy(node[key]) for key in _SAME if key in node}
+        if "pattern" in out:
+            out["pattern"] = python_pattern(out["pattern"], f"{self.where}: {path}")
+        if "properties" in node:
+            out["properties"] = {name: self.convert(sub, f"{path}.{name}") for name, sub in node["properties"].items()}
+        if "items" in node:
+            out["items"] = self.convert(node["items"], f"{path}[]")
+        if "additionalProperties" in node:
+            extra = node["additionalProperties"]
+            out["additionalProperties"] = extra if isinstance(extra, bool) else self.convert(extra, f"{path}.*")
+        for key in ("allOf", "anyOf", "oneOf"):
+            if key in node:
+                out[key] = [self.convert(sub, f"{path}|{key}[{i}]") for i, sub in enumerate(node[key])]
+        if "not" in node:
+            out["not"] = self.convert(node["not"], f"{path}!")
+        for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+            # OpenAPI 3.0: a boolean that makes `minimum`/`maximum` exclusive; Draft 2020-12: the bound itself.
+            if node.get(bound) is True:
+                if limit not in node:
+                    raise DeriveError(f"{self.where}: {path}: {bound} without {limit}")
+                out[bound] = out.pop(limit)
+        if node.get("x-kubernetes-int-or-string"):
+            out["type"] = ["integer", "string"]
+            if out.get("anyOf") == _INT_OR_STRING_ANYOF:
+                del out["anyOf"]  # the structural-schema spelling of the same type union
+        if node.get("nullable"):
+            if "type" in out:
+                kinds = out["type"] if isinstance(out["type"], list) else [out["type"]]
+                out["type"] = [*kinds, "null"]
+            if "enum" in out and None not in out["enum"]:
+                out["enum"] = [*out["enum"], None]
+        list_type = node.get("x-kubernetes-list-type")
+        if list_type == "set":
+            out["uniqueItems"] = True  # the API server rejects duplicate items of a set list
+        elif list_type == "map":
+            keys = node.get("x-kubernetes-list-map-keys")
+            if not keys:
+                raise DeriveError(f"{self.where}: {path}: list-type map without x-kubernetes-list-map-keys")
+            out[LIST_MAP_KEYS] = list(keys)  # the API server rejects two items with the same key values
+        elif list_type not in (None, "atomic"):
+            raise DeriveError(f"{self.where}: {path}: unknown x-kubernetes-list-type {list_type!r}")
+        # Strict: the API server prunes (and kubectl's strict field validation rejects) any field an object schema
+        # does not list, unless the schema preserves unknown fields or declares a map of additional properties.
+        if ("properties" in node and "additionalProperties" not in node
+                and not node.get("x-kubernetes-preserve-unknown-fields")):
+            out["additionalProperties"] = False
+        return out
+
+
+def _metadata_schema() -> dict[str, Any]:
+    """The metadata part of a custom resource: a name is required; the rest is Kubernetes ObjectMeta.
+
+    gpuconf.verify checks the whole of metadata against the strict ObjectMeta schema of the target Kubernetes
+    version, so the CRD schema stays open here instead of repeating a version-specific field list.
+    """
+    return {"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "minLength": 1}}}
+
+
+def crd_version_schema(crd: dict[str, Any], version: dict[str, Any], where: str) -> tuple[dict[str, Any], int]:
+    """(standalone JSON Schema of one CRD version, number of CEL rules it could not translate)."""
+    group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+    try:
+        raw = version["schema"]["openAPIV3Schema"]
+    except (KeyError, TypeError) as exc:
+        raise DeriveError(f"{where}: version {version.get('name')} has no openAPIV3Schema") from exc
+    converter = Converter(f"{where} {version['name']}")
+    schema = converter.convert(raw)
+    if schema.get("type") != "object" or "properties" not in schema:
+        raise DeriveError(f"{where}: the top of the {version['name']} schema is not an object with properties")
+    schema["properties"]["apiVersion"] = {"type": "string", "const": f"{group}/{version['name']}"}
+    schema["properties"]["kind"] = {"type": "string", "const": kind}
+    schema["properties"]["metadata"] = _metadata_schema()
+    schema["required"] = sorted({*schema.get("required", []), "apiVersion", "kind", "metadata"})
+    schema["additionalProperties"] = False
+    schema["$schema"] = DRAFT
+    schema["title"] = f"{kind} {group}/{version['name']}"
+    return schema, converter.cel_rules
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Chart values
+# --------------------------------------------------------------------------------------------------------------
+
+# gpu-operator-facts.md §9: fields v26.7.0's ClusterPolicy CRD added. The reference has only the v26.7.0 CRDs, and
+# §9 lists no other CRD change, so v26.3.3's ClusterPolicy is v26.7.0's without these.
+CP_FIELDS_NEW_IN_26_7 = ("dcgmExporter.serviceMonitor.scrapeTimeout", "hostPaths.kubeletRootDir",
+                         "operator.metrics")
+# gpu-operator-facts.md §4: values keys that share a ClusterPolicy field's path but are chart-only (the chart uses
+# operator.annotations for the operator pod and operator.labels for its own objects), so the CRD must not type them.
+CHART_ONLY_SAME_PATH = ("operator.annotations", "operator.labels")
+# Template-only keys (no default in values.yaml) accepted without a type. The others are typed by the ClusterPolicy
+# field of the same path when there is one (facts §4: `*.args`, driver probes, validator.*.env, ... are rendered
+# into the CR as they are). dcgmExporter.config holds {name, create, data} of which only name reaches the CR;
+# operator.metrics is only a commented-out block in values.yaml, so its values shape is not documented.
+TEMPLATE_ONLY_UNTYPED = ("dcgmExporter.config", "operator.metrics")
+# Kubernetes string maps: ObjectMeta labels/annotations, PodSpec nodeSelector, ConfigMap data (devicePlugin and
+# migManager `config.data` become the data of a ConfigMap). A free-form map with one of these names that no CRD
+# field types still holds only strings.
+STRING_MAP_KEYS = ("additionalLabels", "annotations", "daemonsetAnnotations", "data", "deploymentAnnotations",
+                   "labels", "nodeSelector")
+
+
+def _dotted(path: tuple[str, ...]) -> str:
+    return ".".join(path)
+
+
+def _under(path: str, prefixes: Any) -> bool:
+    """Whether a dotted path equals or lies below one of the prefixes."""
+    return any(path == p or path.startswith(p + ".") for p in prefixes)
+
+
+def _without(spec: dict[str, Any], dotted: str) -> None:
+    """Remove one property (dotted path) from a converted ClusterPolicy spec schema."""
+    *parents, last = dotted.split(".")
+    node = spec
+    for part in parents:
+        node = node["properties"][part]
+    if last not in node.get("properties", {}):
+        raise DeriveError(f"{CP_CRD}: spec.{dotted} does not exist")
+    del node["properties"][last]
+
+
+class ValuesSchemaBuilder:
+    """Builds the JSON Schema of one chart version's values from its defaults and the ClusterPolicy CRD."""
+
+    def __init__(self, facts: dict[str, Any], cp_spec: dict[str, Any]) -> None:
+        self.version = facts["version"]
+        self.facts = facts
+        self.cp_spec = copy.deepcopy(cp_spec)
+        if self.version != "v26.7.0":
+            for field in CP_FIELDS_NEW_IN_26_7:
+                _without(self.cp_spec, field)
+        self.renamed = {tuple(k.split(".")): tuple(v.split(".")) for k, v in facts["renamedKeys"].items()}
+        self.free_keys = frozenset(facts["freeFormMapKeys"])
+        self.free_paths = tuple(facts["freeFormMapPaths"])
+        self.verbatim = frozenset(facts["verbatimBlocks"])
+        # The template-only keys as a tree, so that `validator.cuda.env` creates `validator.cuda` on the way.
+        self.overlay: dict[str, Any] = {}
+        for key in facts["templateOnlyKeys"]:
+            node = self.overlay
+            parts = key.split(".")
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = None  # a leaf: the template-only key itself
+
+    def cr_field(self, path: tuple[str, ...]) -> dict[str, Any] | None:
+        """The converted ClusterPolicy schema of the spec field a values path is rendered into, or None."""
+        dotted = _dotted(path)
+        if _under(dotted, CHART_ONLY_SAME_PATH):
+            return None
+        for old, new in self.renamed.items():
+            if path[:len(old)] == old:
+                path = new + path[len(old):]
+        node: dict[str, Any] = self.cp_spec
+        for part in path:
+            props = node.get("properties")
+            if not isinstance(props, dict) or part not in props:
+                return None
+            node = props[part]
+        return copy.deepcopy(node)
+
+    def template_only(self, path: tuple[str, ...]) -> dict[str, Any]:
+        """The schema of a template-only key."""
+        dotted = _dotted(path)
+        if _under(dotted, TEMPLATE_ONLY_UNTYPED):
+            return {}
+        return self.cr_field(path) or {}
+
+    def _overlay_object(self, overlay: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+        """A closed object made only of template-only keys (an intermediate level values.yaml lacks)."""
+        props = {key: (self.template_only(path + (key,)) if sub is None else
+                       self._overlay_object(sub, path + (key,))) for key, sub in overlay.items()}
+        return {"type": "object", "properties": props, "additionalProperties": False}
+
+    def _open_map(self, default: Any, path: tuple[str, ...]) -> bool:
+        """Whether any key is legitimate below this mapping (gpuconf.catalog.chart_path_status's open-map rule)."""
+        dotted = _dotted(path)
+        return bool(path) and (default == {} or path[-1] in self.free_keys or _under(dotted, self.free_paths))
+
+    def node(self, default: Any, path: tuple[str, ...], overlay: dict[str, Any] | None) -> dict[str, Any]:
+        """The schema of the values node at `path` whose default is `default`."""
+        dotted = _dotted(path)
+        cr = self.cr_field(path) if path else None
+        if dotted in self.verbatim:
+            # Copied into the ClusterPolicy with toYaml (facts §4): its keys are CR field names, all of them.
+            if cr is None or "properties" not in cr:
+                raise DeriveError(f"{self.version}: verbatim block {dotted} has no ClusterPolicy object field")
+            extra = [k for k in [*default, *(overlay or {})] if k not in cr["properties"]]
+            if extra:
+                raise DeriveError(f"{self.version}: {dotted} keys {extra} are not ClusterPolicy fields")
+            return cr
+        if isinstance(default, dict):
+            if self._open_map(default, path):
+                if cr is not None:
+                    return cr
+                schema: dict[str, Any] = {"type": "object"}
+                if path[-1] in STRING_MAP_KEYS:
+                    schema["additionalProperties"] = {"type": "string"}
+                return schema
+            props = {key: self.node(value, path + (key,), (overlay or {}).get(key)) for key, value in default.items()}
+            for key, sub in (overlay or {}).items():
+                if key in default:
+                    continue
+                props[key] = self.template_only(path + (key,)) if sub is None else \
+                    self._overlay_object(sub, path + (key,))
+            return {"type": "object", "properties": props, "additionalProperties": False}
+        if overlay:
+            raise DeriveError(f"{self.version}: template-only keys below {dotted}, whose default is not a mapping")
+        if cr is not None:
+            return cr
+        if default is None:
+            return {}  # no type to take; in v26.7.0 these are NFD keys, typed by the NFD subchart's own schema
+        if isinstance(default, bool):
+            return {"type": "boolean"}
+        if isinstance(default, int):
+            return {"type": "integer"}
+        if isinstance(default, float):
+            return {"type": "number"}
+        if isinstance(default, str):
+            return {"type": "string"}
+        if isinstance(default, list):
+            return {"type": "array"}
+        raise DeriveError(f"{self.version}: {dotted}: default of type {type(default).__name__}")
+
+    def build(self) -> dict[str, Any]:
+        """The whole values schema."""
+        schema = self.node(self.facts["defaults"], (), self.overlay)
+        schema["$schema"] = DRAFT
+        schema["title"] = f"GPU Operator chart {self.version} values"
+        return schema
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Checks
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _patterns(node: Any) -> list[str]:
+    """Every `pattern` and `patternProperties` key of a schema."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "pattern" and isinstance(value, str):
+                found.append(value)
+            elif key == "patternProperties" and isinstance(value, dict):
+                found.extend(value)
+            if key not in ("enum", "const", "required"):
+                found.extend(_patterns(value))
+    elif isinstance(node, list):
+        for item in node:
+            found.extend(_patterns(item))
+    return found
+
+
+def check_schema(schema: dict[str, Any], where: str) -> None:
+    """Fail unless the schema is valid Draft 2020-12 and all its patterns compile in Python."""
+    import jsonschema  # only the maintainer script and the tests pay for it
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise DeriveError(f"{where}: not a valid Draft 2020-12 schema: {exc.message}") from exc
+    for pattern in _patterns(schema):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise DeriveError(f"{where}: pattern {pattern!r} does not compile: {exc}") from exc
+
+
+def _local_refs(node: Any, root: dict[str, Any], where: str) -> int:
+    """Check that every $ref is a JSON pointer into the document itself that resolves; return how many."""
+    count = 0
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref":
+                if not isinstance(value, str) or not value.startswith("#/"):
+                    raise DeriveError(f"{where}: $ref {value!r} leaves the document (it would need the network)")
+                target: Any = root
+                for token in value[2:].split("/"):
+                    token = token.replace("~1", "/").replace("~0", "~")
+                    if not isinstance(target, dict) or token not in target:
+                        raise DeriveError(f"{where}: $ref {value!r} does not resolve")
+                    target = target[token]
+                count += 1
+            else:
+                count += _local_refs(value, root, where)
+    elif isinstance(node, list):
+        for item in node:
+            count += _local_refs(item, root, where)
+    return count
+
+
+def check_instance(schema: dict[str, Any], instance: Any, where: str) -> None:
+    """Fail unless the instance (chart defaults) validates against the schema derived for it."""
+    import jsonschema
+
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(instance), key=lambda e: e.json_path)
+    if errors:
+        listing = "; ".join(f"{e.json_path}: {e.message}" for e in errors[:10])
+        raise DeriveError(f"{where}: the chart's own defaults do not validate ({len(errors)} errors): {listing}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Inputs and output
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _dump(data: Any) -> bytes:
+    """Stable JSON bytes: sorted keys, one-space indent (the CRD schemas nest deeply), trailing newline."""
+    return (json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _generated(inputs: dict[str, str], what: str) -> dict[str, Any]:
+    """The self-description every generated file carries (tool, inputs and their hashes, how to regenerate)."""
+    return {"command": COMMAND, "inputs": dict(sorted(inputs.items())), "tool": "tools/derive_schemas.py",
+            "what": what + " Generated: do not edit by hand; change the script or its inputs and rerun."}
+
+
+class Reference:
+    """Read access to the reference folder that records the hash of what was read."""
+
+    def __init__(self, root: Path) -> None:
+        if not root.is_dir():
+            raise DeriveError(f"reference folder {root} does not exist (pass --reference)")
+        self.root = root
+        self.hashes: dict[str, str] = {}
+        self._yaml = YAML(typ="safe", pure=True)
+
+    def bytes(self, rel: str) -> bytes:
+        path = self.root / rel
+        if not path.is_file():
+            raise DeriveError(f"required input {path} is missing")
+        data = path.read_bytes()
+        self.hashes[rel] = _sha256(data)
+        return data
+
+    def yaml_all(self, rel: str) -> list[Any]:
+        try:
+            return [doc for doc in self._yaml.load_all(self.bytes(rel).decode("utf-8")) if doc is not None]
+        except DeriveError:
+            raise
+        except Exception as exc:  # ruamel raises several unrelated types; all mean the input is malformed
+            raise DeriveError(f"{rel}: not valid YAML: {exc}") from exc
+
+    def json(self, rel: str) -> Any:
+        try:
+            return json.loads(self.bytes(rel))
+        except ValueError as exc:
+            raise DeriveError(f"{rel}: not valid JSON: {exc}") from exc
+
+
+def _crds(ref: Reference, rel: str) -> list[dict[str, Any]]:
+    docs = ref.yaml_all(rel)
+    crds = [d for d in docs if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+    if not crds:
+        raise DeriveError(f"{rel}: no CustomResourceDefinition in it")
+    return crds
+
+
+def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """The CR schema files and the index; plus the converted ClusterPolicy spec for the values schemas."""
+    outputs: dict[str, bytes] = {}
+    index: dict[str, Any] = {}
+    cp_spec: dict[str, Any] | None = None
+    for rel in CRD_INPUTS:
+        for crd in _crds(ref, rel):
+            spec = crd["spec"]
+            group, kind, scope = spec["group"], spec["names"]["kind"], spec["scope"]
+            if scope not in ("Namespaced", "Cluster"):
+                raise DeriveError(f"{rel}: scope {scope!r}")
+            served = [v for v in spec["versions"] if v.get("served")]
+            if not served:
+                raise DeriveError(f"{rel}: {kind} serves no version")
+            for version in served:
+                schema, cel = crd_version_schema(crd, version, rel)
+                name = f"{group}_{kind.lower()}_{version['name']}.json"
+                schema["x-gpuconf-generated"] = _generated(
+                    {rel: ref.hashes[rel]},
+                    f"JSON Schema (Draft 2020-12) of {kind} {group}/{version['name']}, converted from the CRD's "
+                    f"openAPIV3Schema: strict (unlisted fields are errors), int-or-string and nullable translated, "
+                    f"RE2 patterns made Python-compatible; `{LIST_MAP_KEYS}` lists the keys that must be unique "
+                    f"in a map-type list (checked by gpuconf.verify). CEL rules are not checked.")
+                if check:
+                    check_schema(schema, name)
+                outputs[f"schemas/crds/{name}"] = _dump(schema)
+                index[f"{group}/{version['name']}/{kind}"] = {
+                    "deprecated": bool(version.get("deprecated", False)),
+                    "file": f"crds/{name}",
+                    "scope": scope,
+                    "storage": bool(version.get("storage", False)),
+                    "uncheckedCelRules": cel,
+                }
+                if rel == CP_CRD:
+                    cp_spec = schema["properties"]["spec"]
+    if cp_spec is None:
+        raise DeriveError(f"{CP_CRD}: no ClusterPolicy version")
+    try:
+        # controller-gen writes the grammar of a resource.Quantity as this pattern; Kubernetes' own OpenAPI has
+        # none, so gpuconf.verify adds it to the built-in schemas (ResourceQuota `hard`, container resources).
+        quantity = cp_spec["properties"]["driver"]["properties"]["resources"]["properties"]["limits"][
+            "additionalProperties"]["pattern"]
+    except KeyError as exc:
+        raise DeriveError(f"{CP_CRD}: no quantity pattern at spec.driver.resources.limits") from exc
+    outputs["schemas/crds/index.json"] = _dump({
+        "generated": _generated({rel: ref.hashes[rel] for rel in CRD_INPUTS},
+                                "Custom resources gpuconf has a schema for, keyed by <apiVersion>/<kind>: the "
+                                "schema file (relative to the gpuconf.schemas package), the scope (kustomize and "
+                                "kubectl cannot know it offline), whether the version is deprecated or the storage "
+                                "version, and how many CEL rules the JSON Schema cannot check; quantityPattern is the "
+                                "resource.Quantity grammar as the ClusterPolicy CRD spells it."),
+        "kinds": dict(sorted(index.items())),
+        "quantityPattern": quantity,
+    })
+    return outputs, cp_spec
+
+
+def _chart_facts(version: str, ref: Reference) -> tuple[dict[str, Any], str]:
+    """profiles/charts/<version>.json (from tools/derive_reference.py) and its hash, checked against the reference."""
+    rel = f"profiles/charts/{version}.json"
+    path = REPO_ROOT / rel
+    if not path.is_file():
+        raise DeriveError(f"{rel} is missing: run python tools/derive_reference.py first")
+    data = path.read_bytes()
+    facts = json.loads(data)
+    for source, digest in facts["generated"]["inputs"].items():
+        actual = _sha256((ref.root / source).read_bytes()) if (ref.root / source).is_file() else None
+        if actual != digest:
+            raise DeriveError(f"{rel} was derived from another {source}: run python tools/derive_reference.py first")
+    return facts, _sha256(data)
+
+
+def derive_values(ref: Reference, cp_spec: dict[str, Any], check: bool = True) -> dict[str, bytes]:
+    """The values schemas of the chart versions and the NFD subchart."""
+    outputs: dict[str, bytes] = {}
+    for version in CHART_VERSIONS:
+        facts, digest = _chart_facts(version, ref)
+        schema = ValuesSchemaBuilder(facts, cp_spec).build()
+        rel = f"schemas/values/gpu-operator-{version}.json"
+        if check:
+            check_schema(schema, rel)
+        check_instance(schema, facts["defaults"], rel)
+        schema["x-gpuconf-generated"] = _generated(
+            {f"profiles/charts/{version}.json": digest, CP_CRD: ref.hashes[CP_CRD]},
+            f"JSON Schema (Draft 2020-12) of the GPU Operator chart {version} values: every mapping of the defaults "
+            f"is closed except free-form maps (labels, resources, ConfigMap data, NFD config files, ...), template-"
+            f"only keys are allowed, and keys rendered into the ClusterPolicy take the CRD field's type and enum.")
+        outputs[rel] = _dump(schema)
+
+    nfd_chart = ref.yaml_all(NFD_CHART)[0]
+    nfd_version = str(nfd_chart["version"])
+    nfd = ref.json(NFD_SCHEMA)
+    refs = _local_refs(nfd, nfd, NFD_SCHEMA)
+    if refs == 0:
+        raise DeriveError(f"{NFD_SCHEMA}: expected the bundled Kubernetes definitions to be referenced")
+    if check:
+        check_schema(nfd, NFD_SCHEMA)
+    v26_7 = json.loads((REPO_ROOT / "profiles/charts/v26.7.0.json").read_bytes())
+    if v26_7["nfdChartVersion"] != nfd_version:
+        raise DeriveError(f"{NFD_CHART}: version {nfd_version}, but chart v26.7.0 pins {v26_7['nfdChartVersion']}")
+    check_instance(nfd, v26_7["defaults"]["node-feature-discovery"], NFD_SCHEMA)
+    nfd["x-gpuconf-generated"] = _generated(
+        {NFD_SCHEMA: ref.hashes[NFD_SCHEMA], NFD_CHART: ref.hashes[NFD_CHART]},
+        f"The node-feature-discovery {nfd_version} subchart's own values.schema.json, which Helm enforces at render, "
+        f"unchanged but for this key and the key order. Its {refs} $refs all point into its own "
+        f"$defs/_definitions.json (a bundled copy of the Kubernetes definitions), so it validates offline.")
+    outputs[f"schemas/values/node-feature-discovery-{nfd_version}.json"] = _dump(nfd)
+    return outputs
+
+
+def derive(reference: Path, check: bool = True) -> dict[str, bytes]:
+    """Every output file (repository-relative path -> bytes) derived from the reference folder.
+
+    check=False skips the metaschema check of each result (the slow part after parsing); the tests run it on the
+    committed files instead of twice.
+    """
+    ref = Reference(reference)
+    outputs, cp_spec = derive_crds(ref, check)
+    outputs.update(derive_values(ref, cp_spec, check))
+    return dict(sorted(outputs.items()))
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Replace a file atomically, so an interrupted run never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; these files are committed and read by everyone
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point: derive, then write (or with --check, compare)."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE,
+                        help="the shared reference folder (default: ../shared/reference next to the repository)")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a committed file differs; write nothing")
+    args = parser.parse_args(argv)
+    try:
+        outputs = derive(args.reference)
+    except DeriveError as exc:
+        print(f"derive_schemas: error: {exc}", file=sys.stderr)
+        return 2
+    stale = [rel for rel, data in outputs.items()
+             if not (REPO_ROOT / rel).is_file() or (REPO_ROOT / rel).read_bytes() != data]
+    # A schema file nobody derives any more (a dropped CRD version) is stale too.
+    leftovers = sorted(str(p.relative_to(REPO_ROOT)) for sub in ("schemas/crds", "schemas/values")
+                       for p in (REPO_ROOT / sub).glob("*.json") if str(p.relative_to(REPO_ROOT)) not in outputs)
+    if args.check:
+        for rel in stale:
+            print(f"stale: {rel}", file=sys.stderr)
+        for rel in leftovers:
+            print(f"not derived any more: {rel}", file=sys.stderr)
+        return 1 if stale or leftovers else 0
+    for rel in stale:
+        _write(REPO_ROOT / rel, outputs[rel])
+        print(f"wrote {rel}")
+    for rel in leftovers:
+        (REPO_ROOT / rel).unlink()
+        print(f"removed {rel}")
+    if not stale and not leftovers:
+        print("up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
