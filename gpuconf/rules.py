@@ -233,7 +233,7 @@ def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
         if pool.match.hostname is not None:
             try:
                 re.compile(pool.match.hostname)
-            except re.error as exc:
+            except (re.error, OverflowError, RecursionError) as exc:  # huge repeats and deep nesting raise these
                 yield ctx.finding("GC320", _pool_loc(i, "match", "hostname"),
                                   f"hostname pattern is not a valid regular expression: {exc}", None)
         if not (pool.match.pci_device or pool.match.node_labels or pool.match.hostname or pool.match.dmi_product):

@@ -114,7 +114,7 @@ def _range_message(etype: str, value: Any, err: dict) -> str:
         return f"must be {op} {ctx.get(key)}, got {value}"
     if etype in ("too_short", "string_too_short"):
         return f"must have at least {ctx.get('min_length')} item{'s' if ctx.get('min_length') != 1 else ''}" \
-            if etype == "too_short" else f"must not be empty"
+            if etype == "too_short" else "must not be empty"
     return _lower(err["msg"])
 
 

@@ -118,8 +118,10 @@ driver_versions = st.one_of(
     st.builds(lambda a, b: f"{a}.{b}", st.integers(400, 700), st.integers(0, 200)),
 )
 json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-1000, 10**6), st.text(st.characters(categories=("L", "N", "P", "S"), include_characters=" "), max_size=12)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(_ALNUM, min_size=1, max_size=8), inner, max_size=3)),
+    st.one_of(st.none(), st.booleans(), st.integers(-1000, 10**6),
+              st.text(st.characters(categories=("L", "N", "P", "S"), include_characters=" "), max_size=12)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(_ALNUM, min_size=1, max_size=8), inner, max_size=3)),
     max_leaves=6,
 )
 
@@ -237,6 +239,12 @@ def _resolved_layout(profile: _Profile, model: catalog.GpuModel) -> dict[str, in
     return dict(layout)
 
 
+def _mps_limit(model: catalog.GpuModel) -> int:
+    """The device plugin's MPS replicas limit: 48 from compute capability 7.5 on, 16 below (GC309)."""
+    major, _, minor = (model.compute_capability or "0.0").partition(".")
+    return 48 if (int(major), int(minor or 0)) >= (7, 5) else 16
+
+
 @st.composite
 def _new_profile(draw, model: catalog.GpuModel, mixed_ok: bool, features: set, kind: str | None = None) -> _Profile:
     kinds = ["exclusive-named", "timeSlicing"] + ([] if mixed_ok else ["mps", "mps"])
@@ -255,7 +263,7 @@ def _new_profile(draw, model: catalog.GpuModel, mixed_ok: bool, features: set, k
     if kind == "timeSlicing":
         return _Profile(None, "timeSlicing", {"timeSlicing": ts}, ts["replicas"], ts.get("renameByDefault", False))
     if kind == "mps":
-        mps = {"replicas": draw(st.integers(2, 48))}
+        mps = {"replicas": draw(st.integers(2, _mps_limit(model)))}
         _maybe(draw, mps, "renameByDefault", st.booleans())
         features.add("mps")
         return _Profile(None, "mps", {"mps": mps}, mps["replicas"], mps.get("renameByDefault", True))
@@ -309,9 +317,11 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
     declared: list[_Profile] = []
     pool_profiles: list[_Profile] = []
     for index, model in enumerate(models):
-        reusable = [p for p in declared if p.kind != "mig" or _resolved_layout(p, model) is not None
-                    and (mixed_ok or len(_resolved_layout(p, model)) == 1)]
-        choice = "new" if index == 0 and forced else _pick(draw, ["builtin", "new", "new", "new"] + (["reuse"] if reusable else []))
+        reusable = [p for p in declared if p.kind == "mig" and _resolved_layout(p, model) is not None
+                    and (mixed_ok or len(_resolved_layout(p, model)) == 1)
+                    or p.kind == "mps" and p.ts_replicas <= _mps_limit(model) or p.kind in ("exclusive", "timeSlicing")]
+        choices = ["builtin", "new", "new", "new"] + (["reuse"] if reusable else [])
+        choice = "new" if index == 0 and forced else _pick(draw, choices)
         if choice == "builtin":
             pool_profiles.append(_Profile(None, "exclusive", {}))
             features.add("exclusive")
@@ -515,7 +525,8 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
     if draw(st.booleans()):
         monitoring: dict[str, Any] = {}
         _maybe(draw, monitoring, "serviceMonitor", st.booleans())
-        _maybe(draw, monitoring, "interval", st.builds(lambda n, unit: f"{n}{unit}", st.integers(0, 999), st.sampled_from(["ms", "s", "m", "h"])))
+        _maybe(draw, monitoring, "interval", st.builds(lambda n, unit: f"{n}{unit}", st.integers(0, 999),
+                                                       st.sampled_from(["ms", "s", "m", "h"])))
         _maybe(draw, monitoring, "prometheusSelector", st.dictionaries(label_keys, label_values, max_size=2))
         _maybe(draw, monitoring, "alerts", st.fixed_dictionaries({}, optional={
             "gpuTempCelsius": st.one_of(st.none(), st.integers(40, 120)), "xidErrors": st.booleans(),
@@ -528,7 +539,8 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
         features.add("overrides")
 
     metadata: dict[str, Any] = {"name": draw(dns_labels)}
-    _maybe(draw, metadata, "labels", st.dictionaries(free_text, st.text(st.characters(categories=("L", "N")), max_size=10), max_size=3))
+    _maybe(draw, metadata, "labels",
+           st.dictionaries(free_text, st.text(st.characters(categories=("L", "N")), max_size=10), max_size=3))
     data = {"apiVersion": "gpuconf.dev/v1alpha1", "kind": "ClusterIntent", "metadata": metadata, "spec": spec}
     return IntentCase(data, frozenset(features))
 
@@ -536,7 +548,8 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
 # --- mutations -------------------------------------------------------------------------------------------------
 
 #: Strings that are hard on whoever reads them: regexes that do not compile (or overflow), YAML-ish words, paths.
-NASTY_STRINGS = ("", " ", "\t", "x\ny", "a{4294967296}", "^gpu-a{99999999999}", "(", "[", "\\", "(?P<a>x)(?P<a>y)",
+NASTY_STRINGS = ("", " ", "\t", "x\ny", "a{4294967296}", "^gpu-a{99999999999}", "(" * 1000 + ")" * 1000, "(", "[",
+                 "\\", "(?P<a>x)(?P<a>y)",
                  "(?<=a+)b", "^", "^$", ".*", "a" * 300, "0", "-1", "1.10", "yes", "null", "~", "*", "|", "-", ".",
                  "..", "a..b", "a.", "/", "a/", "/a", "{{ .Values }}", "${HOME}", "%", "\u202eevil", "\u00e9",
                  "v26.7.0", "v0.0.0", "v99999999999999999999.0.0", "26.7.0", "vX", "1.33", "all-", "all-balanced",

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, Phase, assume, event, find, given, note, settings
+from hypothesis import HealthCheck, Phase, event, find, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
@@ -82,9 +82,10 @@ def shown(findings: list[Finding]) -> str:
 def check_findings(result: Validation, raw: bytes, name: str = NAME, in_hypothesis: bool = True) -> None:
     """Every finding is well formed and points inside the file; the outcome is coherent."""
     text = raw.decode("utf-8", errors="replace")
-    lines = _LINE_BREAKS.split(text)
-    # Columns count characters, except in the UTF-8 decoding error, which counts bytes: bound by the longer.
-    max_line, max_col = len(lines), max(len(line.encode("utf-8")) for line in lines) + 1
+    # Generous bounds, as readers disagree on what breaks a line (\r, U+0085, U+2028 and U+2029 may or may not) and
+    # columns count characters except in the UTF-8 decoding error, which counts bytes.
+    max_line = len(_LINE_BREAKS.split(text))
+    max_col = max(len(line.encode("utf-8")) for line in text.split("\n")) + 1
     for f in result.findings:
         assert isinstance(f, Finding), f
         assert f.file == name, f.text()
@@ -106,31 +107,6 @@ def check_findings(result: Validation, raw: bytes, name: str = NAME, in_hypothes
     if in_hypothesis:
         event("outcome: " + ("valid" if result.ok else "load error" if result.document is None else
                              "type errors" if result.intent is None else "rule errors"))
-
-
-def _regex_overflows(pattern) -> bool:
-    """Shape of the GC320 crash (test_hostname_regex_with_huge_repeat_is_a_finding): a hostname pattern that
-    re.compile refuses with OverflowError instead of re.error."""
-    if not isinstance(pattern, str):
-        return False
-    try:
-        re.compile(pattern)
-    except OverflowError:
-        return True
-    except re.error:
-        pass
-    return False
-
-
-def _hostname_overflows(raw: bytes) -> bool:
-    """True when raw is an intent with a pool whose match.hostname has the GC320 crash's shape."""
-    try:
-        tree = S.load_plain(raw.decode("utf-8"))
-        pools = tree["spec"]["pools"]
-        return any(_regex_overflows(p["match"]["hostname"]) for p in pools
-                   if isinstance(p, dict) and isinstance(p.get("match"), dict) and "hostname" in p["match"])
-    except Exception:  # not an intent that gets as far as the rules
-        return False
 
 
 # --- 1. random valid intents validate --------------------------------------------------------------------------
@@ -236,19 +212,17 @@ spec:
 """
 
 
-@pytest.mark.xfail(strict=True, raises=OverflowError, reason="gpuconf bug: GC320 catches re.error only; a hostname "
-                   "regex with a repeat count >= 2**32 makes re.compile raise OverflowError (CLI: exit 3)")
-def test_hostname_regex_with_huge_repeat_is_a_finding():
-    assert "a{4294967296}" in HOSTNAME_OVERFLOW_REPRO
-    result = validate_bytes(HOSTNAME_OVERFLOW_REPRO.encode("utf-8"))
+DEEP_GROUPS = "(" * 1000 + "a" + ")" * 1000
+
+
+@pytest.mark.parametrize("pattern", ["a{4294967296}", DEEP_GROUPS], ids=["huge-repeat", "deep-groups"])
+def test_hostname_regex_that_does_not_compile_is_a_finding(pattern):
+    text = HOSTNAME_OVERFLOW_REPRO.replace("a{4294967296}", pattern)
+    assert pattern in text
+    result = validate_bytes(text.encode("utf-8"))
     assert [(f.code, f.path) for f in result.findings] == [("GC320", "spec.pools[0].match.hostname")], \
         shown(result.findings)
 
-
-def test_hostname_overflow_shape_is_recognised():
-    assert _hostname_overflows(HOSTNAME_OVERFLOW_REPRO.encode())
-    assert not any(_hostname_overflows(t.encode()) for t in EXAMPLE_TEXT.values())
-    assert not _regex_overflows("^gpu-a{99}") and not _regex_overflows("(")
 
 
 def test_chart_leaves_are_known_override_paths():
@@ -312,7 +286,6 @@ def test_structural_mutations_never_crash(name, steps, data):
     note(f"{name}: {log}")
     raw = S.dump_yaml(tree).encode("utf-8")
     note(raw.decode("utf-8"))
-    assume(not _hostname_overflows(raw))  # known GC320 crash, reproduced by its own xfail test
     check_findings(validate_bytes(raw), raw)
 
 
@@ -322,7 +295,6 @@ def test_text_mutations_never_crash(name, steps, data):
     raw, log = S.mutate_text(data, EXAMPLE_TEXT[name], steps)
     note(f"{name}: {log}")
     note(repr(raw))
-    assume(not _hostname_overflows(raw))  # known GC320 crash, reproduced by its own xfail test
     check_findings(validate_bytes(raw), raw)
 
 
@@ -340,7 +312,6 @@ def test_cli_exits_0_or_1_without_traceback(name, kind, fmt, data):
 
     raw = EXAMPLE_TEXT[name].encode() if kind == "none" else _mutated(data, kind, name)
     note(repr(raw))
-    assume(not _hostname_overflows(raw))  # known GC320 crash, reproduced by its own xfail test
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "intent.yaml"
         path.write_bytes(raw)
@@ -360,7 +331,8 @@ def test_cli_exits_0_or_1_without_traceback(name, kind, fmt, data):
 
 #: The subset of S.NASTY_STRINGS tried in every string field of every example (and numbers in every int field).
 FIELD_STRINGS = ("", " ", "x\ny", "a{4294967296}", "(", "\\", "a" * 300, "..", "a.", "/", "101%", "-5%", "%",
-                 "v99999999999999999999.0.0", "all-", "all-balanced", "nvidia.com/gpu", "\u202eevil", "null", "exclusive")
+                 "v99999999999999999999.0.0", "all-", "all-balanced", "nvidia.com/gpu", "\u202eevil", "null", "exclusive",
+                 "(" * 1000 + "a" + ")" * 1000)
 FIELD_INTS = (-1, 0, 1, 2**63, -(10**30))
 
 
@@ -379,7 +351,7 @@ def test_every_field_survives_odd_values():
     string in seventy); the tree is changed in place and re-validated without YAML, which keeps this fast."""
     from gpuconf.loader import Document
 
-    done, problems, known = set(), [], 0
+    done, problems = set(), []
     for name, text in sorted(EXAMPLE_TEXT.items()):
         raw = text.encode("utf-8")
         doc = load_bytes(raw, NAME)
@@ -392,9 +364,6 @@ def test_every_field_survives_odd_values():
             for part in path[:-1]:
                 parent = parent[part]
             for odd in FIELD_STRINGS + FIELD_INTS:
-                if path[-2:] == ("match", "hostname") and _regex_overflows(odd):
-                    known += 1  # known GC320 crash, reproduced by its own xfail test
-                    continue
                 parent[path[-1]] = odd
                 try:
                     check_findings(validate_document(Document(NAME, doc.data)), raw, in_hypothesis=False)
@@ -402,7 +371,7 @@ def test_every_field_survives_odd_values():
                     problems.append(f"{name} {'.'.join(map(str, path))} = {odd!r}: {type(exc).__name__}: {exc}")
                 finally:
                     parent[path[-1]] = original
-    assert len(done) > 50 and known == 1
+    assert len(done) > 50
     assert not problems, "\n".join(problems)
 
 
@@ -415,7 +384,6 @@ def test_every_field_survives_odd_values():
 def test_validation_is_deterministic(name, kind, data):
     raw = data.draw(S.intents(max_pools=3)).text().encode() if kind == "valid" else _mutated(data, kind, name)
     note(repr(raw))
-    assume(not _hostname_overflows(raw))  # known GC320 crash, reproduced by its own xfail test
     first, second = validate_bytes(raw), validate_bytes(raw)
     as_dicts = [f.as_dict() for f in first.findings]  # as_dict includes the hint, which Finding equality ignores
     assert as_dicts == [f.as_dict() for f in second.findings]
