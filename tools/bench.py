@@ -60,6 +60,42 @@ def main() -> None:
             whole = _wall([*gpuconf, "validate", str(path)], 3)
             print(f"{f'validate {pools:>4}-pool intent ({len(text) // 1024} KiB)':<44} {in_process * 1000:8.1f} ms  "
                   f"in process, {whole * 1000:.0f} ms whole process")
+        _render_benchmarks(gpuconf, tmp, args.runs, big_intent_text)
+
+
+def _render_benchmarks(gpuconf: list[str], tmp: str, runs: int, big_intent_text) -> None:
+    """Full renders (validate, plan, render, verify, serialise; the write excluded in process) and their scaling."""
+    from gpuconf import plan as P
+    from gpuconf.loader import load_text
+    from gpuconf.render.tree import render_tree
+    from gpuconf.validate import validate_document
+
+    def render(text: str, name: str):
+        result = validate_document(load_text(text, name))
+        return render_tree(P.build(result.intent, name, result.document), "bench")
+
+    examples = sorted((ROOT / "examples").glob("*.yaml"))
+    largest = max(examples, key=lambda p: len(render(p.read_text(encoding="utf-8"), str(p)).files))
+    text = largest.read_text(encoding="utf-8")
+    render(text, str(largest))  # warm: schemas and validators are cached per process
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        render(text, str(largest))
+        samples.append(time.perf_counter() - start)
+    whole = _wall([*gpuconf, "render", str(largest), "-o", str(Path(tmp) / "out")], 3)
+    print(f"{f'render {largest.relative_to(ROOT)} (largest example)':<44} {statistics.median(samples) * 1000:8.1f} ms  "
+          f"in process (warm), {whole * 1000:.0f} ms whole process (cold, with write)")
+    for pools in (10, 100, 1000):
+        text = big_intent_text(pools)
+        samples = []
+        for _ in range(3):
+            start = time.perf_counter()
+            tree = render(text, f"pools-{pools}.yaml")
+            samples.append(time.perf_counter() - start)
+        size = sum(len(t) for t in tree.files.values()) // 1024
+        print(f"{f'render {pools:>4}-pool intent ({len(tree.files)} files, {size} KiB)':<44} "
+              f"{statistics.median(samples) * 1000:8.1f} ms  in process")
 
 
 if __name__ == "__main__":
