@@ -27,8 +27,9 @@ schema: $(STAMP)  ## regenerate schemas/cluster-intent.schema.json
 golden: $(STAMP)  ## regenerate tests/cases/*/expected-errors.txt and tests/golden/ (review the diff!)
 	@GPUCONF_REGEN=1 $(BIN)/python -m pytest -q tests/test_cases.py tests/test_render.py -k "test_case or test_golden_tree"
 
-reference:  ## re-derive profiles/ and fixtures from ../shared/reference (maintainers only)
+reference: $(STAMP)  ## re-derive profiles/, schemas/ and fixtures from ../shared/reference (maintainers only)
 	@$(BIN)/python tools/derive_reference.py
+	@$(BIN)/python tools/derive_schemas.py
 
 clean:
 	rm -rf $(VENV) out build *.egg-info .pytest_cache .hypothesis
