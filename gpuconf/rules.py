@@ -613,13 +613,116 @@ def override_paths(ctx: Context) -> Iterator[Finding]:
                               f"{override.path!r} is not a value of GPU Operator chart {version}", hint)
 
 
+#: Reasons that hold no reason: placeholders left for later (the report shows every override's reason to reviewers).
+PLACEHOLDER_REASON = re.compile(r"^\W*(todo|tbd|tba|fixme|wip|n/?a|none|unknown|temp|temporary|test|testing|"
+                                r"see (above|below))\b", re.IGNORECASE)
+#: Words that carry no reason of their own when a `why` merely restates its override ("set x.y to 5 as required").
+FILLER_WORDS = frozenset("a an and as at be because by for from has have in is it need needed needs of on override "
+                         "overrides overridden required requires set sets so that the this to value was we which "
+                         "with".split())
+#: A reason made of these words alone says only that the override is wanted ("overridden because required").
+EMPTY_WORDS = frozenset("because must necessary need needed needs override overridden overrides required requires "
+                        "set".split())
+
+
 @rule("GC326", "every override says why")
 def override_reasons(ctx: Context) -> Iterator[Finding]:
+    hint = "write a sentence: what breaks without it, or which ticket asked for it"
     for i, override in enumerate(ctx.intent.spec.overrides):
+        loc = ("spec", "overrides", i, "why")
         if len(override.why.split()) < 3:
-            yield ctx.finding("GC326", ("spec", "overrides", i, "why"),
-                              "the reason is too short to tell a reviewer why the override exists",
-                              "write a sentence: what breaks without it, or which ticket asked for it")
+            yield ctx.finding("GC326", loc, "the reason is too short to tell a reviewer why the override exists", hint)
+        elif PLACEHOLDER_REASON.match(override.why) or set(_words(override.why)) <= EMPTY_WORDS:
+            yield ctx.finding("GC326", loc, "the reason is a placeholder, not a reason a reviewer can trace", hint)
+        elif _restates(override.why, override.path, override.value):
+            yield ctx.finding("GC326", loc, "the reason only restates the override's path and value", hint)
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in re.split(r"[^A-Za-z0-9_-]+", text) if w]
+
+
+def _restates(why: str, path: str, value: object) -> bool:
+    """True when a reason names the override's path and adds nothing but its value and filler words."""
+    import json
+
+    keys = set(_words(path.replace(".", " ")))
+    echo = keys | set(_words(f"{json.dumps(value)} {value}")) | FILLER_WORDS
+    words = _words(why)
+    return bool(keys & set(words)) and all(w in echo for w in words)
+
+
+@rule("GC341", "an override differs from the chart default")
+def override_not_default(ctx: Context) -> Iterator[Finding]:
+    facts = catalog.chart(ctx.intent.spec.operator.chart_version)
+    if facts is None:
+        return
+    for i, override in enumerate(ctx.intent.spec.overrides):
+        # The same lookup as the values builder's: an override equal to the default renders nothing.
+        node, found = facts.defaults, True
+        for key in override.path.split("."):
+            if not isinstance(node, dict) or key not in node:
+                found = False
+                break
+            node = node[key]
+        if found and node == override.value:
+            yield ctx.finding("GC341", ("spec", "overrides", i, "value"),
+                              f"{override.path} is already {_shown(node)} by default in chart {facts.version}: the "
+                              "override renders nothing (values.yaml holds only deviations)",
+                              "remove it; keep it only to pin the value across chart upgrades (`gpuconf diff "
+                              "--to-chart` shows when it starts to matter)", severity=WARNING)
+
+
+def _shown(value: object) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+@rule("GC342", "an override does not replace a value gpuconf derives")
+def override_keeps_derived(ctx: Context) -> Iterator[Finding]:
+    overrides = ctx.intent.spec.overrides
+    if not overrides:
+        return
+    from .report import derived_changes
+
+    derived = derived_changes(ctx.intent)
+    if not derived:
+        return
+    for i, override in enumerate(overrides):
+        parts = tuple(override.path.split("."))
+        for path, change in sorted(derived.items()):
+            if path[:len(parts)] != parts and parts[:len(path)] != path:
+                continue
+            line, _ = ctx.doc.position(change.origin)
+            from .findings import dotted
+
+            where = f"{'.'.join(path)} from {dotted(change.origin)} (line {line})"
+            yield ctx.finding("GC342", ("spec", "overrides", i, "path"),
+                              f"replaces what gpuconf derives for {where}: {change.why}; {_lost(path, parts, change.value, override.value)}",
+                              "express it in the intent instead, or make the override keep what is lost",
+                              severity=WARNING)
+
+
+def _lost(derived: tuple, override: tuple, derived_value: object, value: object) -> str:
+    """What an override loses of a derived value, or, when it loses nothing today, what it freezes."""
+    frozen = "nothing is lost today, but the override freezes it: later changes of the intent no longer reach it"
+    if len(override) < len(derived):
+        node, rest = value, derived[len(override):]
+        for key in rest:
+            if not isinstance(node, dict) or key not in node:
+                return (f"lost: {'.'.join(derived)} = {_shown(derived_value)} (the override's map leaves it out, so "
+                        "the chart default applies)")
+            node = node[key]
+        if node == derived_value:
+            return frozen
+        return f"lost: {'.'.join(derived)} = {_shown(derived_value)} (the override sets {_shown(node)})"
+    if len(override) > len(derived):
+        return f"lost: {'.'.join(derived)} = {_shown(derived_value)} (gpuconf no longer sets it at all)"
+    if isinstance(derived_value, list) and isinstance(value, list):
+        missing = [item for item in derived_value if item not in value]
+        return f"lost: {_shown(missing)}" if missing else frozen
+    return frozen if derived_value == value else f"lost: {_shown(derived_value)}"
 
 
 @rule("GC324", "driver settings are coherent")

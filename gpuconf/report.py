@@ -1,0 +1,717 @@
+"""The override report and the hand-over facts of one cluster: what deviates from the chart's defaults and why,
+the pools, capacity against quotas, the path from intent to device, driver upgrade waves, rollback, acceptance.
+
+`build_report` returns plain data (report.json is exactly it, with sorted keys); the Markdown of REPORT.md and of
+`gpuconf diff --format markdown` comes from the jinja2 templates in gpuconf/templates, imported only when needed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from . import __version__, catalog
+from . import plan as P
+from .findings import Finding, dotted
+
+API_VERSION = "gpuconf.dev/v1alpha1"
+KIND = "ClusterReport"
+NFD = "node-feature-discovery"
+#: The codes of the rules about overrides; their findings are part of the report (validation shows them too).
+OVERRIDE_CODES = ("GC319", "GC326", "GC341", "GC342")
+
+
+# --- the override report ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One leaf of the rendered values that differs from the chart's base default, with its reason and origin."""
+
+    path: tuple[str, ...]
+    base: Any
+    base_present: bool
+    value: Any
+    reason: str
+    origin: tuple
+    line: int
+    source: str  # "override" (spec.overrides) or "derived" (gpuconf computed it from the intent)
+    file: str  # the intent file the origin is in (a fleet's cluster is merged from several)
+    set_at: tuple[str, ...]  # the values path that was set (a map or a list covers several leaves)
+    notes: tuple[str, ...]
+
+    def as_dict(self) -> dict:
+        """The JSON form, as report.json and `gpuconf diff --format json` carry it."""
+        return {
+            "path": values_path(self.path),
+            "base": self.base,
+            "basePresent": self.base_present,
+            "value": self.value,
+            "reason": self.reason,
+            "origin": dotted(self.origin),
+            "location": f"{self.file}:{self.line}",
+            "line": self.line,
+            "source": self.source,
+            "setAt": values_path(self.set_at),
+            "notes": list(self.notes),
+        }
+
+
+def values_path(parts: tuple[str, ...]) -> str:
+    """A dotted values path; a key that itself contains a dot is quoted (operator.nodeSelector."kubernetes.io/os")."""
+    return ".".join(json.dumps(p) if "." in p else p for p in parts)
+
+
+def lookup(tree: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
+    """(found, value) of a key path in nested maps."""
+    node = tree
+    for key in parts:
+        if not isinstance(node, dict) or key not in node:
+            return False, None
+        node = node[key]
+    return True, node
+
+
+def leaves(value: Any, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    """(path, value) of every leaf: a scalar, a list or an empty map (Helm replaces these whole)."""
+    if isinstance(value, dict) and value:
+        for key in sorted(value):
+            yield from leaves(value[key], (*prefix, key))
+    else:
+        yield prefix, value
+
+
+def deviations(plan: P.Plan, values) -> list[Deviation]:
+    """Every leaf the rendered values change relative to the chart's base defaults, in path order."""
+    defaults = plan.chart.defaults
+    out = []
+    for change in values.deviations():
+        source = "override" if change.origin[:2] == ("spec", "overrides") else "derived"
+        for path, value in leaves(change.value, change.path):
+            present, base = lookup(defaults, path)
+            if present and base == value:
+                continue  # inside a map the chart already has this leaf: Helm's merge keeps it as it is
+            out.append(Deviation(path, base, present, value, change.why, change.origin, plan.line(change.origin),
+                                 source, intent_file(plan, change.origin), change.path,
+                                 tuple(quirks(plan.chart, path, present, base, value, source))))
+    return sorted(out, key=lambda d: d.path)
+
+
+def intent_file(plan: P.Plan, origin: tuple) -> str:
+    """The file an intent path comes from: the intent itself, or the fleet file that set it."""
+    source = getattr(plan.document, "source", None)
+    return source(origin) if callable(source) else plan.source
+
+
+def _under(path: str, key: str) -> bool:
+    return path == key or path.startswith(key + ".")
+
+
+def quirks(facts: catalog.ChartFacts, parts: tuple[str, ...], present: bool, base: Any, value: Any,
+           source: str) -> list[str]:
+    """The chart's known quirks that a reviewer of this values leaf should know (gpu-operator-facts §4, §10)."""
+    path = ".".join(parts)
+    notes = []
+    for key in facts.template_only_keys:
+        if _under(path, key):
+            notes.append(f"`{key}` is read by the chart's templates although its values.yaml lacks it: a real key, "
+                         "not a typo")
+            break
+    for key in facts.dead_keys:
+        if _under(path, key):
+            notes.append(f"no template of chart {facts.version} reads `{key}`: this value has no effect")
+    for key, field in sorted(facts.renamed_keys.items()):
+        if _under(path, key):
+            rest = path[len(key):]
+            notes.append(f"the chart renders `{key}` into the ClusterPolicy as `spec.{field}`: look for "
+                         f"`spec.{field}{rest}` in `kubectl get clusterpolicy -o yaml`")
+    if source == "override":
+        for key in facts.verbatim_blocks:
+            if _under(path, key):
+                notes.append(f"`{key}` is copied verbatim (toYaml) into the ClusterPolicy: its keys must be "
+                             "ClusterPolicy field names")
+    if present and isinstance(base, list) and base and isinstance(value, list):
+        kept = [item for item in base if item in value]
+        if len(kept) == len(base):
+            notes.append(f"Helm replaces lists instead of merging them: this list is the whole value and repeats "
+                         f"the chart's {_plural(len(base), 'default entry', 'default entries')}")
+        else:
+            lost = [item for item in base if item not in value]
+            notes.append("Helm replaces lists instead of merging them: the chart's default "
+                         f"{'entry' if len(lost) == 1 else 'entries'} {_compact(lost)} "
+                         f"{'is' if len(lost) == 1 else 'are'} dropped")
+    if parts[0] == NFD and NFD in facts.free_form_map_paths and not present:
+        notes.append(f"gpuconf has no defaults of the NFD subchart {facts.nfd_chart_version} of chart "
+                     f"{facts.version}, so this base value is unknown rather than absent")
+    return notes
+
+
+def chart_notes(plan: P.Plan) -> list[str]:
+    """Defaults of the pinned chart that change the cluster although the intent never mentions them."""
+    return chart_notes_for(plan.intent, plan.chart)
+
+
+def chart_notes_for(intent, facts: catalog.ChartFacts) -> list[str]:
+    """chart_notes for an intent on any chart version."""
+    notes = []
+    defaults = facts.defaults
+    spec = intent.spec
+    overridden = any(_under(o.path, "dcgmExporter.serviceMonitor") or o.path in ("dcgmExporter", "dcgmExporter.enabled")
+                     for o in spec.overrides)
+    if (lookup(defaults, ("dcgmExporter", "serviceMonitor", "enabled")) == (True, True)
+            and lookup(defaults, ("dcgmExporter", "enabled")) == (True, True)
+            and spec.monitoring is None and not overridden):
+        before = [v for v in catalog.chart_versions() if _version(v) < _version(facts.version)
+                  and lookup(catalog.chart(v).defaults, ("dcgmExporter", "serviceMonitor", "enabled")) == (True, False)]
+        since = f"; it was false up to {before[-1]}" if before else ""
+        notes.append(f"Chart {facts.version} creates a ServiceMonitor for the DCGM exporter by default "
+                     f"(`dcgmExporter.serviceMonitor.enabled: true`{since}). It needs the Prometheus Operator's "
+                     "monitoring.coreos.com CRDs in the cluster. This intent has no `monitoring` section: install "
+                     "those CRDs, or add `monitoring: {serviceMonitor: false}` to the intent.")
+    return notes
+
+
+def override_findings(plan: P.Plan) -> list[Finding]:
+    """The findings of the override rules (reasons, defaults, derived values) for the plan's intent."""
+    if plan.document is None:
+        return []
+    from .findings import sort_findings
+    from .rules import RULES, Context
+
+    ctx = Context(plan.intent, plan.document)
+    return sort_findings(f for r in RULES if r.code in OVERRIDE_CODES for f in r.check(ctx))
+
+
+def without_overrides(intent):
+    """The intent with its spec.overrides removed (what gpuconf derives on its own)."""
+    return intent.model_copy(update={"spec": intent.spec.model_copy(update={"overrides": []})})
+
+
+def with_chart(intent, version: str):
+    """The intent pinned to another chart version."""
+    operator = intent.spec.operator.model_copy(update={"chart_version": version})
+    return intent.model_copy(update={"spec": intent.spec.model_copy(update={"operator": operator})})
+
+
+def derived_changes(intent) -> dict | None:
+    """The values changes gpuconf derives from an intent without its overrides (path -> Change), or None when the
+    intent is too broken to plan (unknown chart, GPU model or sharing profile: other rules report those)."""
+    if catalog.chart(intent.spec.operator.chart_version) is None:
+        return None
+    for pool in intent.spec.pools:
+        if catalog.gpu_model(pool.gpu) is None or P.pool_profile(intent, pool) is None:
+            return None
+    from .render.values import build_values
+
+    return dict(build_values(P.build(without_overrides(intent), "")).changes)
+
+
+# --- the hand-over facts ---------------------------------------------------------------------------------------
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _version(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.lstrip("v").split("."))
+
+
+def sharing_detail(pool: P.PoolPlan) -> str:
+    """How a pool's GPUs are shared, in a few words."""
+    prof = pool.profile
+    parts = []
+    if prof.mig is not None:
+        layout = P.mig_layout(prof, pool.model) or {}
+        shape = ", ".join(f"{name} x{count}" for name, count in sorted(layout.items()))
+        parts.append(f"MIG {prof.mig.preset} ({shape})" if prof.mig.preset else f"MIG {shape}")
+    if prof.mps is not None:
+        parts.append(f"MPS x{prof.mps.replicas}" + (" (renamed .shared)" if prof.mps.rename_by_default else ""))
+    if prof.time_slicing is not None:
+        ts = prof.time_slicing
+        extra = [w for w, on in (("renamed .shared", ts.rename_by_default),
+                                 ("1 unit per pod", ts.fail_requests_greater_than_one)) if on]
+        parts.append(f"time-slicing x{ts.replicas}" + (f" ({', '.join(extra)})" if extra else ""))
+    return " + ".join(parts) or "whole GPUs"
+
+
+def _driver_fact(plan: P.Plan, pool: P.PoolPlan) -> dict:
+    cluster_version = plan.intent.spec.driver.version
+    if pool.driver == "preinstalled":
+        return {"mode": "preinstalled", "version": None,
+                "text": f"preinstalled host driver ({P.DRIVER_DEPLOY_LABEL}=false)"}
+    if pool.driver == "cluster":
+        version = cluster_version or str(plan.chart.defaults["driver"]["version"])
+        how = "cluster default" if cluster_version else "chart default"
+        return {"mode": "cluster", "version": version, "text": f"{version} ({how})"}
+    return {"mode": "pool", "version": pool.driver, "text": f"{pool.driver} (NVIDIADriver gpuconf-{pool.name})"}
+
+
+def pool_facts(plan: P.Plan) -> list[dict]:
+    """One row per pool: model, size, sharing, what it advertises, taints, driver, labels and how they get there."""
+    from .render.probes import job_name
+
+    rows = []
+    for pool in plan.pools:
+        p = pool.pool
+        rows.append({
+            "name": pool.name,
+            "line": plan.line(("spec", "pools", pool.index)),
+            "model": pool.model.id,
+            "gpusPerNode": p.gpus_per_node,
+            "nodes": p.nodes,
+            "gpus": p.gpus_per_node * p.nodes,
+            "sharing": {"profile": p.sharing, "kind": P.sharing_kind(pool.profile), "detail": sharing_detail(pool)},
+            "resources": [{"name": r, "perNode": n, "total": n * p.nodes} for r, n in sorted(pool.capacity.per_node.items())],
+            "taints": [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in p.taints],
+            "driver": _driver_fact(plan, pool),
+            "labels": dict(pool.labels),
+            "labelledBy": (f"NodeFeatureRule gpuconf-pool-{pool.name}" if pool.nfd
+                           else f"node template node-templates/{pool.name}.kubelet.env"),
+            "devicePluginConfig": pool.device_plugin_key,
+            "migConfig": pool.mig_key,
+            "probe": job_name(pool.name),
+        })
+    return rows
+
+
+def capacity_facts(plan: P.Plan) -> tuple[list[dict], list[dict], list[str]]:
+    """Team quotas against the capacity of the resources they name, per resource name, and the caveats."""
+    from .render.teams import team_quota
+
+    advertised: dict[str, list[tuple[str, int]]] = {}
+    for pool in plan.pools:
+        for resource in sorted(pool.capacity.per_node):
+            advertised.setdefault(resource, []).append((pool.name, pool.capacity.total(resource)))
+    tainted = {pool.name for pool in plan.pools if pool.pool.taints}
+    teams, asked, caveats = [], {}, []
+    for team in sorted(plan.intent.spec.teams, key=lambda t: t.name):
+        hard, sources = team_quota(plan, team)
+        quotas = []
+        for resource, count in hard.items():
+            total = count * len(team.namespaces)
+            asked.setdefault(resource, []).append((team.name, total))
+            others = [name for name, _ in advertised[resource] if name not in sources[resource]]
+            quotas.append({
+                "resource": resource, "perNamespace": count, "namespaces": len(team.namespaces), "total": total,
+                "pools": sources[resource],
+                "poolCapacity": sum(units for name, units in advertised[resource] if name in sources[resource]),
+                "alsoUsableOn": others,
+            })
+            if others:
+                guarded = [n for n in others if n in tainted]
+                tail = (f" Of those, {', '.join(guarded)} {'is' if len(guarded) == 1 else 'are'} tainted, so only pods "
+                        "that tolerate the taint get there." if guarded else "")
+                caveats.append(f"Team {team.name}: its quota on `{resource}` (from pool(s) {', '.join(sources[resource])}) "
+                               f"also lets its pods use `{resource}` on {', '.join(others)}: a ResourceQuota counts per "
+                               f"resource name, not per pool; a pod lands wherever its nodeSelector and tolerations "
+                               f"allow.{tail}")
+            if len(sources[resource]) > 1:
+                caveats.append(f"Team {team.name}: the quotas of pools {', '.join(sources[resource])} are summed into "
+                               f"one limit of {count} `{resource}` per namespace, since they advertise the same name.")
+        teams.append({"name": team.name, "namespaces": sorted(team.namespaces), "priority": team.priority,
+                      "line": plan.line(("spec", "teams", plan.intent.spec.teams.index(team))), "quotas": quotas})
+    resources = []
+    for resource, pools in sorted(advertised.items()):
+        capacity = sum(units for _, units in pools)
+        quota = sum(total for _, total in asked.get(resource, []))
+        resources.append({"resource": resource, "pools": [{"pool": n, "units": u} for n, u in pools],
+                          "capacity": capacity, "quota": quota, "teams": sorted(n for n, _ in asked.get(resource, [])),
+                          "unassigned": capacity - quota})
+    return teams, resources, caveats
+
+
+# --- the path from the intent to the device (a Mermaid flowchart) -----------------------------------------------
+
+
+def flow_facts(plan: P.Plan) -> dict:
+    """Nodes and edges of pools -> node labels -> device-plugin/MIG configs -> resources -> teams."""
+    from .render.teams import team_quota
+
+    groups: dict[str, list[dict]] = {"pools": [], "labels": [], "configs": [], "resources": [], "teams": []}
+    edges: list[dict] = []
+    ids: dict[tuple[str, str], str] = {}
+    totals: dict[str, int] = {}
+    for pool in plan.pools:
+        for resource in pool.capacity.per_node:
+            totals[resource] = totals.get(resource, 0) + pool.capacity.total(resource)
+
+    def node(group: str, kind: str, key: str, lines: list[str]) -> str:
+        if (kind, key) not in ids:
+            ids[(kind, key)] = f"{kind}{sum(1 for k in ids if k[0] == kind)}"
+            groups[group].append({"id": ids[(kind, key)], "lines": lines})
+        return ids[(kind, key)]
+
+    for pool in plan.pools:
+        p = pool.pool
+        pid = node("pools", "pool", pool.name, [pool.name, f"{p.nodes} nodes x {p.gpus_per_node} {pool.model.id}"])
+        lid = node("labels", "labels", pool.name, [f"{k}={v}" for k, v in pool.labels.items()])
+        edges.append({"from": pid, "to": lid, "label": "NodeFeatureRule" if pool.nfd else "node template"})
+        config = plan.device_plugin_configs[pool.device_plugin_key]
+        kind = "whole GPUs" if "sharing" not in config else sharing_detail(pool) if pool.profile.mig is None else \
+            "time-slicing" if pool.profile.time_slicing else "whole devices"
+        did = node("configs", "dp", pool.device_plugin_key, ["device-plugin config", pool.device_plugin_key, kind])
+        edges.append({"from": lid, "to": did, "label": P.DEVICE_PLUGIN_LABEL})
+        source = did
+        if pool.mig_key is not None:
+            layout = P.mig_layout(pool.profile, pool.model)
+            shape = ", ".join(f"{n} x{c}" for n, c in sorted(layout.items())) if layout else "MIG off"
+            mid = node("configs", "mig", pool.mig_key, ["MIG config", pool.mig_key, shape])
+            edges.append({"from": lid, "to": mid, "label": P.MIG_LABEL})
+            if layout:
+                source = mid
+        for resource, units in sorted(pool.capacity.per_node.items()):
+            rid = node("resources", "res", resource, [resource, f"{totals[resource]} units"])
+            edges.append({"from": source, "to": rid, "label": f"{pool.name}: {units}/node x {p.nodes}"})
+    for team in sorted(plan.intent.spec.teams, key=lambda t: t.name):
+        hard, _ = team_quota(plan, team)
+        if not hard:
+            continue
+        tid = node("teams", "team", team.name, [f"team {team.name}", ", ".join(sorted(team.namespaces))])
+        for resource, count in hard.items():
+            edges.append({"from": ids[("res", resource)], "to": tid, "label": f"quota {count}/namespace"})
+    titles = {"pools": "Pools (intent)", "labels": "Node labels", "configs": "Device-plugin and MIG configs",
+              "resources": "Resources", "teams": "Teams (ResourceQuota)"}
+    return {"direction": "LR",
+            "groups": [{"id": f"g_{name}", "title": titles[name], "nodes": nodes} for name, nodes in groups.items()
+                       if nodes],
+            "edges": edges}
+
+
+def mermaid_text(label: str) -> str:
+    """A label line for a quoted Mermaid string: every character that could end or break it as an entity code."""
+    codes = {'"': "#34;", "#": "#35;", "&": "#38;", "<": "#60;", ">": "#62;", "|": "#124;", "`": "#96;",
+             "\n": " ", "\r": " "}
+    return "".join(codes.get(ch, ch) for ch in label)
+
+
+def mermaid(flow: dict) -> str:
+    """The flowchart as Mermaid source: quoted, escaped labels; ids are generated, so unique and keyword-free."""
+    lines = [f"flowchart {flow['direction']}"]
+    for group in flow["groups"]:
+        lines.append(f'  subgraph {group["id"]}["{mermaid_text(group["title"])}"]')
+        for item in group["nodes"]:
+            text = "<br/>".join(mermaid_text(line) for line in item["lines"])
+            lines.append(f'    {item["id"]}["{text}"]')
+        lines.append("  end")
+    for edge in flow["edges"]:
+        lines.append(f'  {edge["from"]} -->|"{mermaid_text(edge["label"])}"| {edge["to"]}')
+    return "\n".join(lines) + "\n"
+
+
+# --- driver upgrade waves, rollback, acceptance -----------------------------------------------------------------
+
+
+def upgrade_facts(plan: P.Plan, merged: dict) -> dict:
+    """The driver upgrade as waves (canary pool first) under the policy the chart will apply, and the rollback."""
+    spec = plan.intent.spec
+    managed = [p for p in plan.pools if p.driver != "preinstalled"]
+    preinstalled = [p.name for p in plan.pools if p.driver == "preinstalled"]
+    own = [p.name for p in plan.pools if p.driver not in ("cluster", "preinstalled")]
+    driver = merged.get("driver", {})
+    policy = driver.get("upgradePolicy", {}) if isinstance(driver, dict) else {}
+    facts: dict[str, Any] = {
+        "managedPools": [p.name for p in managed], "preinstalledPools": preinstalled, "ownVersionPools": own,
+        "policy": {
+            "autoUpgrade": policy.get("autoUpgrade"),
+            "maxParallelUpgrades": policy.get("maxParallelUpgrades"),
+            "maxUnavailable": policy.get("maxUnavailable"),
+            "drain": policy.get("drain", {}),
+            "podDeletion": policy.get("gpuPodDeletion", {}),
+            "waitForCompletion": policy.get("waitForCompletion", {}),
+            "source": "spec.driver.upgrade" if spec.driver.upgrade else f"chart {plan.chart_version} defaults",
+        },
+        "canary": None, "waves": [],
+        "perPoolDrivers": _version(plan.chart_version) >= (26, 7, 0),
+    }
+    if not managed:
+        return facts
+    limits = _limits(facts["policy"])
+    watch = ("watch `kubectl get nodes -l {sel} -L nvidia.com/gpu-driver-upgrade-state` until every node shows "
+             "`upgrade-done` (`upgrade-failed` stops the wave: roll back)")
+    manual = ([] if facts["policy"]["autoUpgrade"] else [
+        "`autoUpgrade` is false: the operator does not replace running driver pods. For each node of the wave, "
+        f"drain it, then delete its driver pod (`kubectl -n {plan.namespace} delete pod -l app=nvidia-driver-daemonset "
+        "--field-selector spec.nodeName=NODE`)"])
+    if spec.driver.version:
+        cluster_ref = f"`spec.driver.version` (line {plan.line(('spec', 'driver', 'version'))})"
+    else:
+        cluster_ref = (f"`spec.driver.version` (absent: the chart default "
+                       f"{plan.chart.defaults['driver']['version']} applies today)")
+    if not facts["perPoolDrivers"] and len(managed) > 1:
+        facts["waves"] = [{
+            "number": 1, "name": "all managed pools", "pools": [p.name for p in managed],
+            "nodes": sum(p.pool.nodes for p in managed), "limits": limits,
+            "steps": [f"Chart {plan.chart_version} has no per-pool NVIDIADriver fallback (GC329): a new "
+                      "`spec.driver.version` reaches every managed pool at once, so no canary pool can go first; "
+                      "move to chart v26.7.0 or later for per-pool waves",
+                      f"set {cluster_ref} to the new version, render, commit, sync",
+                      *manual, watch.format(sel="nvidia.com/gpu.present=true"),
+                      "run every pool's probe again (acceptance checklist)"]}]
+        return facts
+    declared = spec.driver.upgrade.canary_pool if spec.driver.upgrade else None
+    canary = next((p for p in managed if p.name == declared), None)
+    if canary is None:
+        canary = min(managed, key=lambda p: (p.pool.nodes, p.index))
+    facts["canary"] = {"pool": canary.name, "declared": canary.name == declared}
+    rest = [p for p in managed if p.name != canary.name]
+    select = f"{P.POOL_LABEL}={canary.name}"
+    if rest:
+        pool_line = plan.line(("spec", "pools", canary.index))
+        first_steps = [
+            f"set `driver.version` of pool `{canary.name}` (spec.pools[{canary.index}], line {pool_line}) to the new "
+            f"version: gpuconf renders the NVIDIADriver `gpuconf-{canary.name}` for it and no other pool changes",
+        ]
+        if not plan.per_pool_drivers:
+            first_steps.append("no pool has its own driver yet, so that also turns on `driver.nvidiaDriverCRD.enabled` "
+                               "(the cluster's driver moves from the ClusterPolicy to the chart's default NVIDIADriver): "
+                               "make that switch in an earlier commit, giving the canary the current version, so the "
+                               "wave itself changes nothing but the canary")
+        first_steps += ["render, commit, sync", *manual, watch.format(sel=select),
+                        f"run the probe `gpuconf-probe-{canary.name}` again (acceptance checklist) and let real "
+                        "workloads run on the pool before the next wave"]
+    else:
+        first_steps = [f"set {cluster_ref} to the new version, render, commit, sync",
+                       *manual, watch.format(sel=select), f"run the probe `gpuconf-probe-{canary.name}` again"]
+    waves = [{"number": 1, "name": "canary", "pools": [canary.name], "nodes": canary.pool.nodes, "limits": limits,
+              "steps": first_steps}]
+    if rest:
+        follow = [p for p in rest if p.driver == "cluster"]
+        separate = [p for p in rest if p.driver != "cluster"]
+        steps = [f"set {cluster_ref} to the new version, render, commit, sync: "
+                 f"{', '.join(p.name for p in follow) or 'no pool'} follow(s) it",
+                 *manual, watch.format(sel="nvidia.com/gpu.present=true"),
+                 "run every pool's probe again",
+                 f"then, in its own commit, remove the canary's `driver.version` so that `{canary.name}` follows the "
+                 "cluster default again"]
+        if separate:
+            steps.insert(1, f"pools with their own `driver.version` ({', '.join(p.name for p in separate)}) do not "
+                            "follow it: change each one's version like the canary's, one pool per commit")
+        waves.append({"number": 2, "name": "rest", "pools": [p.name for p in rest],
+                      "nodes": sum(p.pool.nodes for p in rest), "limits": limits, "steps": steps})
+    facts["waves"] = waves
+    return facts
+
+
+def _limits(policy: dict) -> str:
+    drain = policy["drain"] or {}
+    parts = [f"at most {policy['maxParallelUpgrades']} node(s) at once (maxParallelUpgrades; 0 = no limit)",
+             f"at most {policy['maxUnavailable']} unavailable (maxUnavailable)"]
+    if drain.get("enable"):
+        parts.append(f"each node drained first (timeout {drain.get('timeoutSeconds')} s, force {show(drain.get('force'))}, "
+                     f"deleteEmptyDir {show(drain.get('deleteEmptyDir'))})")
+    else:
+        pod_deletion = policy["podDeletion"] or {}
+        parts.append(f"no drain: only GPU pods are deleted (timeout {pod_deletion.get('timeoutSeconds')} s, "
+                     f"force {show(pod_deletion.get('force'))}, deleteEmptyDir {show(pod_deletion.get('deleteEmptyDir'))})")
+    wait = policy["waitForCompletion"] or {}
+    if wait.get("podSelector"):
+        parts.append(f"waits for pods `{wait['podSelector']}` to finish (timeout {wait.get('timeoutSeconds')} s, "
+                     "0 = forever)")
+    return "; ".join(parts)
+
+
+def acceptance_facts(plan: P.Plan, out: str) -> list[dict]:
+    """The acceptance checklist: apply, wait for the operator, then one probe Job per pool and what it proves."""
+    from .render.probes import job_name
+
+    ns = plan.namespace
+    spec = plan.intent.spec
+    folder = f"{out.rstrip('/') or '.'}/{plan.name}"
+    steps = [
+        {"title": "Install or upgrade the GPU Operator chart with the rendered values",
+         "commands": [f"helm upgrade --install gpu-operator nvidia/gpu-operator --version {plan.chart_version} "
+                      f"--namespace {ns} --create-namespace -f {folder}/values.yaml"],
+         "proves": "the chart accepts the values (Helm validates the NFD subchart's values against its schema) and "
+                   "its CRDs (ClusterPolicy, NVIDIADriver, NodeFeatureRule) exist before the manifests use them"},
+        {"title": "Apply the manifests (or let Argo CD / Flux sync the folder)",
+         "commands": [f"kubectl apply -k {folder}"],
+         "proves": "namespaces, sharing ConfigMaps, node labelling rules, quotas, RBAC and the probe Jobs are accepted "
+                   "by the API server"},
+        {"title": "Wait for the operator to finish",
+         "commands": ["kubectl wait clusterpolicy/cluster-policy --for=jsonpath='{.status.state}'=ready --timeout=30m"],
+         "proves": "every operand the ClusterPolicy enables is running on every GPU node"},
+    ]
+    if any(p.mig_key is not None and P.mig_layout(p.profile, p.model) for p in plan.pools):
+        steps.append({"title": "Check that MIG reconfiguration succeeded",
+                      "commands": [f"kubectl get nodes -l {P.POOL_LABEL}={p.name} -L {P.MIG_LABEL}.state"
+                                   for p in plan.pools if p.mig_key is not None and P.mig_layout(p.profile, p.model)],
+                      "proves": f"mig-manager applied the layout: `{P.MIG_LABEL}.state` is `success` on every node "
+                                "(`failed` or a stuck `pending` means the layout did not apply)"})
+    for pool in plan.pools:
+        job = job_name(pool.name)
+        resource = pool.resource
+        units = ", ".join(f"{n} {r}" for r, n in sorted(pool.capacity.per_node.items()))
+        steps.append({
+            "title": f"Probe pool {pool.name}",
+            "commands": [f"kubectl -n {ns} wait job/{job} --for=condition=complete --timeout=15m",
+                         f"kubectl -n {ns} logs job/{job}",
+                         f"kubectl get nodes -l {P.POOL_LABEL}={pool.name} "
+                         "-o custom-columns=NAME:.metadata.name,ALLOCATABLE:.status.allocatable"],
+            "proves": (f"a pod asking for 1 `{resource}` and tolerating only this pool's taints is scheduled onto a "
+                       f"`{P.POOL_LABEL}={pool.name}` node, so the node is labelled and advertises the resource; the "
+                       "device plugin, container toolkit and driver hand it a working device (`nvidia-smi -L` lists "
+                       f"it in the log). Each node should show {units} allocatable"),
+        })
+    for team in sorted(spec.teams, key=lambda t: t.name):
+        if team.quota:
+            steps.append({"title": f"Check the quota of team {team.name}",
+                          "commands": [f"kubectl -n {ns_} describe resourcequota gpuconf-gpu-quota"
+                                       for ns_ in sorted(team.namespaces)],
+                          "proves": "the team's namespaces are limited to the GPU units of the intent"})
+    if spec.monitoring is not None and spec.monitoring.service_monitor:
+        steps.append({"title": "Check that Prometheus scrapes the DCGM exporter",
+                      "commands": [f"kubectl -n {ns} get servicemonitor"],
+                      "proves": "the ServiceMonitor exists; the Prometheus targets page should list the exporter pods"})
+    steps.append({"title": "If a probe failed or timed out (the Jobs start as soon as they are applied)",
+                  "commands": [f"kubectl -n {ns} delete job -l app.kubernetes.io/component=acceptance-probe",
+                               f"kubectl apply -k {folder}"],
+                  "proves": "a probe that ran before the operator was ready is run again"})
+    return steps
+
+
+def rollback_steps(plan: P.Plan) -> list[str]:
+    """What reverting the commit does, and what the operator then does on the nodes."""
+    template_pools = [p.name for p in plan.pools if not p.nfd]
+    steps = [
+        "Revert the commit (`git revert <sha>`), render with `gpuconf render` (CI's `--check` proves the output is "
+        "the previous one) and let Argo CD / Flux sync; or `helm upgrade` with the previous values.yaml and "
+        "`kubectl apply -k` the previous folder.",
+        "Node labels: nfd-master re-applies the previous NodeFeatureRules, so the nodes get back their previous "
+        f"`{P.DEVICE_PLUGIN_LABEL}` and `{P.MIG_LABEL}` values.",
+        "Device-plugin configs: config keys are content-addressed, so the previous key comes back in the ConfigMap "
+        "and the label points at it again; the config-manager sidecar switches the plugin to it and the node "
+        "advertises the previous units. Running pods keep their devices.",
+        f"MIG: a changed `{P.MIG_LABEL}` makes mig-manager repartition the GPUs; it pauses the GPU operands on the "
+        f"node meanwhile and reports `{P.MIG_LABEL}.state` (pending, then success). GPU pods on the node must be "
+        "gone first.",
+        "Driver: the previous version returns to the ClusterPolicy (or the pool's NVIDIADriver) and the upgrade "
+        "controller rolls it out like any upgrade, in the same waves and under the same limits (watch "
+        "`kubectl get nodes -L nvidia.com/gpu-driver-upgrade-state`).",
+        "Chart values (tolerations, images, monitoring): the operator updates the ClusterPolicy's DaemonSets; pods "
+        "restart node by node.",
+    ]
+    if template_pools:
+        steps.insert(2, f"Pools labelled by their node template ({', '.join(template_pools)}): the kubelet applies "
+                        "`--node-labels` only when a node registers, so existing nodes keep their labels until they "
+                        "are replaced; relabel them with `kubectl label --overwrite` (values in the pool table) or "
+                        "roll the node group.")
+    return steps
+
+
+# --- the whole report ------------------------------------------------------------------------------------------
+
+
+def build_report(plan: P.Plan, values, command: str) -> dict:
+    """Every fact of REPORT.md and report.json for a rendered plan; plain data, deterministic."""
+    merged = values.merged()
+    file = plan.source
+    teams, resources, caveats = capacity_facts(plan)
+    spec = plan.intent.spec
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "generated": {"by": f"gpuconf {__version__}", "from": file, "command": command},
+        "cluster": {
+            "name": plan.name, "chartVersion": plan.chart_version, "namespace": plan.namespace,
+            "kubernetesVersion": spec.cluster.kubernetes_version, "distribution": spec.cluster.distribution,
+            "migStrategy": plan.strategy,
+        },
+        "overrides": [d.as_dict() for d in deviations(plan, values)],
+        "chartNotes": chart_notes(plan),
+        "findings": [f.as_dict() for f in override_findings(plan)],
+        "pools": pool_facts(plan),
+        "teams": teams,
+        "capacity": resources,
+        "quotaCaveats": caveats,
+        "flow": flow_facts(plan),
+        "upgrade": upgrade_facts(plan, merged),
+        "rollback": rollback_steps(plan),
+        # The output folder is the render command's (gpuconf render INTENT -o OUT), so commands can be pasted.
+        "acceptance": acceptance_facts(plan, command.rsplit(" -o ", 1)[1] if " -o " in command else "out"),
+    }
+
+
+def report_json(report: dict) -> str:
+    """report.json: the report's facts for machines, keys sorted."""
+    return json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def override_section(report: dict) -> dict:
+    """The part of the report that `gpuconf diff INTENT` prints."""
+    keys = ("apiVersion", "kind", "generated", "cluster", "overrides", "chartNotes", "findings")
+    return {k: report[k] for k in keys}
+
+
+# --- text and Markdown -----------------------------------------------------------------------------------------
+
+
+def show(value: Any) -> str:
+    """A value on one line, as JSON (strings quoted, so "1.10" and 1.1 stay apart)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def report_text(report: dict) -> str:
+    """The override report as plain text, one block per values leaf."""
+    c = report["cluster"]
+    rows = report["overrides"]
+    lines = [f"{c['name']} ({report['generated']['from']}): "
+             f"{_plural(len(rows), 'value differs', 'values differ')} from the defaults of GPU Operator chart "
+             f"{c['chartVersion']}"]
+    for row in rows:
+        base = show(row["base"]) if row["basePresent"] else "(not in the chart's values.yaml)"
+        lines += [f"{row['path']}", f"  default:  {base}", f"  rendered: {show(row['value'])}",
+                  f"  why:      {row['reason']}", f"  from:     {row['origin']} ({row['location']}, {row['source']})"]
+        lines += [f"  note:     {note}" for note in row["notes"]]
+    for note in report["chartNotes"]:
+        lines.append(f"chart note: {note}")
+    for f in report["findings"]:
+        lines.append(Finding(**f).text())
+    return "\n".join(lines) + "\n"
+
+
+def _environment():
+    """The jinja2 environment of gpuconf's Markdown templates (jinja2 is imported here, never at start-up)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("gpuconf", "templates"),
+        autoescape=False,  # Markdown, not HTML: the filters below escape what a table cell needs
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["cell"] = md_cell
+    env.filters["code"] = md_code
+    env.filters["show"] = show
+    env.globals["mermaid"] = mermaid
+    return env
+
+
+def md_cell(text: Any) -> str:
+    """Text safe inside a Markdown table cell."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
+
+
+def md_code(text: Any) -> str:
+    """Inline code that survives backticks and table pipes inside the text."""
+    text = str(text)
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
+
+
+def report_markdown(report: dict) -> str:
+    """REPORT.md."""
+    return _environment().get_template("report.md.j2").render(r=report)
+
+
+def overrides_markdown(report: dict) -> str:
+    """The override report alone, as Markdown (for a pull-request comment)."""
+    return _environment().get_template("overrides.md.j2").render(r=report)
