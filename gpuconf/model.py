@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, WithJsonSchema, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, ValidationInfo, WithJsonSchema,
+                      field_validator, model_validator)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -285,6 +286,118 @@ class Override(Strict):
     why: Annotated[str, StringConstraints(min_length=1)] = Field(description="Why this override exists (shown in the report).")
 
 
+# --- delivery --------------------------------------------------------------------------------------------------
+
+DELIVERY_TOOLS = ("none", "argocd", "flux")
+#: Defaults the renderer applies when a delivery field is omitted (README, "Delivery").
+ARGOCD_NAMESPACE = "argocd"
+FLUX_NAMESPACE = "flux-system"
+ARGOCD_IN_CLUSTER = "https://kubernetes.default.svc"
+
+K8sLabelName = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                                    description="A DNS-1123 label: lower-case alphanumerics and '-'.")]
+K8sObjectName = Annotated[str, Field(
+    min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    description="A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.'.")]
+RepoPath = Annotated[str, Field(
+    pattern=r"^(\.|[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)$",
+    description="A folder of the Git repository, relative to its root, without a leading or trailing '/': "
+                "the folder `gpuconf render -o` writes to, e.g. clusters/out (or . for the root).",
+    examples=["out", "gitops/gpu"])]
+ChartRepository = Annotated[str, Field(
+    pattern=r"^(https?|oci)://[^\s/]+(/[^\s]*)?[^\s/]$",
+    description="Helm repository (https://...) or OCI registry path (oci://...) that serves the gpu-operator chart.",
+    examples=["https://charts.corp.example/nvidia", "oci://registry.corp.example/nvidia/charts"])]
+
+
+class ArgoDestination(Strict):
+    """The cluster Argo CD deploys to: its API server URL or its name in Argo CD (one of them)."""
+
+    server: Optional[Annotated[str, Field(pattern=r"^https?://\S+$")]] = Field(
+        None, description="API server URL as registered in Argo CD; default https://kubernetes.default.svc.")
+    name: Optional[NonEmpty] = Field(None, description="Cluster name as registered in Argo CD.")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "ArgoDestination":
+        if (self.server is None) == (self.name is None):
+            raise PydanticCustomError("destination_one_of", "give exactly one of server and name")
+        return self
+
+
+class FluxSourceRef(Strict):
+    """The Flux source that holds the rendered output (the Git repository Flux already syncs)."""
+
+    kind: Literal["GitRepository", "OCIRepository", "Bucket"] = Field("GitRepository", description="Source kind.")
+    name: K8sObjectName = Field("flux-system", description="Source name; flux bootstrap creates flux-system.")
+    namespace: Optional[K8sLabelName] = Field(None, description="Source namespace; default the delivery namespace.")
+
+
+_ARGOCD_ONLY = {"repoURL": "repoURL", "target_revision": "targetRevision", "project": "project",
+                "destination": "destination"}
+_FLUX_ONLY = {"source_ref": "sourceRef"}
+
+
+class Delivery(Strict):
+    """How the rendered tree reaches the cluster: Argo CD Applications or Flux objects under gitops/, or nothing."""
+
+    model_config = ConfigDict(json_schema_extra={"allOf": [
+        {"if": {"properties": {"tool": {"const": "argocd"}}, "required": ["tool"]},
+         "then": {"required": ["path", "repoURL"]},
+         "else": {"not": {"anyOf": [{"required": [key]} for key in _ARGOCD_ONLY.values()]}}},
+        {"if": {"properties": {"tool": {"const": "flux"}}, "required": ["tool"]},
+         "then": {"required": ["path"]},
+         "else": {"not": {"anyOf": [{"required": [key]} for key in _FLUX_ONLY.values()]}}},
+    ]})
+
+    # `tool` comes first: the validators below read it.
+    tool: Literal[DELIVERY_TOOLS] = Field(  # type: ignore[valid-type]
+        "none", description="argocd: Argo CD Applications; flux: Flux objects; none: no gitops/ folder.")
+    path: Optional[RepoPath] = Field(
+        None, validate_default=True, description="Required for argocd and flux: the folder `gpuconf render -o` "
+                                                 "writes, relative to the Git repository's root (. for the root).")
+    namespace: Optional[K8sLabelName] = Field(
+        None, description="Namespace of the Argo CD Applications (default argocd) or the Flux objects (default flux-system).")
+    chart_repository: Optional[ChartRepository] = Field(
+        None, description="Where the chart comes from; default NVIDIA's Helm repository, or oci://<operator.registry>/charts "
+                          "when a registry mirror is set.")
+    # Named like its key (not repo_url): pydantic reports a defaulted field's error under its Python name.
+    repoURL: Optional[NonEmpty] = Field(None, validate_default=True,  # noqa: N815
+                                        description="Argo CD: URL of the Git repository holding the rendered output.")
+    target_revision: Optional[NonEmpty] = Field(None, description="Argo CD: branch, tag or commit to sync; default HEAD.")
+    project: Optional[K8sLabelName] = Field(None, description="Argo CD: project of the Applications; default default.")
+    destination: Optional[ArgoDestination] = Field(None, description="Argo CD: the target cluster; default in-cluster.")
+    source_ref: Optional[FluxSourceRef] = Field(None, description="Flux: the source holding the rendered output; "
+                                                                  "default GitRepository flux-system.")
+
+    @field_validator("path", "repoURL")
+    @classmethod
+    def _required_by_tool(cls, value: Any, info: ValidationInfo) -> Any:
+        tool = info.data.get("tool")
+        needed = {"path": ("argocd", "flux"), "repoURL": ("argocd",)}[info.field_name]
+        if value is None and tool in needed:
+            # The "missing" type makes the finding a GC202, positioned at spec.delivery like any missing field.
+            raise PydanticCustomError("missing", "Field required")
+        if value is not None and info.field_name == "repoURL" and tool not in (None, "argocd"):
+            raise PydanticCustomError("delivery_tool", f"repoURL is an Argo CD setting, but tool is {tool}")
+        if isinstance(value, str) and info.field_name == "path" and ".." in value.split("/"):
+            raise PydanticCustomError("repo_path", "path must stay inside the repository (no '..')")
+        return value
+
+    @field_validator("target_revision", "project", "destination", "source_ref")
+    @classmethod
+    def _belongs_to_tool(cls, value: Any, info: ValidationInfo) -> Any:
+        tool = info.data.get("tool")
+        if value is None or tool is None:
+            return value
+        if info.field_name in _ARGOCD_ONLY and tool != "argocd":
+            raise PydanticCustomError("delivery_tool", f"{_ARGOCD_ONLY[info.field_name]} is an Argo CD setting, "
+                                                       f"but tool is {tool}")
+        if info.field_name in _FLUX_ONLY and tool != "flux":
+            raise PydanticCustomError("delivery_tool", f"{_FLUX_ONLY[info.field_name]} is a Flux setting, "
+                                                       f"but tool is {tool}")
+        return value
+
+
 class Spec(Strict):
     """Everything gpuconf needs to know about one cluster."""
 
@@ -297,6 +410,7 @@ class Spec(Strict):
     access: Optional[Access] = None
     monitoring: Optional[Monitoring] = None
     overrides: List[Override] = Field(default_factory=list, description="Escape hatch: raw chart values, each with a reason.")
+    delivery: Delivery = Field(default_factory=Delivery, description="GitOps delivery: Argo CD, Flux or none (default).")
 
 
 class Metadata(Strict):

@@ -37,3 +37,42 @@ def render_path(path: str, out: str) -> Rendered:
         return Rendered(path, result.findings)
     built = P.build(result.intent, path, result.document)
     return Rendered(path, result.findings, render_tree(built, render_command(path, out)))
+
+
+@dataclass
+class RenderedSet:
+    """Outcome of rendering an intent or a fleet file: findings, and every tree to write (one per cluster, plus the
+    fleet's own folder)."""
+
+    file: str
+    findings: list[Finding] = field(default_factory=list)
+    trees: list = field(default_factory=list)  # gpuconf.render.tree.Tree
+    fleet: object = None  # gpuconf.fleet.FleetResult for a fleet file
+
+    @property
+    def ok(self) -> bool:
+        """True when the input was valid and its trees rendered."""
+        return bool(self.trees)
+
+
+def render_any(path: str, out: str) -> RenderedSet:
+    """Render an intent file or a fleet file (raises VerificationError on a gpuconf bug)."""
+    from .fleet import is_fleet, render_fleet
+    from .loader import LoadError, load_file
+
+    try:
+        doc = load_file(path, path)
+    except LoadError as exc:
+        return RenderedSet(path, [exc.finding])
+    if is_fleet(doc):
+        fleet = render_fleet(doc, out)
+        return RenderedSet(path, fleet.result.all_findings, fleet.trees, fleet.result)
+    from . import plan as P
+    from .render.tree import render_tree
+    from .validate import validate_document
+
+    result = validate_document(doc)
+    if not result.ok:
+        return RenderedSet(path, result.findings)
+    built = P.build(result.intent, path, result.document)
+    return RenderedSet(path, result.findings, [render_tree(built, render_command(path, out))])

@@ -1,0 +1,589 @@
+"""Fleets: one base intent plus an overlay per cluster, merged strategically, validated and rendered per cluster.
+
+A fleet file (`kind: Fleet`) names a base intent and its clusters, each with an optional overlay: a partial intent
+document. Each cluster's intent is base <- overlay, merged like a Kubernetes strategic merge patch:
+
+* mappings merge key by key, recursively; scalars and other lists (namespaces, taints, overrides, ...) replace;
+* the lists of named items, spec.pools and spec.teams, merge item by item on `name` (new names are appended);
+* `$patch: delete` in an overlay's pool or team removes that item; `$patch: replace` in any mapping replaces it
+  instead of merging into it;
+* the fleet names the cluster (metadata.name); an overlay may repeat the name, not change it.
+
+The merged tree remembers, node by node, which file (and line and column) it came from, so every finding about a
+merged cluster points into the file that holds the offending node: the base or the overlay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, List, Literal, Optional, Sequence
+
+from pydantic import Field
+
+from .findings import ERROR, Finding, dotted, sort_findings
+from .loader import Document, LoadError, load_file
+from .model import Metadata, Name, NonEmpty, Strict
+
+KIND = "Fleet"
+PATCH = "$patch"
+#: Lists whose items merge on `name` instead of being replaced as a whole.
+NAMED_LISTS = {("spec", "pools"), ("spec", "teams")}
+
+CODE_FILE = "GC401"
+CODE_DUPLICATE_CLUSTER = "GC402"
+CODE_NAME = "GC403"
+CODE_DUPLICATE_ITEM = "GC404"
+CODE_PATCH = "GC405"
+CODE_COHERENCE = "GC406"
+TITLES = {
+    CODE_FILE: "fleet: the base or an overlay file does not exist",
+    CODE_DUPLICATE_CLUSTER: "fleet: cluster names are unique (each has its own output folder)",
+    CODE_NAME: "fleet: an overlay's metadata.name differs from the fleet's name for the cluster",
+    CODE_DUPLICATE_ITEM: "fleet: an overlay names the same pool or team twice",
+    CODE_PATCH: "fleet: $patch is replace (any mapping) or delete (an existing pool or team)",
+    CODE_COHERENCE: "fleet: clusters agree on what they share (Argo CD namespace; output folders)",
+}
+
+
+# --- the fleet file --------------------------------------------------------------------------------------------
+
+
+class FleetCluster(Strict):
+    """One cluster of the fleet: its name and its overlay."""
+
+    name: Name = Field(description="Cluster name: metadata.name of the merged intent and its output folder.")
+    overlay: Optional[NonEmpty] = Field(None, description="Partial intent merged over the base (path relative to "
+                                                          "the fleet file); omit for the base as it is.")
+
+
+class FleetSpec(Strict):
+    """The base intent and the clusters built from it."""
+
+    base: NonEmpty = Field(description="Intent every cluster starts from (path relative to the fleet file).")
+    clusters: List[FleetCluster] = Field(min_length=1, description="The fleet's clusters.")
+
+
+class Fleet(Strict):
+    """Several clusters that share a base intent."""
+
+    api_version: Literal["gpuconf.dev/v1alpha1"] = Field(description="Always gpuconf.dev/v1alpha1.")
+    kind: Literal["Fleet"] = Field(description="Always Fleet.")
+    metadata: Metadata
+    spec: FleetSpec
+
+
+def is_fleet(doc: Document) -> bool:
+    """True when a loaded document is a fleet file."""
+    return isinstance(doc.data, dict) and doc.data.get("kind") == KIND
+
+
+# --- positioned merge ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Origin:
+    """Where a node of a merged intent was written."""
+
+    file: str
+    line: int
+    column: int
+    key: tuple[int, int] | None = None  # the key's position, for mapping entries
+
+
+@dataclass
+class _Node:
+    value: Any  # dict[str, _Node], list[_Node] or a scalar
+    origin: Origin
+    loc: tuple = ()  # where it sits in its own file
+    weak: bool = False  # made up by the fleet (metadata around the name): never the origin of a merged container
+
+
+def _tree(doc: Document, loc: tuple = (), entry: bool = False) -> _Node:
+    """A document as nodes that carry their file and position."""
+    value: Any = doc.data
+    for part in loc:
+        value = value[part]
+    line, column = doc.position(loc)
+    key = doc.position(loc, point_at_key=True) if entry else None
+    origin = Origin(doc.file, line, column, key)
+    if isinstance(value, dict):
+        return _Node({k: _tree(doc, (*loc, k), True) for k in value}, origin, loc)
+    if isinstance(value, list):
+        return _Node([_tree(doc, (*loc, i)) for i in range(len(value))], origin, loc)
+    return _Node(value, origin, loc)
+
+
+class _Merger:
+    """Merges overlay nodes into base nodes, collecting findings about the overlay itself."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def finding(self, node: _Node, code: str, message: str, hint: str | None = None, at_key: bool = False) -> None:
+        o = node.origin
+        line, column = o.key if at_key and o.key else (o.line, o.column)
+        self.findings.append(Finding(o.file, line, column, ERROR, code, dotted(node.loc), message, hint))
+
+    def merge(self, base: _Node | None, over: _Node, path: tuple) -> _Node:
+        if base is None:
+            return self.clean(over)
+        if isinstance(over.value, dict) and isinstance(base.value, dict):
+            directive = over.value.get(PATCH)
+            if directive is not None:
+                if directive.value != "replace":
+                    self.finding(directive, CODE_PATCH, f"$patch: {directive.value!r} is not possible here",
+                                 "use $patch: replace to replace a mapping, or $patch: delete in a pool or team")
+                return self.clean(over)
+            merged = dict(base.value)
+            for key, node in over.value.items():
+                merged[key] = self.merge(merged.get(key), node, (*path, key))
+            return _Node(merged, base.origin if over.weak else over.origin, over.loc)
+        if isinstance(over.value, list) and isinstance(base.value, list) and path in NAMED_LISTS:
+            return _Node(self.named(base.value, over.value, path), over.origin, over.loc)
+        return self.clean(over)
+
+    def named(self, base: list[_Node], over: list[_Node], path: tuple) -> list[_Node]:
+        """Merge lists of named items on `name`; `$patch: delete` removes an item."""
+        result = list(base)
+        seen: dict[str, _Node] = {}
+        what = path[-1].rstrip("s")
+        for item in over:
+            name = _name(item)
+            if name is None:
+                result.append(self.clean(item))
+                continue
+            if name in seen:
+                self.finding(item, CODE_DUPLICATE_ITEM, f"{what} {name!r} appears twice in this file "
+                                                        f"(first on line {seen[name].origin.line})",
+                             f"merge the two entries of {what} {name!r}")
+                continue
+            seen[name] = item
+            index = next((i for i, b in enumerate(result) if _name(b) == name), None)
+            directive = item.value.get(PATCH)
+            if directive is not None and directive.value == "delete":
+                if index is None:
+                    self.finding(directive, CODE_PATCH, f"no {what} named {name!r} to delete",
+                                 f"the files below this one declare no {what} {name!r}")
+                else:
+                    del result[index]
+                continue
+            if index is None:
+                result.append(self.clean(item))
+            else:
+                result[index] = self.merge(result[index], item, (*path, index))
+        return result
+
+    def clean(self, node: _Node) -> _Node:
+        """A subtree taken over as it is: its `$patch: replace` directives are moot, others are errors."""
+        if isinstance(node.value, dict):
+            out = {}
+            for key, child in node.value.items():
+                if key == PATCH:
+                    if child.value != "replace":
+                        self.finding(child, CODE_PATCH, f"$patch: {child.value!r} has nothing to apply to here",
+                                     "$patch: delete removes a pool or team that the base declares")
+                    continue
+                out[key] = self.clean(child)
+            return _Node(out, node.origin, node.loc)
+        if isinstance(node.value, list):
+            return _Node([self.clean(child) for child in node.value], node.origin, node.loc)
+        return node
+
+
+def _name(node: _Node) -> str | None:
+    if isinstance(node.value, dict):
+        name = node.value.get("name")
+        if name is not None and isinstance(name.value, str):
+            return name.value
+    return None
+
+
+class MergedDocument:
+    """A merged intent that answers Document's questions (file, data, position) and says which file a node is in."""
+
+    def __init__(self, file: str, root: _Node):
+        self.file = file
+        self.origins: dict[tuple, Origin] = {}
+        self.data = self._flatten(root, ())
+
+    def _flatten(self, node: _Node, loc: tuple) -> Any:
+        self.origins[loc] = node.origin
+        if isinstance(node.value, dict):
+            return {k: self._flatten(v, (*loc, k)) for k, v in node.value.items()}
+        if isinstance(node.value, list):
+            return [self._flatten(v, (*loc, i)) for i, v in enumerate(node.value)]
+        return node.value
+
+    def _walk(self, loc: Sequence[str | int]) -> tuple[tuple, bool, Any]:
+        """The deepest existing location along loc, whether all of loc exists, and the node there."""
+        node, here = self.data, ()
+        for part in loc:
+            if isinstance(node, dict) and not isinstance(part, int) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                return here, False, node
+            here = (*here, part)
+        return here, True, node
+
+    def position(self, loc: Sequence[str | int], point_at_key: bool = False) -> tuple[int, int]:
+        """1-based (line, column) of the deepest node along loc, in its own file (same rules as loader.locate)."""
+        here, complete, node = self._walk(loc)
+        origin = self.origins[here]
+        if complete and origin.key is not None and (point_at_key or node is None):
+            return origin.key
+        return origin.line, origin.column
+
+    def source(self, loc: Sequence[str | int]) -> str:
+        """The file that holds the deepest node along loc."""
+        return self.origins[self._walk(loc)[0]].file
+
+    def attribute(self, finding: Finding) -> Finding:
+        """A finding about this merged intent, moved to the file of the node it is about."""
+        if finding.file != self.file:
+            return finding
+        return dataclasses.replace(finding, file=self.source(_parse_path(finding.path)))
+
+
+_PLAIN_PART = re.compile(r"\.([^.\[]+)")
+_INDEX = re.compile(r"\[([0-9]+)\]")
+
+
+def _parse_path(path: str) -> tuple:
+    """The location behind a findings.dotted() path (spec.pools[1].match["a.b/c"] -> ('spec', 'pools', 1, ...))."""
+    parts: list[str | int] = []
+    first = re.match(r"[^.\[]*", path)
+    i = first.end() if first else 0
+    if i:
+        parts.append(path[:i])
+    decoder = json.JSONDecoder()
+    while i < len(path):
+        plain = _PLAIN_PART.match(path, i)
+        index = _INDEX.match(path, i)
+        if plain:
+            parts.append(plain.group(1))
+            i = plain.end()
+        elif index:
+            parts.append(int(index.group(1)))
+            i = index.end()
+        elif path.startswith('["', i):
+            try:
+                key, end = decoder.raw_decode(path, i + 1)
+            except ValueError:
+                break
+            parts.append(key)
+            i = end + 1
+        else:
+            break
+    return tuple(parts)
+
+
+# --- validation ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ClusterResult:
+    """One cluster of a fleet: its merged document and the outcome of validating it."""
+
+    name: str
+    document: MergedDocument | None
+    validation: Any = None  # validate.Validation
+    sources: tuple[str, ...] = ()  # the files merged, base first
+
+
+@dataclass
+class FleetResult:
+    """A fleet file checked: its own findings, and one result per cluster."""
+
+    file: str
+    fleet: Fleet | None = None
+    findings: list[Finding] = field(default_factory=list)  # about the fleet file, base and overlays themselves
+    clusters: list[ClusterResult] = field(default_factory=list)
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        """Every finding, each in the file it is about, sorted and without repeats."""
+        found = list(self.findings)
+        for cluster in self.clusters:
+            if cluster.validation is not None:
+                found += cluster.validation.findings
+        return sort_findings(found)
+
+    @property
+    def ok(self) -> bool:
+        """True when no finding anywhere is an error."""
+        return not any(f.severity == ERROR for f in self.all_findings)
+
+
+def _display(fleet_file: str, ref: str) -> tuple[Path, str]:
+    """The real path of a file the fleet names, and how findings show it (relative to the fleet's folder)."""
+    if os.path.isabs(ref):
+        return Path(ref), ref
+    return Path(fleet_file).parent / ref, posixpath.normpath(posixpath.join(posixpath.dirname(fleet_file), ref))
+
+
+def _load(fleet_doc: Document, loc: tuple, ref: str, result: FleetResult) -> Document | None:
+    path, display = _display(fleet_doc.file, ref)
+    if not path.is_file():
+        line, column = fleet_doc.position(loc)
+        result.findings.append(Finding(fleet_doc.file, line, column, ERROR, CODE_FILE, dotted(loc),
+                                       f"{display} does not exist", "paths are relative to the fleet file"))
+        return None
+    try:
+        return load_file(path, display)
+    except LoadError as exc:
+        result.findings.append(exc.finding)
+        return None
+
+
+def validate_fleet(doc: Document) -> FleetResult:
+    """Check a fleet file, load its base and overlays, merge and validate every cluster."""
+    from pydantic import ValidationError
+
+    from . import typecheck
+    from .validate import validate_document
+
+    result = FleetResult(doc.file)
+    try:
+        fleet = Fleet.model_validate(doc.data)
+    except ValidationError as exc:
+        result.findings = [typecheck._finding(doc, Fleet, typecheck._clean_loc(e["loc"]), e) for e in exc.errors()]
+        return result
+    result.fleet = fleet
+    names: dict[str, int] = {}
+    for i, cluster in enumerate(fleet.spec.clusters):
+        if cluster.name in names:
+            line, column = doc.position(("spec", "clusters", i, "name"))
+            result.findings.append(Finding(
+                doc.file, line, column, ERROR, CODE_DUPLICATE_CLUSTER, dotted(("spec", "clusters", i, "name")),
+                f"cluster {cluster.name!r} is declared twice (first as clusters[{names[cluster.name]}])",
+                "each cluster renders into its own folder, named after it"))
+        names.setdefault(cluster.name, i)
+    if fleet.metadata.name in names:
+        line, column = doc.position(("metadata", "name"))
+        result.findings.append(Finding(doc.file, line, column, ERROR, CODE_COHERENCE, "metadata.name",
+                                       f"the fleet and one of its clusters are both named {fleet.metadata.name!r}",
+                                       "the fleet's own files go to OUTPUT/<fleet name>/: rename the fleet"))
+    base = _load(doc, ("spec", "base"), fleet.spec.base, result)
+    if base is None:
+        return result
+    base_tree = _tree(base)
+    for i, cluster in enumerate(fleet.spec.clusters):
+        merger = _Merger()
+        merged, sources = base_tree, [base.file]
+        if cluster.overlay is not None:
+            overlay = _load(doc, ("spec", "clusters", i, "overlay"), cluster.overlay, result)
+            if overlay is None:
+                result.clusters.append(ClusterResult(cluster.name, None))
+                continue
+            sources.append(overlay.file)
+            merged = merger.merge(base_tree, _tree(overlay), ())
+            _check_overlay_name(overlay, cluster.name, result)
+        merged = merger.merge(merged, _name_layer(doc, i, cluster.name), ())
+        result.findings += merger.findings
+        document = MergedDocument(f"{doc.file}[{cluster.name}]", merged)
+        validation = validate_document(document)
+        validation.findings = sort_findings(document.attribute(f) for f in validation.findings)
+        result.clusters.append(ClusterResult(cluster.name, document, validation, tuple(sources)))
+    result.findings = sort_findings(result.findings)
+    return result
+
+
+def _check_overlay_name(overlay: Document, name: str, result: FleetResult) -> None:
+    meta = overlay.data.get("metadata") if isinstance(overlay.data, dict) else None
+    given = meta.get("name") if isinstance(meta, dict) else None
+    if given is not None and given != name:
+        line, column = overlay.position(("metadata", "name"))
+        result.findings.append(Finding(overlay.file, line, column, ERROR, CODE_NAME, "metadata.name",
+                                       f"the fleet names this cluster {name!r}, the overlay {given!r}",
+                                       "remove metadata.name from the overlay, or rename the cluster in the fleet"))
+
+
+def _name_layer(doc: Document, index: int, name: str) -> _Node:
+    """metadata.name as the fleet sets it, positioned at the cluster's entry in the fleet file."""
+    loc = ("spec", "clusters", index, "name")
+    line, column = doc.position(loc)
+    key = doc.position(loc, point_at_key=True)
+    at = Origin(doc.file, line, column, key)
+    name_node = _Node(name, at, loc)
+    return _Node({"metadata": _Node({"name": name_node}, at, loc, weak=True)}, at, loc, weak=True)
+
+
+# --- rendering -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FleetRender:
+    """A rendered fleet: one tree per cluster, plus the fleet's own folder when a delivery tool needs one."""
+
+    result: FleetResult
+    trees: list = field(default_factory=list)  # render.tree.Tree
+
+
+def render_command(fleet_file: str, out: str) -> str:
+    """The command line in every generated file of a fleet."""
+    return f"gpuconf render {fleet_file} -o {out}"
+
+
+def render_fleet(doc: Document, out: str) -> FleetRender:
+    """Validate a fleet and, when every cluster is valid, render every cluster and the fleet folder."""
+    from . import plan as P
+    from .render.tree import render_tree
+
+    result = validate_fleet(doc)
+    rendered = FleetRender(result)
+    if not result.ok or result.fleet is None:
+        return rendered
+    command = render_command(doc.file, out)
+    plans = []
+    for cluster in result.clusters:
+        source = f"{doc.file}, cluster {cluster.name} ({' + '.join(cluster.sources)})"
+        built = P.build(cluster.validation.intent, source, cluster.document)
+        plans.append(built)
+        rendered.trees.append(render_tree(built, command))
+    coherence = _coherence(result, plans)
+    if coherence:
+        result.findings = sort_findings([*result.findings, *coherence])
+        rendered.trees = []
+        return rendered
+    fleet_tree = render_fleet_tree(result.fleet, plans, doc.file, command)
+    if fleet_tree.files:
+        rendered.trees.append(fleet_tree)
+    return rendered
+
+
+def _coherence(result: FleetResult, plans: list) -> list[Finding]:
+    """Argo CD clusters of one fleet share the ApplicationSet's namespace."""
+    from .render import gitops
+
+    argocd = [(c, p) for c, p in zip(result.clusters, plans) if p.intent.spec.delivery.tool == "argocd"]
+    if not argocd:
+        return []
+    first = gitops.namespace_of(argocd[0][1])
+    out = []
+    for cluster, plan in argocd[1:]:
+        namespace = gitops.namespace_of(plan)
+        if namespace != first:
+            loc = ("spec", "delivery", "namespace")
+            line, column = cluster.document.position(loc)
+            out.append(Finding(cluster.document.source(loc), line, column, ERROR, CODE_COHERENCE,
+                               dotted(loc), f"cluster {cluster.name} puts its Applications in {namespace!r}, "
+                                            f"cluster {argocd[0][0].name} in {first!r}",
+                               "the fleet's ApplicationSet and the Applications it generates share one namespace"))
+    return out
+
+
+def render_fleet_tree(fleet: Fleet, plans: list, fleet_file: str, command: str):
+    """OUTPUT/<fleet>/: an ApplicationSet for the Argo CD clusters, a Flux entry point per Flux cluster."""
+    from . import __version__, verify
+    from .emit import dump, dump_all, header
+    from .render import MANAGED_BY, gitops
+    from .render.tree import Tree, VerificationError
+
+    tree = Tree(fleet.metadata.name)
+    head = header([f"Generated by gpuconf {__version__} from {fleet_file} (fleet {fleet.metadata.name}).",
+                   f"Do not edit: change the fleet, then run: {command}"])
+    labels = {"app.kubernetes.io/managed-by": MANAGED_BY, "gpuconf.dev/fleet": fleet.metadata.name}
+    argocd = [p for p in plans if p.intent.spec.delivery.tool == "argocd"]
+    flux = [p for p in plans if p.intent.spec.delivery.tool == "flux"]
+    if argocd:
+        namespace = gitops.namespace_of(argocd[0])
+        elements = [{
+            "cluster": p.name,
+            "name": gitops.object_name(p.name, "gpuconf"),
+            "project": p.intent.spec.delivery.project or "default",
+            "repoURL": p.intent.spec.delivery.repoURL,
+            "targetRevision": p.intent.spec.delivery.target_revision or "HEAD",
+            "path": f"{gitops.repo_folder(p)}/gitops",
+        } for p in argocd]
+        appset = {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "ApplicationSet",
+            "metadata": {"name": f"{fleet.metadata.name}-gpuconf", "namespace": namespace, "labels": labels},
+            "spec": {
+                "goTemplate": True,
+                "goTemplateOptions": ["missingkey=error"],
+                "generators": [{"list": {"elements": elements}}],
+                # One parent Application per cluster: it syncs that cluster's gitops/ folder (the chart Application
+                # in wave 0, the manifests Application in wave 1) into Argo CD's namespace.
+                "template": {
+                    "metadata": {"name": "{{.name}}",
+                                 "labels": {**labels, "gpuconf.dev/cluster": "{{.cluster}}"}},
+                    "spec": {
+                        "project": "{{.project}}",
+                        "source": {"repoURL": "{{.repoURL}}", "targetRevision": "{{.targetRevision}}",
+                                   "path": "{{.path}}"},
+                        "destination": {"server": "https://kubernetes.default.svc", "namespace": namespace},
+                        "syncPolicy": {"automated": {"prune": True, "selfHeal": True}},
+                    },
+                },
+                # Deleting the ApplicationSet must not tear down the GPU stack of every cluster.
+                "syncPolicy": {"preserveResourcesOnDeletion": True},
+            },
+        }
+        tree.documents["applicationset.yaml"] = [appset]
+        tree.files["applicationset.yaml"] = head + dump_all([appset])
+        tree.files["kustomization.yaml"] = head + dump(
+            {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+             "resources": ["applicationset.yaml"]}, top=True)
+    for p in flux:
+        entry = {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": gitops.object_name(p.name, "gpuconf"), "namespace": gitops.namespace_of(p),
+                         "labels": {**labels, "gpuconf.dev/cluster": p.name}},
+            "spec": {"interval": "10m", "path": f"./{gitops.repo_folder(p)}/gitops", "prune": True,
+                     "sourceRef": gitops.source_ref(p)},
+        }
+        path = f"flux/{p.name}.yaml"
+        notes = header([f"Add this file to cluster {p.name}'s Flux bootstrap folder (flux-system): it applies "
+                        f"{gitops.repo_folder(p)}/gitops."])
+        tree.documents[path] = [entry]
+        tree.files[path] = head + notes + dump_all([entry])
+    versions = sorted((p.intent.spec.cluster.kubernetes_version for p in plans), key=lambda v: int(v.split(".")[1]))
+    problems = [f"{pr.document} {pr.path}: {pr.message}"
+                for path, docs in tree.documents.items() for d in docs
+                for pr in verify.verify_object(d, versions[-1], path)]
+    if problems:
+        raise VerificationError(problems)
+    return tree
+
+
+_FLEET_KIND = re.compile(rb"""^kind:[ \t]*["']?Fleet["']?[ \t]*(#.*)?\r?$""", re.M)
+
+
+def looks_like_fleet(path: str) -> bool:
+    """A cheap look for a top-level `kind: Fleet` line, so intents are loaded once, by the intent path."""
+    try:
+        with open(path, "rb") as fh:
+            return _FLEET_KIND.search(fh.read(2 * 1024 * 1024)) is not None
+    except OSError:
+        return False
+
+
+def validate_file(path: str) -> list:
+    """Validate an intent or a fleet file: one validate.Validation per intent (for a fleet: the fleet file's own
+    findings first, then one per cluster)."""
+    from .validate import Validation, validate_path
+
+    if not looks_like_fleet(path):
+        return [validate_path(path)]
+    try:
+        doc = load_file(path, path)
+    except LoadError as exc:
+        return [Validation(path, findings=[exc.finding])]
+    if not is_fleet(doc):
+        from .validate import validate_document
+
+        return [validate_document(doc)]
+    result = validate_fleet(doc)
+    out = [Validation(doc.file, findings=result.findings)]
+    out += [c.validation for c in result.clusters if c.validation is not None]
+    return out

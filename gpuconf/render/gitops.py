@@ -1,0 +1,421 @@
+"""Delivery wrappers under gitops/: Argo CD Applications or Flux objects that deploy the rendered tree.
+
+Every choice here answers a failure GPU Operator users hit when a GitOps tool syncs the stack (the traps of
+../shared/reference/user-pain-points.md, section A6, cited as A6.16 to A6.20), plus two traps of the probe Jobs:
+
+* CRDs (A6.16, A6.18): the chart's crds/ are applied by the tool itself, never client-side (Argo CD
+  `ServerSideApply=true`; Flux `install.crds`/`upgrade.crds: CreateReplace`), so new ClusterPolicy fields exist
+  before the new chart's ClusterPolicy is applied, and the 0.3 MB ClusterPolicy CRD never meets the 256 KiB
+  last-applied annotation limit of client-side apply.
+* Order: namespaces and the CRD-bearing chart come first. Argo CD: the chart Application (sync wave 0) creates its
+  namespace with the Pod Security label the operands need (CreateNamespace + managedNamespaceMetadata), the
+  manifests Application follows (wave 1) and tolerates CRDs that are still arriving (SkipDryRunOnMissingResource,
+  retries with backoff). Flux: a release Kustomization applies the namespaces, the device-plugin/MIG ConfigMaps, the
+  chart source and the HelmRelease and waits for the release; the manifests Kustomization dependsOn it.
+* ClusterPolicy drift (A6.17): Argo CD diffs server-side (`ServerSideDiff=true`) and ignores, with
+  RespectIgnoreDifferences, the fields the API server fills from CRD defaults that the chart does not render
+  (SERVER_DEFAULTED).
+* Offline render (A6.19): the Argo CD chart source pins `kubeVersion` to the intent's Kubernetes version, and the
+  file header prints the `helm template` command that renders the same thing offline.
+* Flux rollbacks (A6.20): the HelmRelease waits as long as a driver roll-out takes (rollout_minutes) and never
+  remediates a failed upgrade by rolling back (`upgrade.remediation.retries: 0`).
+* Probe Jobs are immutable once created and are deleted by their TTL: under Argo CD they run as PostSync hooks
+  (replaced before each run, never OutOfSync once the TTL removes them); under Flux they carry
+  `kustomize.toolkit.fluxcd.io/force: enabled`, so a changed Job is recreated instead of failing the apply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+from .. import plan as P
+from ..model import ARGOCD_IN_CLUSTER, ARGOCD_NAMESPACE, FLUX_NAMESPACE
+from . import common_labels, metadata, probes
+
+NVIDIA_HELM_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
+CHART = "gpu-operator"
+RELEASE_NAME = "gpu-operator"
+#: The folder under a registry mirror that serves the chart: `helm push gpu-operator-<v>.tgz oci://<mirror>/charts`.
+#: Not the mirror itself, where the operator image <mirror>/gpu-operator:<v> already uses the chart's name and tag.
+MIRROR_CHART_FOLDER = "charts"
+HELM_CHART_MEDIA_TYPE = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+VALUES_CONFIGMAP = "gpu-operator-values"
+VALUES_KEY = "values.yaml"
+
+#: Manifests the chart needs before it starts: the namespaces (the release's own, Pod-Security-labelled) and the
+#: device-plugin and MIG ConfigMaps the operands mount at their first start. Flux applies them with the release.
+EARLY_MANIFESTS = ("manifests/namespaces.yaml", "manifests/sharing-configs.yaml")
+
+#: ClusterPolicy fields the API server fills from the CRD's `default:` although the chart's template does not
+#: render them, so the live object always has a field the desired one lacks (Argo CD shows it OutOfSync forever).
+#: Derived from the v26.7.0 CRD's defaults (crds/nvidia.com_clusterpolicies.yaml) and gpu-operator-facts §4/§9:
+#: cdi.default stopped being rendered in v26.7.0 (NVIDIA/gpu-operator#2795), devicePlugin.mps.root is a dead values
+#: key in both versions, hostPaths.kubeletRootDir is new in v26.7.0 and rendered only when set.
+SERVER_DEFAULTED = {
+    "v26.3.3": ("/spec/devicePlugin/mps/root",),
+    "v26.7.0": ("/spec/cdi/default", "/spec/devicePlugin/mps/root", "/spec/hostPaths/kubeletRootDir"),
+}
+
+ARGOCD_HOOK = {"argocd.argoproj.io/hook": "PostSync", "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation"}
+FLUX_FORCE = {"kustomize.toolkit.fluxcd.io/force": "enabled"}
+
+#: Time budget of one wave of a driver roll-out, before drain and pod-deletion timeouts: pulling the driver image,
+#: building or loading the kernel module, and the validator passing on the node.
+DRIVER_INSTALL_MINUTES = 10
+#: Shortest HelmRelease timeout: a first install (every node at once) plus the chart's own hooks.
+MIN_RELEASE_MINUTES = 30
+#: Slack added to a Flux Kustomization's timeout over what it waits for.
+SLACK_MINUTES = 5
+RETRY = {"limit": 10, "backoff": {"duration": "30s", "factor": 2, "maxDuration": "10m"}}
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """Where the pinned chart comes from: a classic Helm repository (https) or an OCI registry path."""
+
+    url: str  # https://... or oci://... (the repository, without the chart name)
+
+    @property
+    def oci(self) -> bool:
+        """True for an OCI registry."""
+        return self.url.startswith("oci://")
+
+    @property
+    def argocd_repo_url(self) -> str:
+        """Argo CD names OCI Helm repositories without the scheme (and needs them registered with enableOCI)."""
+        return self.url.removeprefix("oci://")
+
+    @property
+    def chart_url(self) -> str:
+        """The OCI artifact of the chart itself."""
+        return f"{self.url}/{CHART}"
+
+
+@dataclass
+class GitopsFile:
+    """One file under gitops/: Kubernetes objects (verified against their CRDs) or a kustomize config."""
+
+    path: str
+    documents: list[dict] | None = None
+    config: dict | None = None  # a kustomization.yaml or kustomizeconfig.yaml (not a Kubernetes object)
+    notes: list[str] = field(default_factory=list)  # extra header lines
+
+
+def chart_source(plan: P.Plan) -> ChartSource:
+    """The intent's chartRepository, else the registry mirror's chart folder, else NVIDIA's Helm repository."""
+    spec = plan.intent.spec
+    if spec.delivery.chart_repository:
+        return ChartSource(spec.delivery.chart_repository.rstrip("/"))
+    if spec.operator.registry:
+        return ChartSource(f"oci://{spec.operator.registry.rstrip('/')}/{MIRROR_CHART_FOLDER}")
+    return ChartSource(NVIDIA_HELM_REPOSITORY)
+
+
+def namespace_of(plan: P.Plan) -> str:
+    """Namespace of the Argo CD Applications or Flux objects."""
+    delivery = plan.intent.spec.delivery
+    return delivery.namespace or (ARGOCD_NAMESPACE if delivery.tool == "argocd" else FLUX_NAMESPACE)
+
+
+def repo_folder(plan: P.Plan) -> str:
+    """The cluster's folder in the Git repository: <delivery.path>/<cluster>."""
+    path = plan.intent.spec.delivery.path
+    return plan.name if path in (None, ".") else f"{path}/{plan.name}"
+
+
+def object_name(cluster: str, suffix: str) -> str:
+    """<cluster>-<suffix>, shortened with a hash to a DNS-1123 label (Argo CD puts app names in a label)."""
+    name = f"{cluster}-{suffix}"
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(cluster.encode()).hexdigest()[:8]
+    return f"{cluster[:63 - len(suffix) - 10].rstrip('-')}-{digest}-{suffix}"
+
+
+def annotate(plan: P.Plan, doc: dict) -> None:
+    """Add the delivery tool's annotations to a manifest (today: the probe Jobs)."""
+    tool = plan.intent.spec.delivery.tool
+    if doc.get("kind") != "Job" or tool == "none":
+        return
+    doc["metadata"].setdefault("annotations", {}).update(ARGOCD_HOOK if tool == "argocd" else FLUX_FORCE)
+
+
+def render(plan: P.Plan, manifest_files: list[str], namespace_labels: dict[str, str]) -> list[GitopsFile]:
+    """The gitops/ files of the intent's delivery tool (none for `tool: none`)."""
+    tool = plan.intent.spec.delivery.tool
+    if tool == "argocd":
+        return _argocd(plan, namespace_labels)
+    if tool == "flux":
+        return _flux(plan, manifest_files)
+    return []
+
+
+# --- Argo CD ---------------------------------------------------------------------------------------------------
+
+
+def _destination(plan: P.Plan, namespace: str | None) -> dict:
+    dest = plan.intent.spec.delivery.destination
+    out = {"name": dest.name} if dest is not None and dest.name else \
+        {"server": dest.server if dest is not None and dest.server else ARGOCD_IN_CLUSTER}
+    if namespace is not None:
+        out["namespace"] = namespace
+    return out
+
+
+def helm_template_command(plan: P.Plan, source: ChartSource) -> str:
+    """The offline `helm template` that renders what the GitOps tool renders in the cluster (A6.19)."""
+    chart = source.chart_url if source.oci else f"{CHART} --repo {source.url}"
+    return (f"helm template {RELEASE_NAME} {chart} --version {plan.chart_version} --namespace {plan.namespace} "
+            f"--kube-version {plan.intent.spec.cluster.kubernetes_version} --include-crds -f values.yaml")
+
+
+def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
+    delivery = plan.intent.spec.delivery
+    source = chart_source(plan)
+    namespace = namespace_of(plan)
+    revision = delivery.target_revision or "HEAD"
+    project = delivery.project or "default"
+    folder = repo_folder(plan)
+    ignore = [{"group": "nvidia.com", "kind": "ClusterPolicy",
+               "jsonPointers": list(SERVER_DEFAULTED.get(plan.chart_version, SERVER_DEFAULTED["v26.7.0"]))}]
+    chart_meta = metadata(plan, object_name(plan.name, "gpu-operator"), namespace)
+    chart_meta["annotations"] = {
+        "argocd.argoproj.io/sync-wave": "0",
+        # Diff against a server-side dry run, so CRD defaulting and the API server's pruning show as they will be.
+        "argocd.argoproj.io/compare-options": "ServerSideDiff=true",
+    }
+    chart_app = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": chart_meta,
+        "spec": {
+            "project": project,
+            "destination": _destination(plan, plan.namespace),
+            "sources": [
+                {
+                    "repoURL": source.argocd_repo_url,
+                    "chart": CHART,
+                    "targetRevision": plan.chart_version,
+                    "helm": {
+                        "releaseName": RELEASE_NAME,
+                        "valueFiles": [f"$values/{folder}/values.yaml"],
+                        "kubeVersion": plan.intent.spec.cluster.kubernetes_version,
+                        "skipCrds": False,
+                    },
+                },
+                {"repoURL": delivery.repoURL, "targetRevision": revision, "ref": "values"},
+            ],
+            "ignoreDifferences": ignore,
+            "syncPolicy": {
+                "automated": {"prune": True, "selfHeal": True},
+                # The same labels as manifests/namespaces.yaml: the operands are privileged and the namespace must
+                # admit them before the chart's NFD DaemonSets start.
+                "managedNamespaceMetadata": {"labels": dict(namespace_labels)},
+                "syncOptions": ["CreateNamespace=true", "ServerSideApply=true", "RespectIgnoreDifferences=true"],
+                "retry": RETRY,
+            },
+        },
+    }
+    manifests_meta = metadata(plan, object_name(plan.name, "gpu-manifests"), namespace)
+    manifests_meta["annotations"] = {"argocd.argoproj.io/sync-wave": "1"}
+    manifests_app = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": manifests_meta,
+        "spec": {
+            "project": project,
+            "destination": _destination(plan, None),
+            "source": {"repoURL": delivery.repoURL, "targetRevision": revision, "path": folder},
+            "syncPolicy": {
+                "automated": {"prune": True, "selfHeal": True},
+                "syncOptions": ["ServerSideApply=true", "SkipDryRunOnMissingResource=true", "PruneLast=true"],
+                "retry": RETRY,
+            },
+        },
+    }
+    notes = [f"Argo CD renders the chart like: {helm_template_command(plan, source)}"]
+    if source.oci:
+        notes.append(f"Register {source.argocd_repo_url} in Argo CD as a Helm repository with enableOCI: \"true\".")
+    files = [
+        GitopsFile("gitops/application-gpu-operator.yaml", [chart_app], notes=notes),
+        GitopsFile("gitops/application-manifests.yaml", [manifests_app]),
+    ]
+    files.append(GitopsFile("gitops/kustomization.yaml", config=_kustomization([f.path.removeprefix("gitops/")
+                                                                               for f in files])))
+    return files
+
+
+# --- Flux --------------------------------------------------------------------------------------------------------
+
+
+def rollout_minutes(plan: P.Plan) -> int:
+    """How long a HelmRelease upgrade may take: until the ClusterPolicy is ready again after a driver roll-out.
+
+    helm-controller waits (kstatus) for every object of the release, the ClusterPolicy included, which is ready only
+    when every node runs its driver. The operator replaces drivers in waves of min(maxParallel, maxUnavailable)
+    nodes; each wave drains, deletes GPU pods and installs: waves x (DRIVER_INSTALL_MINUTES + drain timeout +
+    pod-deletion timeout), at least MIN_RELEASE_MINUTES.
+    """
+    from ..model import Upgrade
+
+    managed = sum(p.pool.nodes for p in plan.pools if p.driver != "preinstalled")
+    upgrade = plan.intent.spec.driver.upgrade or Upgrade()  # the model's defaults are the chart's
+    if managed == 0 or not upgrade.auto_upgrade:
+        return MIN_RELEASE_MINUTES
+    parallel = upgrade.max_parallel or managed
+    unavailable = upgrade.max_unavailable
+    if isinstance(unavailable, str):
+        unavailable = math.ceil(managed * int(unavailable.rstrip("%")) / 100)
+    per_wave_nodes = max(1, min(parallel, unavailable or managed, managed))
+    waves = math.ceil(managed / per_wave_nodes)
+    seconds = DRIVER_INSTALL_MINUTES * 60
+    if upgrade.drain is not None and upgrade.drain.enable:
+        seconds += upgrade.drain.timeout_seconds
+    seconds += upgrade.pod_deletion.timeout_seconds if upgrade.pod_deletion is not None else 300
+    return max(MIN_RELEASE_MINUTES, math.ceil(waves * seconds / 60) + SLACK_MINUTES)
+
+
+def source_ref(plan: P.Plan) -> dict:
+    """The Flux source of the rendered output: the intent's sourceRef, or the GitRepository flux bootstrap makes."""
+    ref = plan.intent.spec.delivery.source_ref
+    out = {"kind": ref.kind if ref else "GitRepository", "name": ref.name if ref else "flux-system"}
+    if ref is not None and ref.namespace:
+        out["namespace"] = ref.namespace
+    return out
+
+
+def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
+    source = chart_source(plan)
+    namespace = namespace_of(plan)
+    folder = repo_folder(plan)
+    release_minutes = rollout_minutes(plan)
+    labels = common_labels(plan)
+    if source.oci:
+        chart_source_doc = {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "OCIRepository",
+            "metadata": metadata(plan, CHART, namespace),
+            "spec": {
+                "interval": "12h",
+                "url": source.chart_url,
+                "ref": {"tag": plan.chart_version},
+                "layerSelector": {"mediaType": HELM_CHART_MEDIA_TYPE, "operation": "copy"},
+            },
+        }
+        chart = {"chartRef": {"kind": "OCIRepository", "name": CHART, "namespace": namespace}}
+    else:
+        chart_source_doc = {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "HelmRepository",
+            "metadata": metadata(plan, "nvidia" if source.url == NVIDIA_HELM_REPOSITORY else CHART, namespace),
+            "spec": {"interval": "12h", "url": source.url},
+        }
+        chart = {"chart": {"spec": {
+            "chart": CHART, "version": plan.chart_version, "interval": "12h",
+            "sourceRef": {"kind": "HelmRepository", "name": chart_source_doc["metadata"]["name"],
+                          "namespace": namespace},
+        }}}
+    release = {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": metadata(plan, RELEASE_NAME, namespace),
+        "spec": {
+            **chart,
+            "interval": "10m",
+            "releaseName": RELEASE_NAME,
+            "targetNamespace": plan.namespace,
+            "storageNamespace": plan.namespace,
+            "valuesFrom": [{"kind": "ConfigMap", "name": VALUES_CONFIGMAP, "valuesKey": VALUES_KEY}],
+            "timeout": f"{release_minutes}m",
+            "install": {"crds": "CreateReplace", "remediation": {"retries": 3}},
+            "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 0, "remediateLastFailure": False}},
+        },
+    }
+    early = [f for f in EARLY_MANIFESTS if f in manifest_files]
+    late = [f for f in manifest_files if f not in early]
+    release_kustomization = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": metadata(plan, object_name(plan.name, "gpu-operator"), namespace),
+        "spec": {
+            "interval": "10m",
+            "retryInterval": "2m",
+            "timeout": f"{release_minutes + SLACK_MINUTES}m",
+            "path": f"./{folder}/gitops/release",
+            "prune": True,
+            "wait": True,
+            "sourceRef": source_ref(plan),
+        },
+    }
+    manifests_kustomization = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": metadata(plan, object_name(plan.name, "gpu-manifests"), namespace),
+        "spec": {
+            "dependsOn": [{"name": release_kustomization["metadata"]["name"]}],
+            "interval": "10m",
+            "retryInterval": "2m",
+            # wait: ready once every probe Job has proven its pool (they give up after DEADLINE_SECONDS).
+            "timeout": f"{math.ceil(probes.DEADLINE_SECONDS / 60) + SLACK_MINUTES}m",
+            "path": f"./{folder}/gitops/manifests",
+            "prune": True,
+            "wait": True,
+            "sourceRef": source_ref(plan),
+        },
+    }
+    release_config = _kustomization(
+        [f"../../{f}" for f in early] + ["chart-source.yaml", "helm-release.yaml"],
+        configMapGenerator=[{
+            "name": VALUES_CONFIGMAP,
+            "namespace": namespace,
+            # Outside the kustomization's folder: Flux allows it (it confines loads to the source artifact), plain
+            # `kubectl kustomize` needs --load-restrictor=LoadRestrictionsNone.
+            "files": [f"{VALUES_KEY}=../../values.yaml"],
+            "options": {"labels": dict(labels)},
+        }],
+        # The hash suffix kustomize gives the ConfigMap reaches the HelmRelease, so changed values change the release.
+        configurations=["kustomizeconfig.yaml"],
+    )
+    name_reference = {"nameReference": [{
+        "kind": "ConfigMap", "version": "v1",
+        "fieldSpecs": [{"path": "spec/valuesFrom/name", "kind": "HelmRelease"}],
+    }]}
+    notes = [f"Flux renders the chart like: {helm_template_command(plan, source)}",
+             f"timeout {release_minutes}m: helm-controller waits for the ClusterPolicy, i.e. for the driver roll-out "
+             "(see rollout_minutes in gpuconf/render/gitops.py)."]
+    return [
+        GitopsFile("gitops/flux-kustomizations.yaml", [release_kustomization, manifests_kustomization]),
+        GitopsFile("gitops/kustomization.yaml", config=_kustomization(["flux-kustomizations.yaml"])),
+        GitopsFile("gitops/release/chart-source.yaml", [chart_source_doc]),
+        GitopsFile("gitops/release/helm-release.yaml", [release], notes=notes),
+        GitopsFile("gitops/release/kustomization.yaml", config=release_config),
+        GitopsFile("gitops/release/kustomizeconfig.yaml", config=name_reference),
+        GitopsFile("gitops/manifests/kustomization.yaml", config=_kustomization([f"../../{f}" for f in late])),
+    ]
+
+
+def _kustomization(resources: list[str], **extra: object) -> dict:
+    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources,
+            **extra}
+
+
+# --- checks the CRD schemas cannot make ---------------------------------------------------------------------------
+
+
+def problems(documents: dict[str, list[dict]]) -> list[str]:
+    """The CEL rules of the Flux CRDs that JSON Schema cannot express, and gpuconf's own promises (path -> docs)."""
+    out = []
+    for path, docs in documents.items():
+        for doc in docs:
+            spec = doc.get("spec", {})
+            where = f"{path}: {doc['kind']}/{doc['metadata']['name']}"
+            if doc["kind"] == "HelmRelease":
+                if ("chart" in spec) == ("chartRef" in spec):
+                    out.append(f"{where}: either chart or chartRef must be set")  # the CRD's CEL rule
+                if spec.get("upgrade", {}).get("remediation", {}).get("retries") != 0:
+                    out.append(f"{where}: a failed upgrade must not be rolled back (A6.20)")
+            if doc["kind"] == "Application" and "ServerSideApply=true" not in spec["syncPolicy"]["syncOptions"]:
+                out.append(f"{where}: Applications apply server-side (A6.18)")
+    return out
