@@ -1,0 +1,310 @@
+"""Node facts: what NFD, GPU feature discovery (GFD), the GPU Operator and the kubelet publish on a Node.
+
+The audit and the importer read a Node object through this module only, so every label name and value format is
+written down once, with where it comes from. Sources: ../shared/reference/nvidia-formats-facts.md §2 (GFD and
+control labels, read from NVIDIA/k8s-device-plugin internal/lm/*.go at v0.20.0) and gpu-operator-facts.md §7 (labels
+the operator sets and reads).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from . import catalog
+
+# --- labels ------------------------------------------------------------------------------------------------------
+
+#: NFD's PCI labels of an NVIDIA device. The GPU Operator configures NFD with `deviceLabelFields: [vendor]`, which
+#: gives `pci-10de.present`; the operator also accepts the class forms (gpu-operator-facts §7, the operator's
+#: gpuNodeLabels in controllers/state_manager.go), so all three count.
+NFD_GPU_LABELS = (
+    "feature.node.kubernetes.io/pci-10de.present",
+    "feature.node.kubernetes.io/pci-0302_10de.present",
+    "feature.node.kubernetes.io/pci-0300_10de.present",
+)
+#: Set to "true" by the operator on a node with an NVIDIA PCI label ("false" once the GPU is gone).
+GPU_PRESENT = "nvidia.com/gpu.present"
+
+# GFD labels (nvidia-formats-facts §2.1). The product is the NVML device name sanitised by GFD's sanitise(): characters
+# outside [A-Za-z0-9-_. ] dropped, runs of spaces joined by "-"; "-SHARED" is appended when the resource is
+# replicated and not renamed; under the single MIG strategy it is "<model>-MIG-<profile>" (or "-MIG-INVALID").
+GFD_PRODUCT = "nvidia.com/gpu.product"
+GFD_COUNT = "nvidia.com/gpu.count"
+GFD_REPLICAS = "nvidia.com/gpu.replicas"
+GFD_SHARING = "nvidia.com/gpu.sharing-strategy"  # none | time-slicing | mps
+GFD_MEMORY = "nvidia.com/gpu.memory"  # MiB
+GFD_MACHINE = "nvidia.com/gpu.machine"  # the sanitised DMI product name
+GFD_MIG_STRATEGY = "nvidia.com/mig.strategy"  # single | mixed, only published when the strategy is not none
+GFD_MIG_CAPABLE = "nvidia.com/mig.capable"
+#: Driver version labels, newest first: `cuda.driver-version.*` (with `.full`) and the deprecated `cuda.driver.*`
+#: (internal/lm/nvml.go newVersionLabeler writes both sets with the same values).
+DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
+DRIVER_PARTS = (
+    ("nvidia.com/cuda.driver-version.major", "nvidia.com/cuda.driver-version.minor",
+     "nvidia.com/cuda.driver-version.revision"),
+    ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev"),
+)
+#: Written by the MIG manager: pending | rebooting | success | failed (nvidia-formats-facts §2.2).
+MIG_STATE = "nvidia.com/mig.config.state"
+#: The value mig-manager gives the operand deploy labels while it reconfigures MIG (mig-parted reconfigure:
+#: maybeSetPaused), and puts back to "true" when it is done.
+PAUSED_FOR_MIG = "paused-for-mig-change"
+DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
+#: `nvidia.com/gpu.deploy.operands=false` is the user's switch that removes every operand from a node (§7).
+DEPLOY_OPERANDS = "nvidia.com/gpu.deploy.operands"
+#: The operator's driver upgrade state machine (gpu-operator-facts §7); "upgrade-done" when idle.
+UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+UPGRADE_DONE = "upgrade-done"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+#: Labels cloud providers and node-group tools put on every node of a group: what `gpuconf import` groups pools by.
+NODE_GROUP_LABELS = (
+    "eks.amazonaws.com/nodegroup",
+    "alpha.eksctl.io/nodegroup-name",
+    "cloud.google.com/gke-nodepool",
+    "kubernetes.azure.com/agentpool",
+    "karpenter.sh/nodepool",
+    "node.cluster.x-k8s.io/machine-deployment",  # not standard everywhere; harmless when absent
+    "cluster.x-k8s.io/deployment-name",
+)
+
+
+def mig_resource_label(profile: str, suffix: str) -> str:
+    """GFD's per-profile label under the mixed strategy: nvidia.com/mig-<profile>.<suffix> ("+" becomes ".")."""
+    return f"nvidia.com/mig-{profile.replace('+', '.')}.{suffix}"
+
+
+# --- facts of one node -------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs twice as much, for 10,000 nodes
+class NodeFacts:
+    """The parts of a Node object the audit and the importer read; the rest of the object is dropped."""
+
+    name: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    taints: tuple[tuple[str, str, str], ...]  # (key, value, effect)
+    unschedulable: bool
+    ready: str  # "True", "False", "Unknown", or "absent" when the kubelet never posted the condition
+    ready_reason: str
+    allocatable: Mapping[str, str]  # as the API server wrote them ("8", "191450m")
+    capacity: Mapping[str, str]
+    kubelet_version: str
+
+    @property
+    def gpu(self) -> bool:
+        """True when NFD saw an NVIDIA PCI device, the operator marked the node, or GFD labelled a GPU product."""
+        labels = self.labels
+        return (any(labels.get(key) == "true" for key in NFD_GPU_LABELS) or labels.get(GPU_PRESENT) == "true"
+                or GFD_PRODUCT in labels)
+
+    @property
+    def is_ready(self) -> bool:
+        """True when the kubelet reports the Ready condition as True."""
+        return self.ready == "True"
+
+    @property
+    def cordoned(self) -> bool:
+        """True when the node takes no new pods (kubectl cordon, a drain, or the driver upgrade's cordon)."""
+        return self.unschedulable or any(t[0] == UNSCHEDULABLE_TAINT for t in self.taints)
+
+    def units(self, resource: str) -> int | None:
+        """Allocatable units of an extended resource; None when absent or not a whole number."""
+        return _count(self.allocatable.get(resource))
+
+    def capacity_units(self, resource: str) -> int | None:
+        """Capacity units of an extended resource; None when absent or not a whole number."""
+        return _count(self.capacity.get(resource))
+
+    def label_int(self, key: str) -> int | None:
+        """A label read as a whole number (GFD counts), or None."""
+        return _count(self.labels.get(key))
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def facts(node: Mapping[str, Any]) -> NodeFacts:
+    """Read one Node object (as the API server or `kubectl get -o json` writes it)."""
+    meta = node.get("metadata") or _EMPTY
+    spec = node.get("spec") or _EMPTY
+    status = node.get("status") or _EMPTY
+    ready, reason = "absent", ""
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            ready, reason = str(cond.get("status", "Unknown")), str(cond.get("reason", ""))
+            break
+    raw_taints = spec.get("taints")
+    taints = tuple((str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))
+                   for t in raw_taints if isinstance(t, dict)) if raw_taints else ()
+    return NodeFacts(
+        str(meta.get("name", "")),
+        _map(meta.get("labels")),
+        _map(meta.get("annotations")),
+        taints,
+        spec.get("unschedulable") is True,
+        ready,
+        reason,
+        _map(status.get("allocatable")),
+        _map(status.get("capacity")),
+        str((status.get("nodeInfo") or _EMPTY).get("kubeletVersion", "")),
+    )
+
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else _EMPTY
+
+
+def nvidia_resources(resources: Mapping[str, Any]) -> dict[str, Any]:
+    """The nvidia.com/* entries of a resource list, sorted (evidence)."""
+    return {k: resources[k] for k in sorted(resources) if k.startswith("nvidia.com/")}
+
+
+# --- derived readings --------------------------------------------------------------------------------------------
+
+
+def driver_version(labels: Mapping[str, str]) -> str | None:
+    """The NVIDIA driver version GFD saw on the node ("595.91.07"), from the newest label set present."""
+    full = labels.get(DRIVER_FULL)
+    if full:
+        return full
+    for major, minor, rev in DRIVER_PARTS:
+        if labels.get(major) and labels.get(minor):
+            return ".".join(p for p in (labels[major], labels[minor], labels.get(rev, "")) if p)
+    return None
+
+
+def version_matches(actual: str, pinned: str) -> bool:
+    """True when a driver version satisfies a pin: "595.91" pins the branch, "595.91.07" the exact build."""
+    got, want = actual.split("."), pinned.split(".")
+    return got[: len(want)] == want
+
+
+def version_key(version: str) -> tuple:
+    """Sort key for driver versions: numerically, part by part."""
+    return tuple(int(p) if p.isdigit() else -1 for p in version.split("."))
+
+
+def sanitise(text: str) -> str:
+    """GFD's label-value sanitiser (internal/lm/resource.go sanitise): drop characters outside [A-Za-z0-9-_. ],
+    then join whitespace-separated fields with "-"."""
+    return "-".join(re.sub(r"[^A-Za-z0-9\-_. ]", "", text).split())
+
+
+def base_product(product: str) -> str:
+    """The GPU model part of a GFD product label: without "-MIG-<profile>" (single strategy) and "-SHARED"."""
+    cut = product.find("-MIG-")
+    if cut >= 0:
+        product = product[:cut]
+    return product.removesuffix("-SHARED")
+
+
+def mig_profile_of_product(product: str) -> str | None:
+    """The MIG profile in a single-strategy product label (NVIDIA-A100-SXM4-40GB-MIG-1g.5gb -> 1g.5gb), else None."""
+    _, sep, profile = product.partition("-MIG-")
+    profile = profile.removesuffix("-SHARED")
+    return profile if sep and profile and profile != "INVALID" else None
+
+
+# --- GFD product -> catalogue model ------------------------------------------------------------------------------
+#
+# GFD's product label is the NVML device name ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "Tesla T4"), not a
+# PCI id, and the catalogue keys models by PCI id. The bridge is made of names: every model contributes token sets
+# from its id (H100-80GB), its marketing name (NVIDIA H100 80GB) and each of its pci.ids device names (H100 SXM5 80GB,
+# H100 PCIe, H800). Names are cut into upper-case alphanumeric tokens; the vendor words NVIDIA and TESLA are dropped.
+# A model matches a product when one of its token sets is contained in the product's tokens; the model with the
+# largest such set wins (so H200 NVL beats H200 for "NVIDIA-H200-NVL", and "NVIDIA-H20" never matches H200: tokens
+# compare whole). When no set fits, a model whose family token (the first token with a digit: A100, H100, PG506) is
+# the product's, and whose memory does not contradict a memory token of the product or GFD's gpu.memory label, is
+# taken when it is the only one. Anything else is "unknown" rather than a guess.
+
+_VENDOR_WORDS = frozenset({"NVIDIA", "TESLA"})
+
+
+def _tokens(text: str) -> frozenset[str]:
+    return frozenset(t for t in re.split(r"[^A-Z0-9]+", text.upper()) if t and t not in _VENDOR_WORDS)
+
+
+def _family(ordered: list[str]) -> str | None:
+    """The first token with a digit in it: the GPU family (A100, H100, L40S, PG506)."""
+    return next((t for t in ordered if any(ch.isdigit() for ch in t)), None)
+
+
+def _ordered_tokens(text: str) -> list[str]:
+    return [t for t in re.split(r"[^A-Z0-9]+", text.upper()) if t and t not in _VENDOR_WORDS]
+
+
+@functools.cache
+def _model_token_sets() -> tuple[tuple[str, frozenset[str]], ...]:
+    out = []
+    for model in catalog.gpu_models().values():
+        names = [model.id, model.name, *model.pci_devices.values()]
+        for name in names:
+            tokens = _tokens(name)
+            if tokens:
+                out.append((model.id, tokens))
+    return tuple(out)
+
+
+@functools.cache
+def _families() -> dict[str, tuple[str, ...]]:
+    out: dict[str, set[str]] = {}
+    for model in catalog.gpu_models().values():
+        family = _family(_ordered_tokens(model.id))
+        if family:
+            out.setdefault(family, set()).add(model.id)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+@functools.cache
+def model_for_product(product: str, memory_mib: int | None = None) -> str | None:
+    """The catalogue model id of a GFD product label, or None when the name maps to no single model."""
+    if not product:
+        return None
+    base = base_product(product)
+    tokens = _tokens(base)
+    best: dict[str, int] = {}
+    for model_id, model_tokens in _model_token_sets():
+        if model_tokens <= tokens:
+            best[model_id] = max(best.get(model_id, 0), len(model_tokens))
+    if best:
+        top = max(best.values())
+        winners = sorted(m for m, n in best.items() if n == top)
+        return winners[0] if len(winners) == 1 else None
+    family = _family(_ordered_tokens(base))
+    candidates = [m for m in _families().get(family or "", ()) if _memory_fits(m, tokens, memory_mib)]
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _memory_fits(model_id: str, tokens: frozenset[str], memory_mib: int | None) -> bool:
+    """False when the product's NNGB token or GFD's memory label contradicts the model's memory."""
+    model = catalog.gpu_model(model_id)
+    if model is None or model.memory_gib is None:
+        return True
+    for token in tokens:
+        m = re.fullmatch(r"(\d+)GB?", token)
+        if m and abs(int(m.group(1)) - model.memory_gib) > 0.15 * model.memory_gib:
+            return False
+    if memory_mib is not None and abs(memory_mib / 1024 - model.memory_gib) > 0.15 * model.memory_gib:
+        return False
+    return True
+
+
+def node_model(labels: Mapping[str, str]) -> str | None:
+    """The catalogue model of a node's GPUs, from GFD's product (and memory) labels."""
+    product = labels.get(GFD_PRODUCT)
+    if not product:
+        return None
+    memory = labels.get(GFD_MEMORY)
+    # Under the single MIG strategy gpu.memory is the MIG device's memory, not the GPU's: no use for the model.
+    usable = memory and memory.isdigit() and "-MIG-" not in product
+    return model_for_product(product, int(memory) if usable else None)

@@ -1,0 +1,171 @@
+"""`gpuconf import`: a draft intent from a cluster's nodes, which validates and has the example's pools."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+
+import pytest
+
+import nodelists as NL
+from conftest import ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures" / "nodes"
+
+
+def _nodes(example: str) -> list[dict]:
+    return json.loads((FIXTURES / f"{example}.json").read_text(encoding="utf-8"))["items"]
+
+
+def _draft(nodes: list[dict], name: str = "imported"):
+    from gpuconf.importer import draft_intent
+
+    return draft_intent(nodes, "test", name)
+
+
+def _validated(text: str):
+    from gpuconf.loader import load_text
+    from gpuconf.validate import validate_document
+
+    result = validate_document(load_text(text, "draft.yaml"))
+    assert result.ok, [f.text() for f in result.findings]
+    return result
+
+
+def _pools(intent) -> Counter:
+    """(model, GPUs per node, node count, sharing kind) of every pool."""
+    from gpuconf import plan as P
+
+    return Counter((p.gpu, p.gpus_per_node, p.nodes, P.sharing_kind(P.pool_profile(intent, p)))
+                   for p in intent.spec.pools)
+
+
+@pytest.mark.parametrize("example", NL.EXAMPLES)
+def test_import_of_a_clean_cluster_has_the_examples_pools(run, example):
+    result = run("import", "--nodes", str(FIXTURES / f"{example}.json"), "--name", example)
+    assert result.exit_code == 0, result.stderr
+    assert "the draft validates" in result.stderr
+    draft = _validated(result.stdout)
+    expected = NL.load_plan(example).intent
+    assert _pools(draft.intent) == _pools(expected)
+    assert draft.intent.metadata.name == example
+    # MIG layouts and sharing parameters come back exactly, not just their kind.
+    from gpuconf import catalog
+    from gpuconf import plan as P
+
+    def layouts(intent):
+        return sorted((p.gpu, sorted((P.mig_layout(P.pool_profile(intent, p), catalog.gpu_model(p.gpu)) or {}).items()))
+                      for p in intent.spec.pools)
+
+    assert layouts(draft.intent) == layouts(expected)
+    # Pool names come from the gpuconf.dev/pool label a previous render left on the nodes.
+    assert sorted(p.name for p in draft.intent.spec.pools) == sorted(p.name for p in expected.spec.pools)
+
+
+def test_draft_reads_what_the_nodes_tell(run):
+    text = run("import", "--nodes", str(FIXTURES / "hybrid.json")).stdout
+    intent = _validated(text).intent
+    pools = {p.name: p for p in intent.spec.pools}
+    assert intent.spec.cluster.kubernetes_version == "1.31" and intent.spec.cluster.distribution == "rke2"
+    assert pools["legacy-a100"].driver.preinstalled is True
+    assert intent.spec.driver.version == "595.91.07" and pools["new-h200"].driver.version == "580.126.20"
+    assert [(t.key, t.effect) for t in pools["batch-h100"].taints] == [("hpc.example.com/batch", "NoExecute")]
+    assert intent.spec.sharing_profiles[pools["new-h200"].sharing].mig.preset == "all-1g.18gb"
+    # What cannot be read off a node is said so.
+    assert "# not inferred: containerd's config and socket paths" in text
+    assert "chartVersion: v26.7.0  # not inferred" in text
+    assert "# assumed the all-1g.18gb layout (7 per GPU)" in text
+    hetero = _validated(run("import", "--nodes", str(FIXTURES / "heterogeneous.json")).stdout).intent
+    infer = next(p for p in hetero.spec.pools if p.name == "infer-a100")
+    assert dict(infer.match.node_labels) == {"eks.amazonaws.com/nodegroup": "infer"}
+    assert hetero.spec.cluster.distribution == "eks"
+
+
+def test_output_file_is_never_overwritten(run, tmp_path):
+    target = tmp_path / "draft.yaml"
+    first = run("import", "--nodes", str(FIXTURES / "single-pool.json"), "-o", str(target))
+    assert first.exit_code == 0 and target.exists()
+    assert run("validate", str(target)).exit_code == 0
+    assert run("import", "--nodes", str(FIXTURES / "single-pool.json"), "-o", str(target)).exit_code == 2
+    assert run("import").exit_code == 2
+
+
+def test_unknown_gpus_are_left_out_with_a_comment():
+    nodes = _nodes("single-pool")
+    odd = copy.deepcopy(nodes[0])
+    odd["metadata"]["name"] = "workstation-01"
+    odd["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-GeForce-RTX-4090"
+    draft = _draft(nodes + [odd])
+    assert draft.skipped == [("workstation-01", "GPU product 'NVIDIA-GeForce-RTX-4090' is not in gpuconf's catalogue")]
+    assert "#   workstation-01: GPU product 'NVIDIA-GeForce-RTX-4090'" in draft.text
+    assert "1 GPU nodes skipped" in draft.describe()
+    _validated(draft.text)
+
+
+def test_same_model_pools_without_node_groups_are_told_apart_by_name():
+    nodes = _nodes("single-pool")[:3]
+    shared = []
+    for i, n in enumerate(copy.deepcopy(nodes)):  # three more L40S nodes, time-sliced, named differently
+        n["metadata"]["name"] = f"lab-ts-{i:02d}"
+        labels = n["metadata"]["labels"]
+        labels.pop("gpuconf.dev/pool")
+        labels.update({"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing",
+                       "nvidia.com/gpu.product": "NVIDIA-L40S-SHARED"})
+        n["status"]["allocatable"]["nvidia.com/gpu"] = "16"
+        shared.append(n)
+    for n in nodes:
+        n["metadata"]["labels"].pop("gpuconf.dev/pool")
+    intent = _validated(_draft(nodes + shared).text).intent
+    matches = sorted((p.match.hostname, p.sharing, p.nodes) for p in intent.spec.pools)
+    assert matches == [("^l40s-0", "exclusive", 3), ("^lab-ts-0", "ts-x4", 3)]
+
+
+def test_indistinguishable_pools_are_merged_and_said_so():
+    nodes = _nodes("single-pool")[:3]
+    twin = copy.deepcopy(nodes)
+    for n in nodes + twin:
+        n["metadata"]["labels"].pop("gpuconf.dev/pool")
+    for i, n in enumerate(twin):  # same name prefix, other sharing: no selector can split them
+        n["metadata"]["name"] = f"l40s-0{i + 3}"
+        n["metadata"]["labels"].update({"nvidia.com/gpu.replicas": "2", "nvidia.com/gpu.sharing-strategy": "mps"})
+    draft = _draft(nodes + twin)
+    intent = _validated(draft.text).intent
+    assert [(p.name, p.nodes) for p in intent.spec.pools] == [("l40s", 6)]
+    assert "no\n    # node group or name prefix" not in draft.text and "merged here; split it by hand" in draft.text
+
+
+def test_no_gpu_nodes_at_all(run, tmp_path):
+    draft = _draft(_nodes("single-pool")[3:])  # the three control-plane nodes only
+    assert draft.pools == [] and draft.gpu_nodes == 0
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(NL.nodelist(_nodes("single-pool")[3:])), encoding="utf-8")
+    result = run("import", "--nodes", str(path))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "none of the 3 nodes has an NVIDIA GPU" in result.stderr
+
+
+def test_pools_of_one_model_are_selected_by_a_node_group_key_they_all_carry():
+    nodes = _nodes("heterogeneous")
+    train = [copy.deepcopy(n) for n in nodes if n["metadata"]["labels"].get("gpuconf.dev/pool") == "train-h100"]
+    for i, n in enumerate(train):
+        labels = n["metadata"]["labels"]
+        labels.pop("gpuconf.dev/pool")
+        labels["karpenter.sh/nodepool"] = "h100-a" if i < 10 else "h100-b"
+        if i >= 10:  # Karpenter's nodes carry no EKS node-group label
+            labels.pop("eks.amazonaws.com/nodegroup")
+    intent = _validated(_draft(train).text).intent
+    assert sorted((sorted(p.match.node_labels.items()), p.nodes) for p in intent.spec.pools) == [
+        ([("karpenter.sh/nodepool", "h100-a")], 10), ([("karpenter.sh/nodepool", "h100-b")], 6)]
+    assert sorted(p.name for p in intent.spec.pools) == ["h100-a", "h100-b"]
+
+
+def test_single_strategy_layout_comes_from_a_preset_mig_config_label():
+    nodes = [n for n in _nodes("hybrid") if n["metadata"]["labels"].get("gpuconf.dev/pool") == "new-h200"]
+    for n in nodes:
+        n["metadata"]["labels"]["nvidia.com/mig.config"] = "all-1g.18gb"
+    draft = _draft(nodes)
+    assert "assumed the all-" not in draft.text
+    intent = _validated(draft.text).intent
+    pool, = intent.spec.pools
+    assert (pool.gpus_per_node, intent.spec.sharing_profiles[pool.sharing].mig.preset) == (8, "all-1g.18gb")
