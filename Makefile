@@ -25,7 +25,7 @@ schema: $(STAMP)  ## regenerate schemas/cluster-intent.schema.json
 	@$(BIN)/gpuconf schema -o schemas/cluster-intent.schema.json
 
 golden: $(STAMP)  ## regenerate tests/cases/*/expected-errors.txt and tests/golden/ (review the diff!)
-	@GPUCONF_REGEN=1 $(BIN)/python -m pytest -q tests/test_cases.py tests/test_render.py -k "test_case or test_golden_tree"
+	@GPUCONF_REGEN=1 $(BIN)/python -m pytest -q tests/test_cases.py tests/test_render.py tests/test_fleet.py -k "test_case or test_golden_tree"
 
 reference: $(STAMP)  ## re-derive profiles/, schemas/ and fixtures from ../shared/reference (maintainers only)
 	@$(BIN)/python tools/derive_reference.py

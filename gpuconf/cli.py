@@ -36,7 +36,7 @@ class _Group(click.Group):
 def main() -> None:
     """Declarative, validated configuration for the NVIDIA GPU Operator.
 
-    Exit codes: 0 ok, 1 findings (invalid intent), 2 usage error, 3 internal error.
+    Exit codes: 0 ok, 1 findings (invalid intent, drift), 2 usage error (or nodes unreadable), 3 internal error.
     """
 
 
@@ -47,9 +47,9 @@ def main() -> None:
 @click.option("--summary", is_flag=True, help="After the findings, summarise each valid intent (pools, GPUs, resources).")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
 def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors: bool) -> None:
-    """Check intent FILES and report every finding as FILE:LINE:COL."""
+    """Check intent (or fleet) FILES and report every finding as FILE:LINE:COL."""
     from .findings import format_json, format_text
-    from .validate import validate_path
+    from .fleet import validate_file
 
     results = []
     for name in files:
@@ -62,7 +62,7 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
             except LoadError as exc:
                 results.append(Validation("<stdin>", findings=[exc.finding]))
         else:
-            results.append(validate_path(name))
+            results.extend(validate_file(name))  # an intent, or a fleet: its own findings, then each cluster's
     findings = [f for r in results for f in r.findings]
     if fmt == "json":
         click.echo(format_json(findings), nl=False)
@@ -92,18 +92,27 @@ def _plural(n: int, word: str) -> str:
 
 
 @main.command()
-@click.argument("intent", type=click.Path(exists=True, dir_okay=False))
+@click.argument("intents", metavar="INTENT...", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "out", required=True, type=click.Path(file_okay=False),
-              help="Output folder; the cluster's files go to OUTPUT/<metadata.name>/.")
+              help="Output folder; each cluster's files go to OUTPUT/<metadata.name>/, a fleet's own to "
+                   "OUTPUT/<fleet name>/.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 with a diff when OUTPUT is stale.")
-def render(intent: str, out: str, check: bool) -> None:
-    """Render INTENT into OUTPUT/<name>/: values, manifests, kustomization. Atomic and byte-stable."""
+def render(intents: tuple[str, ...], out: str, check: bool) -> None:
+    """Render each INTENT (a cluster intent or a fleet) into OUTPUT/<name>/. Atomic per folder and byte-stable.
+
+    A fleet file renders every cluster it names, plus the fleet's ApplicationSet or Flux entry points. Nothing is
+    written unless every INTENT is valid. With --check, exit 1 and print the stale, missing and extra files (and a
+    unified diff) when OUTPUT differs from a fresh render.
+    """
+    from pathlib import Path
+
     from .findings import format_text
-    from .pipeline import render_path
+    from .pipeline import render_any
     from .render.tree import VerificationError
 
     try:
-        rendered = render_path(intent, out)
+        rendered = [render_any(intent, out) for intent in intents]
     except VerificationError as exc:
         click.echo(f"gpuconf: internal error: generated output failed verification ({len(exc.problems)} problems):",
                    err=True)
@@ -111,29 +120,121 @@ def render(intent: str, out: str, check: bool) -> None:
             click.echo(f"  {problem}", err=True)
         click.echo("gpuconf: this is a bug in gpuconf; nothing was written", err=True)
         sys.exit(EXIT_INTERNAL)
-    click.echo(format_text(rendered.findings), nl=False)
-    if not rendered.ok:
-        click.echo(f"{intent}: invalid; nothing was written", err=True)
+    click.echo(format_text([f for r in rendered for f in r.findings]), nl=False)
+    if not all(r.ok for r in rendered):
+        for r in rendered:
+            if not r.ok:
+                click.echo(f"{r.file}: invalid; nothing was written", err=True)
         sys.exit(EXIT_FINDINGS)
-    tree = rendered.tree
-    from pathlib import Path
-
+    owners: dict[str, str] = {}
+    for r in rendered:
+        for tree in r.trees:
+            if tree.name in owners:
+                click.echo(f"gpuconf: {owners[tree.name]} and {r.file} both render {Path(out) / tree.name}/; "
+                           "nothing was written", err=True)
+                sys.exit(EXIT_FINDINGS)
+            owners[tree.name] = r.file
+    trees = [tree for r in rendered for tree in r.trees]
     from .writer import read_tree, write_tree
 
-    target = Path(out) / tree.name
     if check:
         from .summary import tree_diff
 
-        stale = tree_diff(read_tree(target), tree.files, str(target))
-        if stale:
-            click.echo(stale, nl=False)
-            sys.exit(EXIT_FINDINGS)
-        click.echo(f"{target}: up to date ({len(tree.files)} files)", err=True)
-        sys.exit(EXIT_OK)
-    write_tree(out, tree.name, tree.files)
+        stale = False
+        for tree in trees:
+            target = Path(out) / tree.name
+            diff = tree_diff(read_tree(target), tree.files, str(target))
+            if diff:
+                click.echo(diff, nl=False)
+                stale = True
+            else:
+                click.echo(f"{target}: up to date ({len(tree.files)} files)", err=True)
+        sys.exit(EXIT_FINDINGS if stale else EXIT_OK)
     from .summary import render_summary
 
-    click.echo(render_summary(tree, str(target)), nl=False)
+    for tree in trees:
+        target = Path(out) / tree.name
+        write_tree(out, tree.name, tree.files)
+        if tree.plan is not None:
+            click.echo(render_summary(tree, str(target)), nl=False)
+        else:  # a fleet's own folder
+            click.echo("".join([f"wrote {len(tree.files)} files to {target}/:\n"] +
+                               [f"  {path}\n" for path in sorted(tree.files)]), nl=False)
+
+
+@main.command()
+@click.argument("intent", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
+              help="Output format.")
+@click.option("--against", type=click.Path(exists=True, file_okay=False),
+              help="Compare a fresh render with the rendered cluster folder DIR/<name>/, document by document.")
+@click.option("--to-chart", "to_chart", metavar="VERSION",
+              help="Explain what moving the intent to another GPU Operator chart version changes.")
+@click.option("--warnings-as-errors", is_flag=True, help="Exit 1 when the override report has warnings.")
+def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool) -> None:
+    """The override report of INTENT: every value that differs from the chart's defaults, and why.
+
+    Exit codes: 0 ok; 1 invalid intent, differences (--against) or a move that breaks the intent (--to-chart);
+    2 usage error.
+    """
+    from .findings import format_json, format_text
+    from .pipeline import render_path
+    from .render.tree import VerificationError
+
+    if against is not None and to_chart is not None:
+        raise click.UsageError("--against and --to-chart exclude each other")
+    if to_chart is not None:
+        from . import catalog
+
+        if catalog.chart(to_chart) is None:
+            raise click.UsageError(f"gpuconf has no facts for GPU Operator chart {to_chart!r} "
+                                   f"(known: {', '.join(catalog.chart_versions())})")
+    try:
+        rendered = render_path(intent, against.rstrip("/") or "." if against else "out")
+    except VerificationError as exc:
+        click.echo(f"gpuconf: internal error: generated output failed verification: {exc}", err=True)
+        sys.exit(EXIT_INTERNAL)
+    if not rendered.ok:
+        click.echo(format_json(rendered.findings) if fmt == "json" else format_text(rendered.findings), nl=False)
+        click.echo(f"{intent}: invalid; no report", err=True)
+        sys.exit(EXIT_FINDINGS)
+    tree = rendered.tree
+    if against is not None:
+        from pathlib import Path
+
+        from .treediff import compare_trees, diff_markdown, diff_text
+        from .writer import read_tree
+
+        target = Path(against) / tree.name
+        if not target.is_dir():
+            raise click.UsageError(f"{target} does not exist: DIR must hold the rendered folder of cluster {tree.name}")
+        result = compare_trees(read_tree(target), tree.files, str(target), intent)
+        if fmt == "json":
+            import json
+
+            click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True, ensure_ascii=False))
+        else:
+            click.echo(diff_markdown(result) if fmt == "markdown" else diff_text(result), nl=False)
+        sys.exit(EXIT_OK if result.equal else EXIT_FINDINGS)
+    if to_chart is not None:
+        from .chartmove import chart_move, failed, move_json, move_text
+
+        move = chart_move(tree.plan, to_chart)
+        click.echo(move_json(move) if fmt == "json" else move_text(move, markdown=fmt == "markdown"), nl=False)
+        sys.exit(EXIT_FINDINGS if failed(move) else EXIT_OK)
+    import json
+
+    from .report import override_section, overrides_markdown, report_json, report_text
+
+    report = json.loads(tree.files["report.json"])  # the same facts as the rendered report.json
+    if fmt == "json":
+        click.echo(report_json(override_section(report)), nl=False)
+    elif fmt == "markdown":
+        click.echo(overrides_markdown(report), nl=False)
+    else:
+        click.echo(report_text(report), nl=False)
+    failing = any(f["severity"] == "error" or warnings_as_errors for f in report["findings"])
+    sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
 @main.command()
@@ -180,6 +281,96 @@ def catalog(gpu_id: str | None) -> None:
     if text is None:
         raise click.UsageError(f"unknown GPU model {gpu_id!r}; run `gpuconf catalog` for the list")
     click.echo(text, nl=False)
+
+
+def _nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None):
+    """The node stream and its display name for --nodes / --kubeconfig [--context]."""
+    if (nodes_file is None) == (kubeconfig is None):
+        raise click.UsageError("give the nodes with exactly one of --nodes FILE or --kubeconfig PATH")
+    if context is not None and kubeconfig is None:
+        raise click.UsageError("--context needs --kubeconfig")
+    from .nodesource import read_cluster_nodes, read_nodes_file
+
+    if nodes_file is not None:
+        return read_nodes_file(nodes_file), "<stdin>" if nodes_file == "-" else nodes_file
+    return read_cluster_nodes(kubeconfig, context), kubeconfig + (f" (context {context})" if context else "")
+
+
+_NODES_HELP = "A NodeList: the output of `kubectl get nodes -o json` (`-` reads standard input)."
+_KUBECONFIG_HELP = "Read the nodes from a live cluster instead (read-only: lists nodes, nothing else)."
+
+
+@main.command()
+@click.argument("intent", type=click.Path(exists=True, dir_okay=False))
+@click.option("--nodes", "nodes_file", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+              help=_NODES_HELP)
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_KUBECONFIG_HELP)
+@click.option("--context", help="The kubeconfig context to use (default: its current context).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Output format.")
+def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: str | None, fmt: str) -> None:
+    """Compare INTENT with the live nodes: pools, labels, taints, GPUs, drivers, MIG. Exit 1 on any error.
+
+    Exit 2 when the nodes cannot be read (bad file, unreachable cluster, no permission to list nodes).
+    """
+    from .audit import audit_path, format_json, format_text
+    from .findings import format_text as findings_text
+    from .nodesource import NodeSourceError
+
+    nodes, source = _nodes(nodes_file, kubeconfig, context)
+    try:
+        validation, result = audit_path(intent, nodes, source)
+    except NodeSourceError as exc:
+        click.echo(f"gpuconf: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    if result is None:
+        click.echo(findings_text(validation.findings), nl=False, err=True)
+        click.echo(f"{intent}: invalid; fix it before auditing (gpuconf validate {intent})", err=True)
+        sys.exit(EXIT_FINDINGS)
+    click.echo(format_json(result) if fmt == "json" else format_text(result), nl=False)
+    sys.exit(EXIT_OK if result.ok else EXIT_FINDINGS)
+
+
+@main.command("import")
+@click.option("--nodes", "nodes_file", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+              help=_NODES_HELP)
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_KUBECONFIG_HELP)
+@click.option("--context", help="The kubeconfig context to use (default: its current context).")
+@click.option("--name", default="imported", show_default=True, help="metadata.name of the draft intent.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the draft here (refuses to overwrite).")
+def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None, name: str,
+            output: str | None) -> None:
+    """Draft an intent from an existing cluster's nodes: pools, GPUs, sharing, taints, drivers.
+
+    Comments in the draft mark what the nodes cannot tell (chart version, teams, ...). Review it, then validate.
+    """
+    from .importer import draft_intent
+    from .nodesource import NodeSourceError
+
+    if output:
+        from pathlib import Path
+
+        if Path(output).exists():
+            raise click.UsageError(f"{output} exists; gpuconf import never overwrites a file")
+    nodes, source = _nodes(nodes_file, kubeconfig, context)
+    try:
+        draft = draft_intent(nodes, source, name)
+    except NodeSourceError as exc:
+        click.echo(f"gpuconf: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    if not draft.pools:
+        click.echo(f"gpuconf: none of the {draft.nodes_seen} nodes has an NVIDIA GPU that gpuconf knows (NFD "
+                   "pci-10de label, nvidia.com/gpu.present, a GFD product in the catalogue): nothing to import"
+                   + "".join(f"\n  {node}: {why}" for node, why in draft.skipped), err=True)
+        sys.exit(EXIT_FINDINGS)
+    if output:
+        from .writer import write_text_atomic
+
+        write_text_atomic(output, draft.text)
+        click.echo(f"wrote {output}: {draft.describe()}; review it, then run: gpuconf validate {output}", err=True)
+    else:
+        click.echo(draft.text, nl=False)
+        click.echo(draft.describe(), err=True)
 
 
 @main.command()

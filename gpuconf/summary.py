@@ -72,11 +72,14 @@ def catalog_text(gpu_id: str | None) -> str | None:
 
 def rules_text() -> str:
     """Every stable finding code with its title."""
+    from .audit import TITLES as audit_titles
+    from .fleet import TITLES as fleet_titles
     from .loader import TITLES as loader_titles
     from .rules import rule_codes
     from .typecheck import TITLES as type_titles
 
-    rows = sorted([*loader_titles.items(), *type_titles.items(), *rule_codes()])
+    rows = sorted([*loader_titles.items(), *type_titles.items(), *rule_codes(), *fleet_titles.items()]) + \
+        sorted(audit_titles.items())
     return "".join(f"{code}  {title}\n" for code, title in rows)
 
 

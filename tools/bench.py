@@ -1,4 +1,5 @@
-"""Benchmarks: start-up cost of the CLI and validation time of generated large intents (`make bench`).
+"""Benchmarks: start-up cost of the CLI, validation time of generated large intents, and the audit of generated
+clusters of 1,000 and 10,000 nodes (`make bench`).
 
 Timings are medians of several runs on this machine; nothing here asserts a time, it only reports.
 """
@@ -98,5 +99,67 @@ def _render_benchmarks(gpuconf: list[str], tmp: str, runs: int, big_intent_text)
               f"{statistics.median(samples) * 1000:8.1f} ms  in process")
 
 
+def _audit_process(intent: Path, nodes: Path, runs: int) -> tuple[float, int]:
+    """Median wall time and peak RSS (KiB) of a whole `gpuconf audit` process."""
+    # VmHWM is this process image's own peak; ru_maxrss would also count the forking parent's pages (Linux keeps
+    # the pre-exec high-water mark).
+    probe = ("import atexit, resource, sys\n"
+             "def peak():\n"
+             "    try:\n"
+             "        with open('/proc/self/status') as f:\n"
+             "            return next(int(l.split()[1]) for l in f if l.startswith('VmHWM:'))\n"
+             "    except (OSError, StopIteration):\n"
+             "        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+             "atexit.register(lambda: print('maxrss', peak(), file=sys.stderr))\n"
+             "from gpuconf.cli import main\nmain()")
+    samples, rss = [], 0
+    for _ in range(runs):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", probe, "audit", str(intent), "--nodes", str(nodes)],
+                              check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        samples.append(time.perf_counter() - start)
+        assert done.returncode == 0, done.stderr[-2000:]
+        rss = max(rss, int(done.stderr.rsplit("maxrss ", 1)[1]))
+    return statistics.median(samples), rss
+
+
+def audit_bench(runs: int) -> None:
+    """`gpuconf audit` of generated clusters of 1,000 and 10,000 nodes (kubectl's JSON layout, realistic labels)."""
+    import nodelists
+
+    from gpuconf import plan as P
+    from gpuconf.audit import audit
+    from gpuconf.nodesource import read_nodes_file
+    from gpuconf.validate import validate_path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for total in (1_000, 10_000):
+            gpu_nodes = total - 3  # plus three system nodes
+            counts = {"train-h100": gpu_nodes * 6 // 10, "infer-a100": gpu_nodes // 5}
+            counts["notebooks-l4"] = gpu_nodes - sum(counts.values())
+            intent = Path(tmp) / f"cluster-{total}.yaml"
+            intent.write_text(nodelists.scaled_intent("heterogeneous", counts), encoding="utf-8")
+            result = validate_path(intent)
+            plan = P.build(result.intent, str(intent), result.document)
+            nodes = Path(tmp) / f"nodes-{total}.json"
+            size = nodelists.write_nodelist(nodes, plan, images=25)
+            parse, whole = [], []
+            for _ in range(max(3, runs // 2)):
+                start = time.process_time()
+                for _node in read_nodes_file(str(nodes)):
+                    pass
+                parse.append(time.process_time() - start)
+                start = time.process_time()
+                report = audit(plan, read_nodes_file(str(nodes)), str(nodes))
+                whole.append(time.process_time() - start)
+            assert report.nodes_seen == total and report.healthy == gpu_nodes, report.summary()
+            wall, rss = _audit_process(intent, nodes, 3)
+            label = f"audit {total:>6,} nodes ({size / 1e6:.0f} MB of JSON)"
+            print(f"{label:<44} {wall * 1000:8.1f} ms  whole process, peak RSS {rss / 1024:.0f} MiB; in process "
+                  f"{statistics.median(whole) * 1000:.0f} ms CPU, of which reading and parsing "
+                  f"{statistics.median(parse) * 1000:.0f} ms")
+
+
 if __name__ == "__main__":
     main()
+    audit_bench(7)

@@ -9,7 +9,7 @@ from .. import __version__
 from .. import plan as P
 from ..emit import dump, dump_all, header
 from ..findings import dotted
-from . import access, monitoring, nodes, probes, sharing, teams
+from . import access, gitops, monitoring, nodes, probes, sharing, teams
 from .values import ValuesBuilder, build_values
 
 #: Which manifest file each kind goes to; files are applied in kustomization order (namespaces first).
@@ -78,6 +78,7 @@ def render_tree(plan: P.Plan, command: str) -> Tree:
     by_file: dict[str, list[dict]] = {}
     for renderer in MANIFEST_RENDERERS:
         for doc in renderer(plan):
+            gitops.annotate(plan, doc)  # the delivery tool's sync annotations (probe Jobs)
             path = KIND_FILES.get(doc["kind"])
             if path is None:
                 raise VerificationError([f"no manifest file for kind {doc['kind']}"])
@@ -101,7 +102,20 @@ def render_tree(plan: P.Plan, command: str) -> Tree:
         "resources": sorted(by_file, key=order.index),
     }
     tree.files["kustomization.yaml"] = head + dump(kustomization, top=True)
+    namespace_labels = operator_namespace(plan)["metadata"]["labels"]
+    for file in gitops.render(plan, kustomization["resources"], namespace_labels):
+        notes = header(file.notes) if file.notes else ""
+        if file.documents is not None:
+            tree.documents[file.path] = file.documents
+            tree.files[file.path] = head + notes + dump_all(file.documents)
+        else:
+            tree.files[file.path] = head + notes + dump(file.config, top=True)
     _verify(tree)
+    from ..report import build_report, report_json, report_markdown
+
+    report = build_report(plan, values, command)
+    tree.files["REPORT.md"] = report_markdown(report)
+    tree.files["report.json"] = report_json(report)
     return tree
 
 
@@ -122,7 +136,11 @@ def _values_text(plan: P.Plan, values: ValuesBuilder) -> str:
     comments = {}
     for change in values.deviations():
         where = dotted(change.origin)
-        comments[change.path] = f"via {where} (line {plan.line(change.origin)}): {change.why}"
+        line = plan.line(change.origin)
+        # A fleet cluster's intent is merged from several files: say which one.
+        source = getattr(plan.document, "source", None)
+        at = f"{source(change.origin)} line {line}" if source is not None else f"line {line}"
+        comments[change.path] = f"via {where} ({at}): {change.why}"
     overrides = values.overrides()
     if not overrides:
         return "{}\n"
@@ -148,6 +166,7 @@ def _verify(tree: Tree) -> None:
     if any(p.mig_key is not None for p in plan.pools):
         problems += [f"mig-parted config: {m}" for m in formats.check_mig_parted_config(sharing.mig_parted_config(plan))]
     problems += _referential(plan)
+    problems += gitops.problems({path: docs for path, docs in tree.documents.items() if path.startswith("gitops/")})
     if problems:
         raise VerificationError(problems)
 
