@@ -14,6 +14,7 @@ from typing import Any, Iterator
 from . import __version__, catalog
 from . import plan as P
 from .findings import Finding, dotted
+from .render.values import lookup
 
 API_VERSION = "gpuconf.dev/v1alpha1"
 KIND = "ClusterReport"
@@ -61,16 +62,6 @@ class Deviation:
 def values_path(parts: tuple[str, ...]) -> str:
     """A dotted values path; a key that itself contains a dot is quoted (operator.nodeSelector."kubernetes.io/os")."""
     return ".".join(json.dumps(p) if "." in p else p for p in parts)
-
-
-def lookup(tree: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
-    """(found, value) of a key path in nested maps."""
-    node = tree
-    for key in parts:
-        if not isinstance(node, dict) or key not in node:
-            return False, None
-        node = node[key]
-    return True, node
 
 
 def leaves(value: Any, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:

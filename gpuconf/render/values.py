@@ -36,7 +36,7 @@ class ValuesBuilder:
     def set(self, path: str | tuple[str, ...], value: Any, why: str, origin: tuple) -> None:
         """Record that path takes value, for a reason rooted at an intent path."""
         parts = tuple(path.split(".")) if isinstance(path, str) else path
-        found, default = _lookup(self.defaults, parts)
+        found, default = lookup(self.defaults, parts)
         # A deeper or shallower earlier change on the same branch is superseded (overrides come last and win).
         for other in [p for p in self.changes if p[:len(parts)] == parts or parts[:len(p)] == p]:
             del self.changes[other]
@@ -71,7 +71,8 @@ def merge(base: dict, override: dict) -> dict:
     return base
 
 
-def _lookup(tree: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
+def lookup(tree: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:
+    """(found, value) of a key path in nested maps."""
     node = tree
     for key in parts:
         if not isinstance(node, dict) or key not in node:
@@ -124,7 +125,7 @@ def _tolerations(plan: P.Plan, b: ValuesBuilder) -> None:
     ops = list(defaults["daemonsets"]["tolerations"])
     b.set("daemonsets.tolerations", ops + [t for t in plan.tolerations if t not in ops],
           f"operands must tolerate the taints of pool(s) {names}, or no driver or plugin ever runs there", origin)
-    found, worker = _lookup(defaults, (NFD, "worker", "tolerations"))
+    found, worker = lookup(defaults, (NFD, "worker", "tolerations"))
     base = list(worker) if found and isinstance(worker, list) else []
     b.set((NFD, "worker", "tolerations"), base + [t for t in plan.tolerations if t not in base],
           f"NFD's worker must run on the tainted pool(s) {names}, or nothing labels their GPUs", origin)
@@ -208,7 +209,7 @@ def _images(plan: P.Plan, b: ValuesBuilder) -> None:
         for path, value in _paths(defaults, "repository"):
             if isinstance(value, str) and value:
                 b.set(path, plan.image_repository(value), "images come from the registry mirror", origin)
-        if not _lookup(defaults, (NFD, "image", "repository"))[0]:
+        if not lookup(defaults, (NFD, "image", "repository"))[0]:
             b.set((NFD, "image", "repository"), plan.image_repository(NFD_IMAGE_REPOSITORY),
                   "NFD's image comes from the registry mirror too", origin)
     if op.image_pull_secrets:
