@@ -144,15 +144,7 @@ def _admins(plan: P.Plan, admins) -> list[dict]:
     if any(p.mig_key is not None for p in plan.pools):
         names.append(P.MIG_CONFIGMAP)  # rendered only when a pool runs on a MIG-capable model
     config_rules = (rule(("",), ("configmaps",), ("get", "list", "patch", "update", "watch"), tuple(names)),)
-    docs = [
-        _role(plan, "ClusterRole", ADMIN, ADMIN_CLUSTER_RULES, labels=labels),
-        _role(plan, "Role", ADMIN, config_rules, plan.namespace, labels),
-    ]
-    if admins:
-        docs.append(_binding(plan, "ClusterRoleBinding", ADMIN, "ClusterRole", subjects(admins), labels=labels))
-        docs.append(_binding(plan, "RoleBinding", ADMIN, "Role", subjects(admins, plan.namespace),
-                             plan.namespace, labels))
-    return docs
+    return _cluster_and_operator_roles(plan, ADMIN, ADMIN_CLUSTER_RULES, config_rules, admins, labels)
 
 
 def _developers(plan: P.Plan, developers) -> list[dict]:
@@ -169,13 +161,17 @@ def _developers(plan: P.Plan, developers) -> list[dict]:
 
 
 def _observers(plan: P.Plan, observers) -> list[dict]:
-    labels = {ROLE_LABEL: "observer"}
+    return _cluster_and_operator_roles(plan, OBSERVER, OBSERVER_CLUSTER_RULES, OBSERVER_NAMESPACE_RULES, observers,
+                                       {ROLE_LABEL: "observer"})
+
+
+def _cluster_and_operator_roles(plan: P.Plan, name: str, cluster_rules, namespace_rules, who, labels) -> list[dict]:
+    """A ClusterRole and a Role in the operator namespace under one name, both bound to `who` when there is anyone."""
     docs = [
-        _role(plan, "ClusterRole", OBSERVER, OBSERVER_CLUSTER_RULES, labels=labels),
-        _role(plan, "Role", OBSERVER, OBSERVER_NAMESPACE_RULES, plan.namespace, labels),
+        _role(plan, "ClusterRole", name, cluster_rules, labels=labels),
+        _role(plan, "Role", name, namespace_rules, plan.namespace, labels),
     ]
-    if observers:
-        docs.append(_binding(plan, "ClusterRoleBinding", OBSERVER, "ClusterRole", subjects(observers), labels=labels))
-        docs.append(_binding(plan, "RoleBinding", OBSERVER, "Role", subjects(observers, plan.namespace),
-                             plan.namespace, labels))
+    if who:
+        docs.append(_binding(plan, "ClusterRoleBinding", name, "ClusterRole", subjects(who), labels=labels))
+        docs.append(_binding(plan, "RoleBinding", name, "Role", subjects(who, plan.namespace), plan.namespace, labels))
     return docs
