@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -182,6 +183,11 @@ class Plan:
     per_pool_drivers: bool
     tolerations: tuple[dict, ...]
     document: object = None  # the loaded Document, for source positions in comments and reports
+
+    @functools.cached_property
+    def pool_by_name(self) -> Mapping[str, PoolPlan]:
+        """The pools by name (computed once; the plan is immutable)."""
+        return {p.name: p for p in self.pools}
 
     def line(self, loc: tuple) -> int:
         """1-based line in the intent file of the intent path loc (1 without a document)."""

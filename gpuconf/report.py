@@ -332,9 +332,12 @@ def flow_facts(plan: P.Plan) -> dict:
         for resource in pool.capacity.per_node:
             totals[resource] = totals.get(resource, 0) + pool.capacity.total(resource)
 
+    counts: dict[str, int] = {}
+
     def node(group: str, kind: str, key: str, lines: list[str]) -> str:
         if (kind, key) not in ids:
-            ids[(kind, key)] = f"{kind}{sum(1 for k in ids if k[0] == kind)}"
+            ids[(kind, key)] = f"{kind}{counts.get(kind, 0)}"
+            counts[kind] = counts.get(kind, 0) + 1
             groups[group].append({"id": ids[(kind, key)], "lines": lines})
         return ids[(kind, key)]
 

@@ -61,7 +61,7 @@ def team_quota(plan: P.Plan, team) -> tuple[dict[str, int], dict[str, list[str]]
     A ResourceQuota counts per resource name, not per pool: two pools advertising the same name get one summed
     limit (DESIGN trap; validation warns with GC330).
     """
-    pools = {p.name: p for p in plan.pools}
+    pools = plan.pool_by_name
     hard: dict[str, int] = {}
     sources: dict[str, set[str]] = {}
     for pool_name, value in sorted(team.quota.items()):
