@@ -308,6 +308,7 @@ def fit_mig_layout(model: GpuModel, layout: Mapping[str, int]) -> MigFit:
     return MigFit(True, f"fits: {used} of {model.memory_slots} memory slices used", ordered)
 
 
+@functools.cache
 def mig_presets(model: GpuModel) -> Mapping[str, Mapping[str, int]]:
     """The layouts mig-manager generates for a model: all-balanced and all-<profile> at its maximum count."""
     # mig-manager v0.15 names them `all-<profile>` with "+" replaced by "." (facts §3.2); all-disabled and

@@ -35,23 +35,94 @@ def needs_quotes(text: str) -> bool:
     return any(str(r.resolve(ScalarNode, text, (True, False))) != "tag:yaml.org,2002:str" for r in _resolvers())
 
 
+_STR, _INT, _FLOAT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
 @lru_cache(maxsize=1)
-def _fast_dumper() -> Any:
+def _dumper_class() -> Any:
     """libyaml's emitter (through PyYAML): ruamel's pure-Python emitter took 9.4 s for the 2,000 documents of a
-    1,000-pool cluster, libyaml 0.8 s."""
+    1,000-pool cluster, libyaml 0.8 s.
+
+    gpuconf builds the node graph itself (see _node), so only the serializer and emitter of the class run. The
+    serializer asks the resolver, twice per scalar, whether the scalar would read back with its tag; the answers
+    are memoised per dump, as a document repeats its keys and values many times.
+    """
     import yaml
+    from yaml.nodes import ScalarNode
 
     base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
     class Dumper(base):  # type: ignore[misc, valid-type]
-        def ignore_aliases(self, data: Any) -> bool:
-            return True
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._plain_tags: dict[str, str] = {}
 
-    def represent_str(dumper: Any, data: str) -> Any:
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=_style(data))
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is not ScalarNode:
+                return super().resolve(kind, value, implicit)
+            if not implicit[0]:
+                return _STR  # a quoted scalar is a string (no path resolvers are registered)
+            tag = self._plain_tags.get(value)
+            if tag is None:
+                tag = self._plain_tags[value] = super().resolve(kind, value, implicit)
+            return tag
 
-    Dumper.add_representer(str, represent_str)
     return Dumper
+
+
+def _node(value: Any, top: bool = False) -> Any:
+    """The YAML node graph of plain data, with keys sorted (Kubernetes-conventional keys first at the top of a
+    document) and strings styled by _style; what PyYAML's SafeRepresenter would build, without its per-value
+    dispatch, alias bookkeeping and a sorted copy of the data."""
+    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    def build(value: Any, top: bool = False) -> Any:
+        if isinstance(value, str):
+            return ScalarNode(_STR, value, style=_style(value))
+        if isinstance(value, bool):
+            return ScalarNode(_BOOL, "true" if value else "false")
+        if isinstance(value, int):
+            return ScalarNode(_INT, str(int(value)))
+        if value is None:
+            return ScalarNode(_NULL, "null")
+        if isinstance(value, Mapping):
+            keys = sorted(value, key=_top_order) if top else sorted(value)
+            return MappingNode(_MAP, [(build(k), build(value[k])) for k in keys], flow_style=False)
+        if isinstance(value, (list, tuple)):
+            return SequenceNode(_SEQ, [build(item) for item in value], flow_style=False)
+        if isinstance(value, float):
+            return ScalarNode(_FLOAT, _float_text(float(value)))
+        raise TypeError(f"gpuconf writes no {type(value).__name__} to YAML: {value!r}")
+
+    return build(value, top)
+
+
+def _top_order(key: str) -> tuple[int, str]:
+    return (K8S_TOP.index(key) if key in K8S_TOP else len(K8S_TOP), key)
+
+
+def _float_text(value: float) -> str:
+    """A float as YAML 1.1 reads it back (.nan, .inf, and an exponent always with a fraction: 1.0e+17)."""
+    if value != value:
+        return ".nan"
+    if value in (float("inf"), float("-inf")):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value).lower()
+    return text.replace("e", ".0e", 1) if "." not in text and "e" in text else text
+
+
+def _serialise(nodes: Iterable[Any], explicit_start: bool) -> str:
+    import io
+
+    stream = io.StringIO()
+    dumper = _dumper_class()(stream, default_flow_style=False, width=4096, allow_unicode=True,
+                             explicit_start=explicit_start)
+    dumper.open()
+    for node in nodes:
+        dumper.serialize(node)
+    dumper.close()
+    return stream.getvalue()
 
 
 def _style(text: str) -> str | None:
@@ -62,19 +133,6 @@ def _style(text: str) -> str | None:
     if "\n" in text:
         return "|"  # embedded config files (device-plugin, mig-parted) stay readable
     return None
-
-
-def canonical(value: Any, top: bool = False) -> Any:
-    """Plain data with keys sorted (Kubernetes-conventional keys first at the top of a document)."""
-    if isinstance(value, Mapping):
-        if top:
-            keys = sorted(value, key=lambda k: (K8S_TOP.index(k) if k in K8S_TOP else len(K8S_TOP), k))
-        else:
-            keys = sorted(value)
-        return {k: canonical(value[k]) for k in keys}
-    if isinstance(value, (list, tuple)):
-        return [canonical(v) for v in value]
-    return value
 
 
 _KEY_LINE = re.compile(r"""^( *)("(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s'"#\-][^:]*?):(?: |$)""")
@@ -106,19 +164,13 @@ def _with_comments(text: str, comments: Mapping[tuple, str]) -> str:
 
 def dump(value: Any, comments: Mapping[tuple, str] | None = None, top: bool = False) -> str:
     """One YAML document as text; comments map key paths to comment lines placed above those keys."""
-    import yaml
-
-    text = yaml.dump(canonical(value, top=top), Dumper=_fast_dumper(), sort_keys=False, default_flow_style=False,
-                     width=4096, allow_unicode=True)
+    text = _serialise([_node(value, top)], explicit_start=False)
     return _with_comments(text, comments) if comments else text
 
 
 def dump_all(documents: Sequence[Mapping[str, Any]]) -> str:
     """Several Kubernetes documents, each starting with ---."""
-    import yaml
-
-    return yaml.dump_all([canonical(d, top=True) for d in documents], Dumper=_fast_dumper(), sort_keys=False,
-                         default_flow_style=False, width=4096, allow_unicode=True, explicit_start=True)
+    return _serialise((_node(d, top=True) for d in documents), explicit_start=True)
 
 
 def header(lines: Iterable[str]) -> str:
