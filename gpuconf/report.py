@@ -7,9 +7,13 @@ the pools, capacity against quotas, the path from intent to device, driver upgra
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import re
 from dataclasses import dataclass
-from typing import Any, Iterator
+from pathlib import Path
+from typing import Any, Iterable, Iterator
 
 from . import __version__, catalog
 from . import plan as P
@@ -21,6 +25,8 @@ KIND = "ClusterReport"
 NFD = "node-feature-discovery"
 #: The codes of the rules about overrides; their findings are part of the report (validation shows them too).
 OVERRIDE_CODES = ("GC319", "GC326", "GC341", "GC342")
+#: The attributes of a plain dict; any other `x.name` in a template is a key (see _environment).
+DICT_ATTRIBUTES = frozenset(dir(dict))
 
 
 # --- the override report ---------------------------------------------------------------------------------------
@@ -280,18 +286,20 @@ def capacity_facts(plan: P.Plan) -> tuple[list[dict], list[dict], list[str]]:
         for resource in sorted(pool.capacity.per_node):
             advertised.setdefault(resource, []).append((pool.name, pool.capacity.total(resource)))
     tainted = {pool.name for pool in plan.pools if pool.pool.taints}
+    names = {resource: [name for name, _ in pools] for resource, pools in advertised.items()}
     teams, asked, caveats = [], {}, []
-    for team in sorted(plan.intent.spec.teams, key=lambda t: t.name):
+    for index, team in sorted(enumerate(plan.intent.spec.teams), key=lambda item: item[1].name):
         hard, sources = team_quota(plan, team)
         quotas = []
         for resource, count in hard.items():
             total = count * len(team.namespaces)
             asked.setdefault(resource, []).append((team.name, total))
-            others = [name for name, _ in advertised[resource] if name not in sources[resource]]
+            chosen = set(sources[resource])
+            others = [name for name in names[resource] if name not in chosen]
             quotas.append({
                 "resource": resource, "perNamespace": count, "namespaces": len(team.namespaces), "total": total,
                 "pools": sources[resource],
-                "poolCapacity": sum(units for name, units in advertised[resource] if name in sources[resource]),
+                "poolCapacity": sum(plan.pool_by_name[name].capacity.total(resource) for name in sources[resource]),
                 "alsoUsableOn": others,
             })
             if others:
@@ -306,7 +314,7 @@ def capacity_facts(plan: P.Plan) -> tuple[list[dict], list[dict], list[str]]:
                 caveats.append(f"Team {team.name}: the quotas of pools {', '.join(sources[resource])} are summed into "
                                f"one limit of {count} `{resource}` per namespace, since they advertise the same name.")
         teams.append({"name": team.name, "namespaces": sorted(team.namespaces), "priority": team.priority,
-                      "line": plan.line(("spec", "teams", plan.intent.spec.teams.index(team))), "quotas": quotas})
+                      "line": plan.line(("spec", "teams", index)), "quotas": quotas})
     resources = []
     for resource, pools in sorted(advertised.items()):
         capacity = sum(units for _, units in pools)
@@ -377,11 +385,16 @@ def flow_facts(plan: P.Plan) -> dict:
             "edges": edges}
 
 
+#: Every character that could end or break a quoted Mermaid string, and what replaces it (mostly entity codes).
+MERMAID_CODES = {'"': "#34;", "#": "#35;", "&": "#38;", "<": "#60;", ">": "#62;", "|": "#124;", "`": "#96;",
+                 "\n": " ", "\r": " "}
+# One regex pass per label: str.translate with multi-character replacements goes character by character.
+_MERMAID_SPECIAL = re.compile("[" + re.escape("".join(MERMAID_CODES)) + "]")
+
+
 def mermaid_text(label: str) -> str:
     """A label line for a quoted Mermaid string: every character that could end or break it as an entity code."""
-    codes = {'"': "#34;", "#": "#35;", "&": "#38;", "<": "#60;", ">": "#62;", "|": "#124;", "`": "#96;",
-             "\n": " ", "\r": " "}
-    return "".join(codes.get(ch, ch) for ch in label)
+    return _MERMAID_SPECIAL.sub(lambda m: MERMAID_CODES[m.group()], label)
 
 
 def mermaid(flow: dict) -> str:
@@ -633,7 +646,55 @@ def build_report(plan: P.Plan, values, command: str) -> dict:
 
 def report_json(report: dict) -> str:
     """report.json: the report's facts for machines, keys sorted."""
-    return json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return dumps_json(report) + "\n"
+
+
+def dumps_json(value: Any) -> str:
+    """`json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)`, byte for byte; orjson writes it when it can.
+
+    With an indent the standard library encodes in pure Python, about twenty times slower than orjson on a big
+    report. orjson writes the same text for plain data: dicts, lists, strings, integers, booleans and None. It
+    writes some floats its own way (0.00001 for 1e-05, null for NaN), and an override's value can be a float, so
+    any other value goes to the standard library, as does one orjson refuses (an integer beyond 64 bits, a lone
+    surrogate, nesting deeper than 254).
+    """
+    if _plain_json(value):
+        import orjson
+
+        try:
+            return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+        except orjson.JSONEncodeError:
+            pass
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+_JSON_LEAVES = frozenset({str, int, bool, type(None)})
+_JSON_CONTAINERS = frozenset({dict, list, tuple})
+_JSON_PLAIN = _JSON_LEAVES | _JSON_CONTAINERS
+
+
+def _plain_json(value: Any) -> bool:
+    """Whether value holds dicts, lists, tuples, strings, integers, booleans and None only: exactly these types,
+    not subclasses of them."""
+    # A loop, not recursion: a deeply nested override value must not exhaust the stack here.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            children = item.values()
+        elif kind is list or kind is tuple:
+            children = item
+        elif kind in _JSON_LEAVES:
+            continue
+        else:
+            return False
+        kinds = set(map(type, children))  # no Python loop over the strings and numbers that most containers hold
+        if not kinds <= _JSON_PLAIN:
+            return False
+        if not kinds.isdisjoint(_JSON_CONTAINERS):
+            stack.extend(child for child in children if type(child) in _JSON_CONTAINERS)
+    return True
 
 
 def override_section(report: dict) -> dict:
@@ -669,12 +730,23 @@ def report_text(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+@functools.cache
 def _environment():
-    """The jinja2 environment of gpuconf's Markdown templates (jinja2 is imported here, never at start-up)."""
+    """The jinja2 environment of gpuconf's Markdown templates (jinja2 is imported here, never at start-up), built
+    once per process so that each template is compiled, or loaded from the bytecode cache, once."""
     import jinja2
 
-    env = jinja2.Environment(
+    class Environment(jinja2.Environment):
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            """`p.name` on the report's plain dicts: the key, as jinja2 finds it, without first failing an attribute
+            lookup (an exception per table cell); dict's own attributes (`labels.items`) still come first."""
+            if type(obj) is dict and attribute not in DICT_ATTRIBUTES:
+                return obj[attribute] if attribute in obj else self.undefined(obj=obj, name=attribute)
+            return super().getattr(obj, attribute)
+
+    env = Environment(
         loader=jinja2.PackageLoader("gpuconf", "templates"),
+        bytecode_cache=_bytecode_cache(),
         autoescape=False,  # Markdown, not HTML: the filters below escape what a table cell needs
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -683,9 +755,56 @@ def _environment():
     )
     env.filters["cell"] = md_cell
     env.filters["code"] = md_code
+    env.filters["codes"] = md_codes
+    env.filters["labels"] = md_labels
+    env.filters["allocatable"] = md_allocatable
     env.filters["show"] = show
     env.globals["mermaid"] = mermaid
     return env
+
+
+def cache_dir() -> Path | None:
+    """Where the compiled templates are cached: $XDG_CACHE_HOME/gpuconf/<version>/jinja (~/.cache without
+    XDG_CACHE_HOME), created if missing; None when it cannot be."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    try:
+        # The XDG spec ignores a relative XDG_CACHE_HOME; Path.home() raises RuntimeError without a home directory.
+        root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+        directory = root / "gpuconf" / __version__ / "jinja"
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # it holds code that runs: the user's alone
+    except (OSError, RuntimeError):
+        return None
+    return directory
+
+
+def _bytecode_cache():
+    """jinja2's bytecode cache in cache_dir(), or None without one.
+
+    Without it every process compiles the templates again. A cache that cannot be read or written only makes the
+    render slower, never fails it: a read-only home or a full disk falls back to compiling.
+    """
+    import jinja2
+
+    directory = cache_dir()
+    if directory is None:
+        return None
+
+    class BytecodeCache(jinja2.FileSystemBytecodeCache):
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            """Load a template's cached bytecode; an unreadable cache file means compiling it."""
+            try:
+                super().load_bytecode(bucket)
+            except OSError:
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            """Cache a compiled template, unless the cache directory cannot be written."""
+            try:
+                super().dump_bytecode(bucket)
+            except OSError:
+                pass
+
+    return BytecodeCache(str(directory))
 
 
 def md_cell(text: Any) -> str:
@@ -699,6 +818,25 @@ def md_code(text: Any) -> str:
     fence = "``" if "`" in text else "`"
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
+
+
+# A table cell that lists several values puts each on a line of its own. The filters below build such cells in
+# Python: a jinja2 loop per cell that tests loop.last costs as much as the rest of the row.
+
+
+def md_codes(values: Iterable, attribute: str | None = None) -> str:
+    """Values (or each one's `attribute`) as inline code, one per line of a table cell; "" without values."""
+    return "<br>".join([md_code(v if attribute is None else v[attribute]) for v in values])
+
+
+def md_labels(labels: dict) -> str:
+    """Node labels as inline `key=value` code, one per line of a table cell."""
+    return "<br>".join([md_code(f"{key}={value}") for key, value in labels.items()])
+
+
+def md_allocatable(resources: list[dict]) -> str:
+    """What a pool's node advertises per resource, `perNode (total)`, one per line of a table cell."""
+    return "<br>".join([f"{x['perNode']} ({x['total']})" for x in resources])
 
 
 def report_markdown(report: dict) -> str:

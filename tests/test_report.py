@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import enum
+import errno
 import json
 import os
 import re
+import tempfile
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from conftest import EXAMPLES, ROOT
@@ -422,3 +427,179 @@ def test_to_chart_reports_the_servicemonitor_default_and_broken_moves(run, tmp_p
     assert overrides == {"dcgmExporter.serviceMonitor.enabled": "unnecessary",
                          "dcgmExporter.serviceMonitor.scrapeTimeout": "invalid"}
     assert result.exit_code == 1
+
+
+# --- report.json's encoder; the templates' bytecode cache and attribute lookup ------------------------------------
+
+_JSON_SETTINGS = settings(max_examples=400, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_ALL_TEXT = st.text(st.characters(exclude_categories=()), max_size=12)  # lone surrogates included
+_PLAIN_TEXT = st.text(max_size=12)
+# Plain data, which orjson must write exactly as json.dumps does, and anything the standard library can encode.
+_plain_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1), _PLAIN_TEXT,
+              st.sampled_from(["\x00\x1f\x7f\x80\x9f", "\u2028\u2029", "\ufeff\uffff", "😀𝄞", 'a"b\\c/d', "", "é"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.lists(inner, max_size=3).map(tuple),
+                            st.dictionaries(_PLAIN_TEXT, inner, max_size=4)),
+    max_leaves=30)
+_any_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(), _ALL_TEXT),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.lists(inner, max_size=3).map(tuple),
+                            st.dictionaries(_ALL_TEXT, inner, max_size=4)),
+    max_leaves=30)
+
+
+class _Text(str):
+    pass
+
+
+class _Number(float):
+    pass
+
+
+class _Colour(enum.Enum):
+    RED = 1
+
+
+def _nested(depth: int) -> object:
+    value: object = "leaf"
+    for _ in range(depth):
+        value = {"a": [value]}
+    return value
+
+
+# What trips a JSON encoder up: escapes, line separators, text beyond the BMP, key order, empty containers, floats
+# that orjson writes its own way, integers beyond 64 bits, lone surrogates, keys that are not strings, subclasses,
+# values json cannot encode, and nesting deeper than orjson goes.
+_TRICKY_JSON = [
+    "".join(map(chr, range(0x20))) + "\x7f\x80\x9f", "\u2028\u2029\ufeff\uffff", "😀𝄞", 'q"b\\s/</script>', "\ud800",
+    {"b": 1, "a": {"d": [], "c": {}}, "é": [{}], "😀": [[]], "\uffff": (), "": None, "Z": True},
+    1e-05, 1e-7, 1e16, 1e22, -0.0, 0.1, 5e-324, float("inf"), float("-inf"), float("nan"), [1.0, {"x": 2.5e-10}],
+    2**63 - 1, -2**63, 2**64, -2**64 - 1, True, False, None, {}, [], (), (1, "a"),
+    {1: "a", 2: "b", 10: "c"}, {1.5: "x"}, {None: 1}, {1: "a", "b": 2}, {_Text("k"): _Text("v")}, _Number(0.5),
+    {"x": enum.IntEnum("Level", "LOW")(1)}, {"x": _Colour.RED}, {"x": object()}, {"x": b"bytes"}, _nested(200),
+]
+
+
+def _stdlib(value: object) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _outcome(encode, value: object) -> object:
+    try:
+        return encode(value)
+    except (TypeError, ValueError) as exc:
+        return type(exc)
+
+
+@_JSON_SETTINGS
+@given(_plain_values)
+def test_orjson_writes_plain_data_exactly_as_json_dumps(value):
+    """What report.dumps_json rests on: for plain data its fast path gives json.dumps's text."""
+    import orjson
+
+    from gpuconf.report import _plain_json
+
+    assert _plain_json(value)
+    assert orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() == _stdlib(value)
+
+
+@_JSON_SETTINGS
+@given(_any_values)
+def test_dumps_json_is_json_dumps_byte_for_byte(value):
+    from gpuconf.report import dumps_json
+
+    assert _outcome(dumps_json, value) == _outcome(_stdlib, value)
+
+
+@pytest.mark.parametrize("index", range(len(_TRICKY_JSON)))
+def test_dumps_json_on_tricky_values(index):
+    from gpuconf.report import dumps_json
+
+    value = _TRICKY_JSON[index]
+    assert _outcome(dumps_json, value) == _outcome(_stdlib, value)
+
+
+def test_report_json_takes_the_fast_path_and_keeps_floats_of_overrides(trees, tmp_path):
+    from gpuconf.pipeline import render_path
+    from gpuconf.report import _plain_json
+
+    assert all(_plain_json(_report(tree)) for tree in trees.values())  # the examples are plain data: orjson writes them
+    intent = tmp_path / "floats.yaml"
+    intent.write_text(LAB + "  overrides:\n"
+                            "    - path: node-feature-discovery.worker.config\n"
+                            "      value: {small: 1.0e-5, big: 12345678901234567890123, inf: .inf, nan: [.nan]}\n"
+                            "      why: The worker's configuration holds numbers that orjson would write otherwise.\n",
+                      encoding="utf-8")
+    text = render_path(str(intent), "out").tree.files["report.json"]
+    for literal in ("1e-05", "12345678901234567890123", "Infinity", "NaN"):
+        assert literal in text
+    assert text == _stdlib(json.loads(text)) + "\n"
+
+
+@pytest.fixture
+def fresh_environment():
+    """gpuconf.report with its jinja2 environment built anew, for the XDG_CACHE_HOME the test sets, and rebuilt
+    after the test for the others."""
+    from gpuconf import report
+
+    report._environment.cache_clear()
+    yield report
+    report._environment.cache_clear()
+
+
+def _no_compiling(*args, **kwargs):
+    raise AssertionError("the template was compiled instead of loaded from the bytecode cache")
+
+
+def _read_only(*args, **kwargs):
+    raise OSError(errno.EROFS, "Read-only file system")
+
+
+def test_compiled_templates_are_cached_in_the_users_cache_directory(fresh_environment, monkeypatch, tmp_path, trees):
+    import jinja2
+
+    from gpuconf import __version__
+
+    report, tree = fresh_environment, trees["heterogeneous"]
+    data = _report(tree)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert report.report_markdown(data) == tree.files["REPORT.md"]
+    cache = tmp_path / "xdg" / "gpuconf" / __version__ / "jinja"
+    assert len(list(cache.iterdir())) == 2  # report.md.j2 and the overrides.md.j2 it includes
+    report._environment.cache_clear()
+    monkeypatch.setattr(jinja2.Environment, "compile", _no_compiling)
+    assert report.report_markdown(data) == tree.files["REPORT.md"]
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # the XDG spec ignores a relative path
+    assert report.cache_dir() == tmp_path / "home" / ".cache" / "gpuconf" / __version__ / "jinja"
+
+
+def test_a_cache_directory_that_cannot_be_written_never_fails_a_render(fresh_environment, monkeypatch, tmp_path,
+                                                                       trees):
+    report, tree = fresh_environment, trees["heterogeneous"]
+    data = _report(tree)
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file" / "cache"))  # below a file: cannot be created
+    assert report.cache_dir() is None
+    assert report.report_markdown(data) == tree.files["REPORT.md"]
+    # The directory exists but writing fails (a read-only file system): jinja2 cannot create its temporary file.
+    report._environment.cache_clear()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", _read_only)
+    assert report.report_markdown(data) == tree.files["REPORT.md"]
+    assert report.overrides_markdown(data) and not list((tmp_path / "xdg").rglob("*.cache"))
+
+
+def test_templates_look_up_dict_keys_as_stock_jinja2_does():
+    import jinja2
+
+    from gpuconf.report import _environment
+
+    source = "{{ d.name }} {{ d.missing is defined }} {{ d.items()|list|length }} {{ d.values is callable }}"
+    source += " {{ n.real }}"
+    context = {"d": {"name": "x", "items": 1, "values": 2}, "n": 3}
+    stock = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(source).render(**context)
+    assert _environment().from_string(source).render(**context) == stock == "x False 3 True 3"
+    with pytest.raises(jinja2.UndefinedError):
+        _environment().from_string("{{ d.missing }}").render(d={})
