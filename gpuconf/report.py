@@ -24,7 +24,7 @@ API_VERSION = "gpuconf.dev/v1alpha1"
 KIND = "ClusterReport"
 NFD = "node-feature-discovery"
 #: The codes of the rules about overrides; their findings are part of the report (validation shows them too).
-OVERRIDE_CODES = ("GC319", "GC326", "GC341", "GC342")
+OVERRIDE_CODES = ("GC319", "GC326", "GC341", "GC342", "GC343")
 #: The attributes of a plain dict; any other `x.name` in a template is a key (see _environment).
 DICT_ATTRIBUTES = frozenset(dir(dict))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Callable, Iterator, Sequence
@@ -512,9 +513,9 @@ def quota_refs(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC315", "quotas fit the pool's capacity")
 def quota_capacity(ctx: Context) -> Iterator[Finding]:
-    names = [p.name for p in ctx.intent.spec.pools]
+    names = Counter(p.name for p in ctx.intent.spec.pools)
     for pool in ctx.intent.spec.pools:
-        if pool.allow_quota_oversubscription or names.count(pool.name) > 1:
+        if pool.allow_quota_oversubscription or names[pool.name] > 1:
             continue  # a duplicated pool name is GC302's; its quotas cannot be attributed
         profile = plan.pool_profile(ctx.intent, pool)
         if profile is None or plan.sharing_kind(profile) == "exclusive" and profile.exclusive is None:
@@ -723,6 +724,36 @@ def _lost(derived: tuple, override: tuple, derived_value: object, value: object)
         missing = [item for item in derived_value if item not in value]
         return f"lost: {_shown(missing)}" if missing else frozen
     return frozen if derived_value == value else f"lost: {_shown(derived_value)}"
+
+
+@rule("GC343", "override values fit the chart's values schema")
+def override_values_typed(ctx: Context) -> Iterator[Finding]:
+    overrides = ctx.intent.spec.overrides
+    version = ctx.intent.spec.operator.chart_version
+    facts = catalog.chart(version)
+    if not overrides or facts is None:
+        return
+    from . import verify
+    from .findings import dotted
+    from .render.values import ValuesBuilder
+
+    # The chart's defaults with the overrides applied as the values builder applies them: the defaults alone are
+    # valid, so every failure lies under an override's path.
+    # Paths the chart does not have are GC319's.
+    known = [i for i, o in enumerate(overrides) if catalog.chart_path_status(version, o.path)[0] != "unknown"]
+    builder = ValuesBuilder(facts.defaults)
+    for i in known:
+        builder.set(overrides[i].path, overrides[i].value, overrides[i].why, ("spec", "overrides", i))
+    keys = {i: tuple(overrides[i].path.split(".")) for i in known}
+    for path, message in verify.values_failures(builder.merged(), version):
+        owner = next((i for i in reversed(known) if tuple(path[:len(keys[i])]) == keys[i]), None)
+        if owner is None:
+            continue  # under no override: a default gpuconf's derived schema rejects, checked by its own tests
+        inside = path[len(keys[owner]):]  # where in the override's value, when the value is a map or list
+        yield ctx.finding("GC343", ("spec", "overrides", owner, "value", *inside),
+                          f"{message} (chart value {dotted(path)})",
+                          f"chart {version}'s values schema (from its values.yaml and the ClusterPolicy CRD) "
+                          "types this key; give a value of that shape", at_key=bool(inside))
 
 
 @rule("GC324", "driver settings are coherent")

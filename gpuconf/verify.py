@@ -455,11 +455,15 @@ def _check(fast: Any, explained: Callable[[], Any], instance: Any,
 
 def _problems(document: str, found: Iterable[tuple[tuple[str | int, ...], str]]) -> list[Problem]:
     """Deduplicated problems, sorted by path then message."""
+    return [Problem(document, _json_path(path), message) for path, message in _cleaned(found)]
+
+
+def _cleaned(found: Iterable[tuple[tuple[str | int, ...], str]]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Deduplicated (path, message) pairs, sorted by path then message."""
     unique = sorted(set(found), key=lambda item: (_sort_key(item[0]), item[1]))
     # A value outside an enum is often of the wrong type too (True for "on"): the enum message says more.
     enums = {path for path, message in unique if " is not one of " in message}
-    unique = [(path, message) for path, message in unique if not (path in enums and " is not of type " in message)]
-    return [Problem(document, _json_path(path), message) for path, message in unique]
+    return [(path, message) for path, message in unique if not (path in enums and " is not of type " in message)]
 
 
 def _document(where: str, obj: dict[str, Any]) -> str:
@@ -567,6 +571,12 @@ def verify_values(values: dict[str, Any], chart_version: str) -> list[Problem]:
     The node-feature-discovery block is checked as well against the NFD subchart's own values schema, as Helm does
     at render, where the subchart ships one (v26.7.0: NFD 0.19.0; v26.3.3's NFD 0.18.3 has none).
     """
+    return [Problem("values.yaml", _json_path(path), message)
+            for path, message in values_failures(values, chart_version)]
+
+
+def values_failures(values: dict[str, Any], chart_version: str) -> list[tuple[tuple[str | int, ...], str]]:
+    """verify_values's failures as (key path, message) pairs, sorted by path."""
     file = _values_schema(chart_version)
     found = _check(_file_fast(file), lambda: _plain_validator(file), values)
     nfd = _nfd_schema(chart_version)
@@ -576,4 +586,4 @@ def verify_values(values: dict[str, Any], chart_version: str) -> list[Problem]:
         found += [item for item in _check(_file_fast(nfd), lambda: _plain_validator(nfd), block,
                                           ("node-feature-discovery",))
                   if item[0] not in reported]
-    return _problems("values.yaml", found)
+    return _cleaned(found)

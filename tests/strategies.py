@@ -126,6 +126,27 @@ json_values = st.recursive(
 )
 
 
+def override_values(version: str, path: str) -> st.SearchStrategy[Any]:
+    """Values for an override of a chart leaf that its values schema accepts (GC343): the default, or a value of the
+    default's type, or any JSON value, kept when the schema agrees."""
+    from gpuconf import verify
+    from gpuconf.render.values import ValuesBuilder
+
+    defaults = catalog.chart(version).defaults
+    node: Any = defaults
+    for key in path.split("."):
+        node = node.get(key) if isinstance(node, dict) else None  # a key with a dot in it is not addressable
+    typed = {bool: st.booleans(), int: st.integers(0, 10**6), str: st.text(_ALNUM, min_size=1, max_size=12),
+             list: st.just([]), dict: st.just({})}.get(type(node), json_values)
+
+    def fits(value: Any) -> bool:
+        builder = ValuesBuilder(defaults)
+        builder.set(path, value, "", ())
+        return not verify.values_failures(builder.merged(), version)
+
+    return st.one_of(st.just(copy.deepcopy(node)), typed, json_values).filter(fits)
+
+
 def _chart_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.lstrip("v").split("."))
 
@@ -535,7 +556,8 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
         features.add("monitoring")
     paths = draw(st.lists(st.sampled_from(_LEAVES[chart]), unique=True, max_size=3))
     if paths:
-        spec["overrides"] = [{"path": p, "value": draw(json_values), "why": draw(sentences)} for p in paths]
+        spec["overrides"] = [{"path": p, "value": draw(override_values(chart, p)), "why": draw(sentences)}
+                             for p in paths]
         features.add("overrides")
 
     metadata: dict[str, Any] = {"name": draw(dns_labels)}

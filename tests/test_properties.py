@@ -133,6 +133,20 @@ def test_random_valid_intents_validate(case):
         event(f"warning {f.code}")
 
 
+@_settings(25)
+@given(case=S.intents())
+def test_random_valid_intents_render_and_verify(case):
+    """Every valid intent renders: the values and every manifest pass their schemas (render_tree raises
+    VerificationError otherwise, a gpuconf bug), and nothing crashes on odd but valid values such as overrides."""
+    from gpuconf import plan as P
+    from gpuconf.render.tree import render_tree
+
+    result = validate_document(load_text(case.text(), "r.yaml"))
+    assert result.ok, shown(result.findings)
+    tree = render_tree(P.build(result.intent, "r.yaml", result.document), "gpuconf render r.yaml -o out")
+    assert {"values.yaml", "kustomization.yaml", "REPORT.md", "report.json"} <= set(tree.files)
+
+
 FEATURES = ["mig-layout", "mig-preset", "mig+ts", "mps", "ts", "ts-rename", "exclusive", "exclusive-named",
             "strategy-mixed", "strategy-single", "pinned-mixed", "pinned-single", "quota-count", "quota-mig",
             "quota-oversubscribed", "reuse", "taints", "canary", "pool-driver-version", "pool-driver-preinstalled",
