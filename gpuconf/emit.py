@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 #: Keys that conventionally lead a Kubernetes document or a config file; the rest follow in sorted order.
 K8S_TOP = ("version", "apiVersion", "kind", "metadata", "spec", "data", "rules", "roleRef", "subjects")
@@ -42,60 +42,84 @@ _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 @lru_cache(maxsize=1)
 def _dumper_class() -> Any:
     """libyaml's emitter (through PyYAML): ruamel's pure-Python emitter took 9.4 s for the 2,000 documents of a
-    1,000-pool cluster, libyaml 0.8 s.
-
-    gpuconf builds the node graph itself (see _node), so only the serializer and emitter of the class run. The
-    serializer asks the resolver, twice per scalar, whether the scalar would read back with its tag; the answers
-    are memoised per dump, as a document repeats its keys and values many times.
-    """
+    1,000-pool cluster, libyaml 0.8 s. gpuconf hands it events (see _events), so only libyaml's emitter runs."""
     import yaml
+
+    return getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+@lru_cache(maxsize=1)
+def _resolver() -> Any:
+    import yaml
+
+    return yaml.resolver.Resolver()
+
+
+@lru_cache(maxsize=65536)
+def _plain_tag(text: str) -> str:
+    """The tag a YAML 1.1 reader (PyYAML's resolver, as libyaml's serializer asks it) gives text as a plain
+    scalar."""
     from yaml.nodes import ScalarNode
 
-    base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-    class Dumper(base):  # type: ignore[misc, valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._plain_tags: dict[str, str] = {}
-
-        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-            if kind is not ScalarNode:
-                return super().resolve(kind, value, implicit)
-            if not implicit[0]:
-                return _STR  # a quoted scalar is a string (no path resolvers are registered)
-            tag = self._plain_tags.get(value)
-            if tag is None:
-                tag = self._plain_tags[value] = super().resolve(kind, value, implicit)
-            return tag
-
-    return Dumper
+    tag: str = _resolver().resolve(ScalarNode, text, (True, False))
+    return tag
 
 
-def _node(value: Any, top: bool = False) -> Any:
-    """The YAML node graph of plain data, with keys sorted (Kubernetes-conventional keys first at the top of a
-    document) and strings styled by _style; what PyYAML's SafeRepresenter would build, without its per-value
-    dispatch, alias bookkeeping and a sorted copy of the data."""
-    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+@lru_cache(maxsize=65536)
+def _scalar_event(tag: str, text: str) -> Any:
+    """The event of a scalar. libyaml's emitter only reads events, so one object serves every occurrence of a
+    scalar (a document repeats its keys and many values)."""
+    from yaml.events import ScalarEvent
 
-    def build(value: Any, top: bool = False) -> Any:
+    if tag == _STR:
+        return ScalarEvent(None, _STR, (_plain_tag(text) == _STR, True), text, style=_style(text))
+    return ScalarEvent(None, tag, (_plain_tag(text) == tag, False), text)
+
+
+@lru_cache(maxsize=1)
+def _block_events() -> tuple[Any, Any, Any, Any]:
+    """The start and end events of block mappings and sequences, shared like _scalar_event's."""
+    from yaml.events import MappingEndEvent, MappingStartEvent, SequenceEndEvent, SequenceStartEvent
+
+    return (MappingStartEvent(None, _MAP, True, flow_style=False), MappingEndEvent(),
+            SequenceStartEvent(None, _SEQ, True, flow_style=False), SequenceEndEvent())
+
+
+def _events(value: Any, top: bool, append: Callable[[Any], None]) -> None:
+    """Pass the YAML events of plain data to append: keys sorted (Kubernetes-conventional keys first at the top of
+    a document), strings styled by _style, block style throughout.
+
+    They are the events PyYAML's SafeRepresenter and serializer would produce for the data, built without their
+    node graph, per-value dispatch, alias bookkeeping and two resolver calls per scalar.
+    """
+    map_start, map_end, seq_start, seq_end = _block_events()
+
+    def walk(value: Any, top: bool = False) -> None:
         if isinstance(value, str):
-            return ScalarNode(_STR, value, style=_style(value))
-        if isinstance(value, bool):
-            return ScalarNode(_BOOL, "true" if value else "false")
-        if isinstance(value, int):
-            return ScalarNode(_INT, str(int(value)))
-        if value is None:
-            return ScalarNode(_NULL, "null")
-        if isinstance(value, Mapping):
-            keys = sorted(value, key=_top_order) if top else sorted(value)
-            return MappingNode(_MAP, [(build(k), build(value[k])) for k in keys], flow_style=False)
-        if isinstance(value, (list, tuple)):
-            return SequenceNode(_SEQ, [build(item) for item in value], flow_style=False)
-        if isinstance(value, float):
-            return ScalarNode(_FLOAT, _float_text(float(value)))
-        raise TypeError(f"gpuconf writes no {type(value).__name__} to YAML: {value!r}")
+            append(_scalar_event(_STR, value))
+        elif isinstance(value, dict) or isinstance(value, Mapping):
+            append(map_start)
+            for key in (sorted(value, key=_top_order) if top else sorted(value)):
+                walk(key)
+                walk(value[key])
+            append(map_end)
+        elif isinstance(value, (list, tuple)):
+            append(seq_start)
+            for item in value:
+                walk(item)
+            append(seq_end)
+        elif isinstance(value, bool):
+            append(_scalar_event(_BOOL, "true" if value else "false"))
+        elif isinstance(value, int):
+            append(_scalar_event(_INT, str(int(value))))
+        elif value is None:
+            append(_scalar_event(_NULL, "null"))
+        elif isinstance(value, float):
+            append(_scalar_event(_FLOAT, _float_text(float(value))))
+        else:
+            raise TypeError(f"gpuconf writes no {type(value).__name__} to YAML: {value!r}")
 
-    return build(value, top)
+    walk(value, top)
 
 
 def _top_order(key: str) -> tuple[int, str]:
@@ -112,15 +136,20 @@ def _float_text(value: float) -> str:
     return text.replace("e", ".0e", 1) if "." not in text and "e" in text else text
 
 
-def _serialise(nodes: Iterable[Any], explicit_start: bool) -> str:
+def _serialise(documents: Iterable[Any], top: bool, explicit_start: bool) -> str:
+    """The documents as one YAML stream, through libyaml's emitter."""
     import io
 
+    from yaml.events import DocumentEndEvent, DocumentStartEvent
+
     stream = io.StringIO()
-    dumper = _dumper_class()(stream, default_flow_style=False, width=4096, allow_unicode=True,
-                             explicit_start=explicit_start)
+    dumper = _dumper_class()(stream, default_flow_style=False, width=4096, allow_unicode=True)
     dumper.open()
-    for node in nodes:
-        dumper.serialize(node)
+    start, end = DocumentStartEvent(explicit=explicit_start), DocumentEndEvent(explicit=False)
+    for document in documents:
+        dumper.emit(start)
+        _events(document, top, dumper.emit)
+        dumper.emit(end)
     dumper.close()
     return stream.getvalue()
 
@@ -164,13 +193,13 @@ def _with_comments(text: str, comments: Mapping[tuple, str]) -> str:
 
 def dump(value: Any, comments: Mapping[tuple, str] | None = None, top: bool = False) -> str:
     """One YAML document as text; comments map key paths to comment lines placed above those keys."""
-    text = _serialise([_node(value, top)], explicit_start=False)
+    text = _serialise([value], top, explicit_start=False)
     return _with_comments(text, comments) if comments else text
 
 
 def dump_all(documents: Sequence[Mapping[str, Any]]) -> str:
     """Several Kubernetes documents, each starting with ---."""
-    return _serialise((_node(d, top=True) for d in documents), explicit_start=True)
+    return _serialise(documents, top=True, explicit_start=True)
 
 
 def header(lines: Iterable[str]) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .findings import ERROR, Finding
+from .gcpause import gc_paused
 
 #: Largest intent file gpuconf reads (1 MiB). A generated 1,000-pool intent is about 250 KiB.
 MAX_BYTES = 1024 * 1024
@@ -117,6 +118,7 @@ def load_text(text: str, name: str) -> Document:
     return load_bytes(text.encode("utf-8"), name)
 
 
+@gc_paused
 def _parse(text: str, name: str) -> Any:
     """Compose the positioned tree from libyaml's event stream, refusing what an intent must not contain.
 

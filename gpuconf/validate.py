@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .findings import Finding, has_errors, sort_findings
+from .gcpause import gc_paused
 from .loader import Document, LoadError, load_file
 
 
@@ -34,6 +35,7 @@ def validate_path(path: str | Path, display: str | None = None) -> Validation:
     return validate_document(doc)
 
 
+@gc_paused
 def validate_document(doc: Document) -> Validation:
     """Type-check and rule-check an already-loaded document."""
     from pydantic import ValidationError

@@ -35,9 +35,12 @@ def write_tree(out_dir: str | Path, name: str, files: dict[str, str]) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.new-", dir=root))
     retired = root / f".{name}.old-{os.getpid()}"
     try:
+        folders = {staging}
         for rel, text in sorted(files.items()):
             target = staging / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.parent not in folders:  # a 1,000-pool cluster has 1,000 node templates in one folder
+                target.parent.mkdir(parents=True, exist_ok=True)
+                folders.add(target.parent)
             with open(target, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(text)
         os.chmod(staging, 0o755)

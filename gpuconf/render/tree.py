@@ -9,6 +9,7 @@ from .. import __version__
 from .. import plan as P
 from ..emit import dump, dump_all, header
 from ..findings import dotted
+from ..gcpause import gc_paused
 from . import access, gitops, monitoring, nodes, probes, sharing, teams
 from .values import ValuesBuilder, build_values
 
@@ -67,6 +68,7 @@ def operator_namespace(plan: P.Plan) -> dict:
             "metadata": metadata(plan, plan.namespace, labels={"pod-security.kubernetes.io/enforce": "privileged"})}
 
 
+@gc_paused
 def render_tree(plan: P.Plan, command: str) -> Tree:
     """Render, verify and serialise everything for one cluster; raises VerificationError on a gpuconf bug."""
     tree = Tree(plan.name, plan=plan)
