@@ -1,6 +1,6 @@
 """Allow `python -m gpuconf`."""
 
-from .cli import main
+from .cli import run
 
 if __name__ == "__main__":
-    main(prog_name="gpuconf")
+    run()
