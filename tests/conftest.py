@@ -18,7 +18,7 @@ def run():
     from gpuconf.cli import main
 
     def invoke(*args: str, input: str | bytes | None = None):
-        return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+        return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False, prog_name="gpuconf")
 
     return invoke
 

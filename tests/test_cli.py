@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import CASES, EXAMPLES, ROOT
 
 
@@ -106,3 +108,18 @@ def test_help_does_not_import_heavy_modules():
 def test_python_dash_m_works():
     done = subprocess.run([sys.executable, "-m", "gpuconf", "validate", str(EXAMPLES[0])], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("args, code", [(["catalog"], 0), (["validate", "missing.yaml"], 2),
+                                        (["validate", "tests/cases/rule-override-value-wrong-type/intent.yaml"], 1)])
+def test_the_command_keeps_exit_codes_and_flushes_everything(run, args, code):
+    # gpuconf.cli:run leaves with os._exit: every byte main printed must still arrive, with main's exit code.
+    done = subprocess.run([sys.executable, "-m", "gpuconf", *args], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == code, done.stderr
+    in_process = run(*args)
+    assert (done.stdout, done.stderr) == (in_process.stdout, in_process.stderr)
+
+
+def test_the_command_writes_a_long_output_whole():
+    schema = subprocess.run([sys.executable, "-m", "gpuconf", "schema"], capture_output=True, text=True, check=True)
+    assert schema.stdout == (ROOT / "schemas" / "cluster-intent.schema.json").read_text(encoding="utf-8")
