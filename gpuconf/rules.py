@@ -738,8 +738,7 @@ def override_values_typed(ctx: Context) -> Iterator[Finding]:
     from .render.values import ValuesBuilder
 
     # The chart's defaults with the overrides applied as the values builder applies them: the defaults alone are
-    # valid, so every failure lies under an override's path.
-    # Paths the chart does not have are GC319's.
+    # valid, so every failure lies under an override's path. Paths the chart does not have are GC319's.
     known = [i for i, o in enumerate(overrides) if catalog.chart_path_status(version, o.path)[0] != "unknown"]
     builder = ValuesBuilder(facts.defaults)
     for i in known:

@@ -265,7 +265,8 @@ def _object_meta_validator(minor: str) -> jsonschema.Validator:
 @functools.cache
 def _object_meta_fast(minor: str) -> Any:
     """The compiled check of one version's strict ObjectMeta."""
-    return _fast(_self_contained({"$ref": _DEFINITIONS_REF + _OBJECT_META_DEF}, _kubernetes_definitions(minor)["$defs"]))
+    meta = {"$ref": _DEFINITIONS_REF + _OBJECT_META_DEF}
+    return _fast(_self_contained(meta, _kubernetes_definitions(minor)["$defs"]))
 
 
 def _self_contained(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
@@ -300,23 +301,29 @@ def _self_contained(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, A
 # --- custom resources ------------------------------------------------------------------------------------------
 
 
-def _unique_map_keys(validator: Any, keys: list[str], instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
-    """x-kubernetes-list-type: map: no two items may have the same values for the list's key fields."""
-    from jsonschema import ValidationError
-
-    if not validator.is_type(instance, "array"):
-        return
+def _map_key_duplicates(keys: list[str], items: list[Any]) -> Iterator[tuple[int, int]]:
+    """x-kubernetes-list-type: map: (index, index of the first item with the same key values) of each item that
+    repeats an earlier one's values for the list's key fields."""
     seen: dict[str, int] = {}
-    for index, item in enumerate(instance):
+    for index, item in enumerate(items):
         if not isinstance(item, dict):
             continue
         identity = json.dumps([item.get(key) for key in keys], sort_keys=True)
         if identity in seen:
-            described = ", ".join(f"{key}={item.get(key)!r}" for key in keys)
-            yield ValidationError(f"duplicate entry ({described}): item {seen[identity]} has the same key",
-                                  path=(index,))
+            yield index, seen[identity]
         else:
             seen[identity] = index
+
+
+def _unique_map_keys(validator: Any, keys: list[str], instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
+    """The list-map keyword for jsonschema: no two items may have the same values for the list's key fields."""
+    from jsonschema import ValidationError
+
+    if not validator.is_type(instance, "array"):
+        return
+    for index, first in _map_key_duplicates(keys, instance):
+        described = ", ".join(f"{key}={instance[index].get(key)!r}" for key in keys)
+        yield ValidationError(f"duplicate entry ({described}): item {first} has the same key", path=(index,))
 
 
 @functools.cache
@@ -348,15 +355,8 @@ class _ListMapKeysCheck:
         self.keys = value
 
     def validate(self, instance: Any) -> None:
-        if not isinstance(instance, list):
-            return
-        seen: set[str] = set()
-        for item in instance:
-            if isinstance(item, dict):
-                identity = json.dumps([item.get(key) for key in self.keys], sort_keys=True)
-                if identity in seen:
-                    raise ValueError(f"duplicate entry for keys {self.keys}")
-                seen.add(identity)
+        if isinstance(instance, list) and next(_map_key_duplicates(self.keys, instance), None) is not None:
+            raise ValueError(f"duplicate entry for keys {self.keys}")
 
 
 def _fast(schema: dict[str, Any]) -> Any:
