@@ -49,13 +49,13 @@ def main() -> None:
 def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors: bool) -> None:
     """Check intent (or fleet) FILES and report every finding as FILE:LINE:COL."""
     from .findings import format_json, format_text
-    from .fleet import validate_file
+    from .intent.fleet import validate_file
 
     results = []
     for name in files:
         if name == "-":
-            from .loader import LoadError, load_bytes
-            from .validate import Validation, validate_document
+            from .intent.loader import LoadError, load_bytes
+            from .intent.validate import Validation, validate_document
 
             try:
                 results.append(validate_document(load_bytes(sys.stdin.buffer.read(), "<stdin>")))
@@ -71,7 +71,7 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
         for r in results:
             click.echo(_status_line(r), err=True)
         if summary:
-            from .summary import summarise
+            from .output.summary import summarise
 
             for r in results:
                 if r.ok and r.intent is not None:
@@ -135,10 +135,10 @@ def render(intents: tuple[str, ...], out: str, check: bool) -> None:
                 sys.exit(EXIT_FINDINGS)
             owners[tree.name] = r.file
     trees = [tree for r in rendered for tree in r.trees]
-    from .writer import read_tree, write_tree
+    from .output.writer import read_tree, write_tree
 
     if check:
-        from .summary import tree_diff
+        from .output.summary import tree_diff
 
         stale = False
         for tree in trees:
@@ -150,7 +150,7 @@ def render(intents: tuple[str, ...], out: str, check: bool) -> None:
             else:
                 click.echo(f"{target}: up to date ({len(tree.files)} files)", err=True)
         sys.exit(EXIT_FINDINGS if stale else EXIT_OK)
-    from .summary import render_summary
+    from .output.summary import render_summary
 
     for tree in trees:
         target = Path(out) / tree.name
@@ -202,8 +202,8 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
     if against is not None:
         from pathlib import Path
 
-        from .treediff import compare_trees, diff_markdown, diff_text
-        from .writer import read_tree
+        from .output.treediff import compare_trees, diff_markdown, diff_text
+        from .output.writer import read_tree
 
         target = Path(against) / tree.name
         if not target.is_dir():
@@ -217,14 +217,14 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
             click.echo(diff_markdown(result) if fmt == "markdown" else diff_text(result), nl=False)
         sys.exit(EXIT_OK if result.equal else EXIT_FINDINGS)
     if to_chart is not None:
-        from .chartmove import chart_move, failed, move_json, move_text
+        from .output.chartmove import chart_move, failed, move_json, move_text
 
         move = chart_move(tree.plan, to_chart)
         click.echo(move_json(move) if fmt == "json" else move_text(move, markdown=fmt == "markdown"), nl=False)
         sys.exit(EXIT_FINDINGS if failed(move) else EXIT_OK)
     import json
 
-    from .report import override_section, overrides_markdown, report_json, report_text
+    from .output.report import override_section, overrides_markdown, report_json, report_text
 
     report = json.loads(tree.files["report.json"])  # the same facts as the rendered report.json
     if fmt == "json":
@@ -241,11 +241,11 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
 def schema(output: str | None) -> None:
     """Print the JSON Schema (Draft 2020-12) of the intent language."""
-    from .schema import schema_text
+    from .intent.schema import schema_text
 
     text = schema_text()
     if output:
-        from .writer import write_text_atomic
+        from .output.writer import write_text_atomic
 
         write_text_atomic(output, text)
     else:
@@ -256,14 +256,14 @@ def schema(output: str | None) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the starter intent here (refuses to overwrite).")
 def init(output: str | None) -> None:
     """Print a commented starter intent to edit."""
-    from .starter import STARTER
+    from .intent.starter import STARTER
 
     if output:
         from pathlib import Path
 
         if Path(output).exists():
             raise click.UsageError(f"{output} exists; gpuconf init never overwrites a file")
-        from .writer import write_text_atomic
+        from .output.writer import write_text_atomic
 
         write_text_atomic(output, STARTER)
         click.echo(f"wrote {output}; edit it, then run: gpuconf validate {output}", err=True)
@@ -275,7 +275,7 @@ def init(output: str | None) -> None:
 @click.option("--gpu", "gpu_id", help="Show one model in full, with its MIG profiles and placements.")
 def catalog(gpu_id: str | None) -> None:
     """List the GPU models and chart versions gpuconf knows."""
-    from .summary import catalog_text
+    from .output.summary import catalog_text
 
     text = catalog_text(gpu_id)
     if text is None:
@@ -289,7 +289,7 @@ def _nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None):
         raise click.UsageError("give the nodes with exactly one of --nodes FILE or --kubeconfig PATH")
     if context is not None and kubeconfig is None:
         raise click.UsageError("--context needs --kubeconfig")
-    from .nodesource import read_cluster_nodes, read_nodes_file
+    from .cluster.nodesource import read_cluster_nodes, read_nodes_file
 
     if nodes_file is not None:
         return read_nodes_file(nodes_file), "<stdin>" if nodes_file == "-" else nodes_file
@@ -313,9 +313,9 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: 
 
     Exit 2 when the nodes cannot be read (bad file, unreachable cluster, no permission to list nodes).
     """
-    from .audit import audit_path, format_json, format_text
+    from .cluster.audit import audit_path, format_json, format_text
     from .findings import format_text as findings_text
-    from .nodesource import NodeSourceError
+    from .cluster.nodesource import NodeSourceError
 
     nodes, source = _nodes(nodes_file, kubeconfig, context)
     try:
@@ -344,8 +344,8 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
 
     Comments in the draft mark what the nodes cannot tell (chart version, teams, ...). Review it, then validate.
     """
-    from .importer import draft_intent
-    from .nodesource import NodeSourceError
+    from .cluster.importer import draft_intent
+    from .cluster.nodesource import NodeSourceError
 
     if output:
         from pathlib import Path
@@ -364,7 +364,7 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
                    + "".join(f"\n  {node}: {why}" for node, why in draft.skipped), err=True)
         sys.exit(EXIT_FINDINGS)
     if output:
-        from .writer import write_text_atomic
+        from .output.writer import write_text_atomic
 
         write_text_atomic(output, draft.text)
         click.echo(f"wrote {output}: {draft.describe()}; review it, then run: gpuconf validate {output}", err=True)
@@ -376,7 +376,7 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
 @main.command()
 def rules() -> None:
     """List the stable finding codes and what each checks."""
-    from .summary import rules_text
+    from .output.summary import rules_text
 
     click.echo(rules_text(), nl=False)
 

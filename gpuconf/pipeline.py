@@ -30,7 +30,7 @@ def render_path(path: str, out: str) -> Rendered:
     """Validate path and, when it has no errors, render its tree (raises VerificationError on a gpuconf bug)."""
     from . import plan as P
     from .render.tree import render_tree
-    from .validate import validate_path
+    from .intent.validate import validate_path
 
     result = validate_path(path)
     if not result.ok:
@@ -47,7 +47,7 @@ class RenderedSet:
     file: str
     findings: list[Finding] = field(default_factory=list)
     trees: list = field(default_factory=list)  # gpuconf.render.tree.Tree
-    fleet: object = None  # gpuconf.fleet.FleetResult for a fleet file
+    fleet: object = None  # gpuconf.intent.fleet.FleetResult for a fleet file
 
     @property
     def ok(self) -> bool:
@@ -57,8 +57,9 @@ class RenderedSet:
 
 def render_any(path: str, out: str) -> RenderedSet:
     """Render an intent file or a fleet file (raises VerificationError on a gpuconf bug)."""
-    from .fleet import is_fleet, render_fleet
-    from .loader import LoadError, load_file
+    from .intent.fleet import is_fleet
+    from .render.fleet import render_fleet
+    from .intent.loader import LoadError, load_file
 
     try:
         doc = load_file(path, path)
@@ -69,7 +70,7 @@ def render_any(path: str, out: str) -> RenderedSet:
         return RenderedSet(path, fleet.result.all_findings, fleet.trees, fleet.result)
     from . import plan as P
     from .render.tree import render_tree
-    from .validate import validate_document
+    from .intent.validate import validate_document
 
     result = validate_document(doc)
     if not result.ok:

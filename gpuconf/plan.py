@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from . import catalog
-from .model import ClusterIntent, Pool, SharingProfile
+from .intent.model import ClusterIntent, Pool, SharingProfile
 
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"

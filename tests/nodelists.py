@@ -67,7 +67,7 @@ def _h(*parts: object) -> str:
 def load_plan(example: str):
     """The render plan of examples/<example>.yaml."""
     from gpuconf import plan as P
-    from gpuconf.validate import validate_path
+    from gpuconf.intent.validate import validate_path
 
     path = ROOT / "examples" / f"{example}.yaml"
     result = validate_path(path, f"examples/{example}.yaml")
@@ -351,7 +351,7 @@ def node(spec: Spec, plan, images: int = 6) -> dict:
 
 def node_name(plan, pool_name: str, index: int) -> str:
     """A node's name: EC2-style on EKS, <prefix><NN> for hostname pools, <pool>-<NN> elsewhere."""
-    from gpuconf.rules import _literal_prefix
+    from gpuconf.intent.rules import _literal_prefix
 
     pool = next((p for p in plan.pools if p.name == pool_name), None)
     if pool is not None and pool.pool.match.hostname:

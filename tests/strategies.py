@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from gpuconf import catalog
-from gpuconf.model import DISTRIBUTIONS, KUBERNETES_VERSIONS, PRIORITY_TIERS
+from gpuconf.intent.model import DISTRIBUTIONS, KUBERNETES_VERSIONS, PRIORITY_TIERS
 
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"
@@ -129,7 +129,7 @@ json_values = st.recursive(
 def override_values(version: str, path: str) -> st.SearchStrategy[Any]:
     """Values for an override of a chart leaf that its values schema accepts (GC343): the default, or a value of the
     default's type, or any JSON value, kept when the schema agrees."""
-    from gpuconf import verify
+    from gpuconf.output import verify
     from gpuconf.render.values import ValuesBuilder
 
     defaults = catalog.chart(version).defaults

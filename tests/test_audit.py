@@ -29,7 +29,7 @@ def _in_repo(monkeypatch):
 
 
 def _audit(example: str, nodes: list[dict]):
-    from gpuconf.audit import audit
+    from gpuconf.cluster.audit import audit
 
     return audit(NL.load_plan(example), nodes, "test")
 
@@ -72,7 +72,7 @@ def test_each_injected_drift_is_found_once_with_evidence(example):
 
 def test_drift_codes_cover_the_issue():
     codes = {code for drifts in NL.DRIFTS.values() for d in drifts for code, _ in d.expect}
-    from gpuconf.audit import TITLES
+    from gpuconf.cluster.audit import TITLES
 
     assert codes == set(TITLES), "every audit code has a drift fixture"
 
@@ -133,7 +133,7 @@ def test_invalid_intent_is_reported_before_any_audit(run, tmp_path):
 
 def test_rules_lists_the_audit_codes(run):
     listing = run("rules").stdout
-    from gpuconf.audit import TITLES
+    from gpuconf.cluster.audit import TITLES
 
     for code in TITLES:
         assert f"\n{code}  " in listing
@@ -143,7 +143,7 @@ def test_help_imports_neither_the_audit_nor_the_kubernetes_client():
     code = ("import sys; from gpuconf.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes' or m in "
-            "('gpuconf.audit', 'gpuconf.importer', 'gpuconf.nodesource')), file=sys.stderr)")
+            "('gpuconf.cluster.audit', 'gpuconf.cluster.importer', 'gpuconf.cluster.nodesource')), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stderr.strip() == "[]"
 
@@ -214,10 +214,10 @@ def test_nfd_pool_without_gfd_labels_is_placed_by_its_pool_label():
 
 
 def test_hostname_and_dmi_product_selectors(tmp_path):
-    from gpuconf.audit import audit
-    from gpuconf.loader import load_text
+    from gpuconf.cluster.audit import audit
+    from gpuconf.intent.loader import load_text
     from gpuconf import plan as P
-    from gpuconf.validate import validate_document
+    from gpuconf.intent.validate import validate_document
 
     text = (ROOT / "examples" / "single-pool.yaml").read_text(encoding="utf-8").replace(
         "        pciDevice: true", "        pciDevice: true\n        hostname: ^l40s-0\n"
@@ -243,7 +243,7 @@ def test_more_nodes_than_declared_is_a_warning():
 
 
 def test_driver_branch_pin_and_version_labels():
-    from gpuconf import nodefacts as N
+    from gpuconf.cluster import nodefacts as N
 
     assert N.version_matches("595.91.07", "595.91") and N.version_matches("595.91.07", "595.91.07")
     assert not N.version_matches("595.910.07", "595.91") and not N.version_matches("580.126.20", "595.91.07")
@@ -266,13 +266,13 @@ def test_driver_branch_pin_and_version_labels():
     ("NVIDIA-A10", None), ("NVIDIA-A100", None), ("NVIDIA-GeForce-RTX-4090", None), ("", None),
 ])
 def test_gfd_product_names_map_to_catalogue_models(product, model):
-    from gpuconf.nodefacts import model_for_product
+    from gpuconf.cluster.nodefacts import model_for_product
 
     assert model_for_product(product) == model
 
 
 def test_gpu_memory_breaks_a_tie_between_models():
-    from gpuconf.nodefacts import model_for_product, node_model
+    from gpuconf.cluster.nodefacts import model_for_product, node_model
 
     assert model_for_product("NVIDIA-A100", 40960) == "A100-40GB"
     assert model_for_product("NVIDIA-A100", 81920) == "A100-80GB"
@@ -284,7 +284,7 @@ def test_gpu_memory_breaks_a_tie_between_models():
 
 
 def _read(text: str | bytes, chunk: int | None = None, monkeypatch=None) -> tuple[list, dict]:
-    from gpuconf import nodesource
+    from gpuconf.cluster import nodesource
 
     if chunk is not None:
         monkeypatch.setattr(nodesource, "CHUNK", chunk)
@@ -325,7 +325,7 @@ def test_reader_header_after_items_and_single_node(monkeypatch):
     (b'{"items": ["\xff"]}', "not UTF-8"),
 ])
 def test_reader_refuses_what_is_not_a_node_list(text, message):
-    from gpuconf.nodesource import NodeSourceError
+    from gpuconf.cluster.nodesource import NodeSourceError
 
     with pytest.raises(NodeSourceError, match=None) as caught:
         _read(text)
@@ -336,7 +336,7 @@ def test_reader_memory_stays_flat(tmp_path):
     """Peak memory while streaming 1,200 generated nodes (19 MB of JSON) stays under a few MB."""
     import tracemalloc
 
-    from gpuconf.nodesource import read_nodes_file
+    from gpuconf.cluster.nodesource import read_nodes_file
 
     plan = NL.load_plan("heterogeneous")
     path = tmp_path / "nodes.json"
@@ -440,7 +440,7 @@ def _kubeconfig(tmp_path, port: int, token: str = FakeApiServer.TOKEN) -> str:
 
 
 def test_live_cluster_is_listed_page_by_page(run, tmp_path, monkeypatch):
-    from gpuconf import nodesource
+    from gpuconf.cluster import nodesource
 
     nodes = _clean("heterogeneous")
     monkeypatch.setattr(nodesource, "PAGE_SIZE", 7)

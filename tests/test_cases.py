@@ -44,9 +44,9 @@ def test_corpus_size():
 
 
 def test_every_code_has_a_case():
-    from gpuconf.loader import TITLES as loader_codes
-    from gpuconf.rules import rule_codes
-    from gpuconf.typecheck import TITLES as type_codes
+    from gpuconf.intent.loader import TITLES as loader_codes
+    from gpuconf.intent.rules import rule_codes
+    from gpuconf.intent.typecheck import TITLES as type_codes
 
     seen = set()
     for case in CASE_DIRS:

@@ -81,12 +81,12 @@ def test_catalog_and_rules_listings(run):
 
 
 def test_internal_errors_are_reported_as_such(run, monkeypatch):
-    import gpuconf.validate
+    import gpuconf.intent.validate
 
     def boom(*_a, **_k):
         raise RuntimeError("injected")
 
-    monkeypatch.setattr(gpuconf.validate, "validate_path", boom)
+    monkeypatch.setattr(gpuconf.intent.validate, "validate_path", boom)
     from click.testing import CliRunner
 
     from gpuconf.cli import main

@@ -9,7 +9,7 @@ from conftest import EXAMPLES, ROOT
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_example_is_valid_without_findings(example):
-    from gpuconf.validate import validate_path
+    from gpuconf.intent.validate import validate_path
 
     result = validate_path(example)
     assert result.findings == []
@@ -31,7 +31,7 @@ def test_examples_validate_together(run):
 
 
 def _intents():
-    from gpuconf.validate import validate_path
+    from gpuconf.intent.validate import validate_path
 
     return {p.name: validate_path(p).intent for p in EXAMPLES}
 
@@ -90,7 +90,7 @@ def test_reference_example_is_the_demo():
 def test_starter_intent_validates(run):
     result = run("init")
     assert result.exit_code == 0
-    from gpuconf.loader import load_text
-    from gpuconf.validate import validate_document
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
 
     assert validate_document(load_text(result.stdout, "starter.yaml")).findings == []

@@ -109,7 +109,7 @@ def test_lab_pulls_the_chart_from_its_mirror(fleet):
 
 
 def test_golden_tree_fleet(fleet):
-    from gpuconf.writer import read_tree, write_tree
+    from gpuconf.output.writer import read_tree, write_tree
 
     if REGEN:
         shutil.rmtree(GOLDEN, ignore_errors=True)
@@ -260,6 +260,6 @@ def test_check_covers_every_folder_of_a_fleet(run, copy):
 ])
 def test_paths_parse_back_to_their_location(loc):
     from gpuconf.findings import dotted
-    from gpuconf.fleet import _parse_path
+    from gpuconf.intent.fleet import _parse_path
 
     assert _parse_path(dotted(loc)) == loc

@@ -1,4 +1,4 @@
-"""gpuconf.formats: the validators of the device-plugin/GFD config and of the mig-parted config.
+"""gpuconf.output.formats: the validators of the device-plugin/GFD config and of the mig-parted config.
 
 1. Known-good files pass: small inline cases written from the reference facts (the snippets the facts list as passing
    the upstream parsers, and the shapes of the upstream example files), and, when the reference directory is on this
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 import strategies as S
 from conftest import EXAMPLES, ROOT
-from gpuconf.formats import check_config_name, check_device_plugin_config, check_mig_parted_config
+from gpuconf.output.formats import check_config_name, check_device_plugin_config, check_mig_parted_config
 
 
 def load(text: str):
@@ -700,14 +700,15 @@ def test_config_name_rule(name):
 
 
 def test_formats_imports_only_the_standard_library():
-    code = ("import sys; before = set(sys.modules); import gpuconf.formats; "
+    code = ("import sys; before = set(sys.modules); import gpuconf.output.formats; "
             "print('\\n'.join(sorted(set(sys.modules) - before)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     loaded = set(out.split())
-    assert {"gpuconf", "gpuconf.formats"} <= loaded
+    assert {"gpuconf", "gpuconf.output.formats"} <= loaded
     foreign = {m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "gpuconf"}
     assert foreign == set()
-    assert {m for m in loaded if m.startswith("gpuconf.")} == {"gpuconf.formats"}
+    # Its package's __init__ holds only a docstring: nothing else of gpuconf comes along.
+    assert {m for m in loaded if m.startswith("gpuconf.")} == {"gpuconf.output", "gpuconf.output.formats"}
 
 
 # --- 3. what gpuconf generates -------------------------------------------------------------------------------------
@@ -731,7 +732,7 @@ def check_plan(p) -> list[str]:
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_generated_configs_of_examples_validate(example):
     from gpuconf import plan
-    from gpuconf.validate import validate_path
+    from gpuconf.intent.validate import validate_path
 
     p = plan.build(validate_path(example).intent, str(example))
     assert check_plan(p) == []
@@ -741,7 +742,7 @@ def test_generated_configs_of_examples_validate(example):
 def test_examples_generate_every_kind_of_config():
     """Not vacuous: the examples' plans hold MPS, time-slicing, MIG and plain configs."""
     from gpuconf import plan
-    from gpuconf.validate import validate_path
+    from gpuconf.intent.validate import validate_path
 
     seen = set()
     for example in EXAMPLES:
@@ -756,8 +757,8 @@ def test_examples_generate_every_kind_of_config():
 @given(case=S.intents())
 def test_generated_configs_of_random_valid_intents_validate(case):
     from gpuconf import plan
-    from gpuconf.loader import LoadError, load_text
-    from gpuconf.validate import validate_document
+    from gpuconf.intent.loader import LoadError, load_text
+    from gpuconf.intent.validate import validate_document
 
     # plan.build expects an intent that passed validation. The generator means its intents to be valid; where
     # gpuconf validate disagrees, that is test_properties' business, not this test's.

@@ -66,7 +66,7 @@ def test_examples_deliver_with_each_tool(trees):
 
 
 def test_every_gitops_document_validates_against_its_crd(trees):
-    from gpuconf import verify
+    from gpuconf.output import verify
 
     kinds = set()
     for name, tree in trees.items():
@@ -257,7 +257,7 @@ def _identity(doc):
 
 @pytest.fixture(scope="module")
 def written(trees, tmp_path_factory):
-    from gpuconf.writer import write_tree
+    from gpuconf.output.writer import write_tree
 
     root = tmp_path_factory.mktemp("rendered")
     for tree in trees.values():

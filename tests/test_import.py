@@ -19,14 +19,14 @@ def _nodes(example: str) -> list[dict]:
 
 
 def _draft(nodes: list[dict], name: str = "imported"):
-    from gpuconf.importer import draft_intent
+    from gpuconf.cluster.importer import draft_intent
 
     return draft_intent(nodes, "test", name)
 
 
 def _validated(text: str):
-    from gpuconf.loader import load_text
-    from gpuconf.validate import validate_document
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
 
     result = validate_document(load_text(text, "draft.yaml"))
     assert result.ok, [f.text() for f in result.findings]

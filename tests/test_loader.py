@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuconf.loader import MAX_BYTES, LoadError, load_bytes, load_file, load_text, locate
+from gpuconf.intent.loader import MAX_BYTES, LoadError, load_bytes, load_file, load_text, locate
 
 
 def _refusal(raw: bytes) -> str:

@@ -32,11 +32,12 @@ from hypothesis.errors import NoSuchExample
 
 import strategies as S
 from conftest import EXAMPLES
-from gpuconf import catalog, loader, typecheck
+from gpuconf import catalog
+from gpuconf.intent import loader, typecheck
 from gpuconf.findings import ERROR, WARNING, Finding
-from gpuconf.loader import LoadError, load_bytes, load_text
-from gpuconf.rules import rule_codes
-from gpuconf.validate import Validation, validate_document, validate_path
+from gpuconf.intent.loader import LoadError, load_bytes, load_text
+from gpuconf.intent.rules import rule_codes
+from gpuconf.intent.validate import Validation, validate_document, validate_path
 
 # --- settings --------------------------------------------------------------------------------------------------
 
@@ -363,7 +364,7 @@ def test_every_field_survives_odd_values():
     """Every string field of every example set to each of FIELD_STRINGS (numbers: FIELD_INTS), one at a time, gives
     well-formed findings. Exhaustive where the random mutations above are sparse (one field in a hundred, one odd
     string in seventy); the tree is changed in place and re-validated without YAML, which keeps this fast."""
-    from gpuconf.loader import Document
+    from gpuconf.intent.loader import Document
 
     done, problems = set(), []
     for name, text in sorted(EXAMPLE_TEXT.items()):

@@ -39,7 +39,7 @@ def trees():
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_golden_tree(example, trees):
-    from gpuconf.writer import read_tree, write_tree
+    from gpuconf.output.writer import read_tree, write_tree
 
     tree = trees[example.stem]
     golden = GOLDEN / example.stem
@@ -289,21 +289,21 @@ def test_invalid_intent_leaves_existing_output_untouched(run, tmp_path):
 
 
 def test_verification_failure_is_an_internal_error_and_writes_nothing(run, tmp_path, monkeypatch):
-    import gpuconf.verify
+    import gpuconf.output.verify
 
     example = ROOT / "examples" / "heterogeneous.yaml"
     out = tmp_path / "out"
     assert run("render", str(example), "-o", str(out)).exit_code == 0
     before = _snapshot(out)
-    real = gpuconf.verify.verify_object
+    real = gpuconf.output.verify.verify_object
 
     def broken(obj, version, where):
         problems = real(obj, version, where)
         if obj["kind"] == "ResourceQuota":
-            problems.append(gpuconf.verify.Problem(where, "$.spec", "injected failure"))
+            problems.append(gpuconf.output.verify.Problem(where, "$.spec", "injected failure"))
         return problems
 
-    monkeypatch.setattr(gpuconf.verify, "verify_object", broken)
+    monkeypatch.setattr(gpuconf.output.verify, "verify_object", broken)
     text = example.read_text(encoding="utf-8").replace("replicas: 4", "replicas: 6")
     changed = tmp_path / "changed.yaml"
     changed.write_text(text, encoding="utf-8")

@@ -16,7 +16,7 @@ BUILTIN_GROUPS = ("v1", "batch/v1", "rbac.authorization.k8s.io/v1", "scheduling.
 
 def build(path):
     from gpuconf import plan as P
-    from gpuconf.validate import validate_path
+    from gpuconf.intent.validate import validate_path
 
     result = validate_path(path)
     assert result.intent is not None, result.findings

@@ -255,7 +255,7 @@ def test_diff_against_names_exactly_the_documents_and_paths_that_change(run, tmp
 
 
 def test_diff_against_reports_added_and_removed_documents():
-    from gpuconf.treediff import compare_trees
+    from gpuconf.output.treediff import compare_trees
 
     old = {"manifests/a.yaml": "---\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: x, namespace: n}\ndata: {k: v}\n"}
     new = {"manifests/a.yaml": "---\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: y, namespace: n}\ndata: {k: v}\n"}
@@ -313,7 +313,7 @@ def test_mermaid_block_is_structurally_valid_and_shows_the_real_pools(example, t
 
 
 def test_mermaid_escapes_what_would_break_a_label():
-    from gpuconf.report import mermaid
+    from gpuconf.output.report import mermaid
 
     flow = {"direction": "LR", "groups": [{"id": "g", "title": 'a "b" | <c> #d;', "nodes": [
         {"id": "n0", "lines": ['x"y', "a|b"]}, {"id": "n1", "lines": ["&"]}]}],
@@ -498,7 +498,7 @@ def test_orjson_writes_plain_data_exactly_as_json_dumps(value):
     """What report.dumps_json rests on: for plain data its fast path gives json.dumps's text."""
     import orjson
 
-    from gpuconf.report import _plain_json
+    from gpuconf.output.report import _plain_json
 
     assert _plain_json(value)
     assert orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() == _stdlib(value)
@@ -507,14 +507,14 @@ def test_orjson_writes_plain_data_exactly_as_json_dumps(value):
 @_JSON_SETTINGS
 @given(_any_values)
 def test_dumps_json_is_json_dumps_byte_for_byte(value):
-    from gpuconf.report import dumps_json
+    from gpuconf.output.report import dumps_json
 
     assert _outcome(dumps_json, value) == _outcome(_stdlib, value)
 
 
 @pytest.mark.parametrize("index", range(len(_TRICKY_JSON)))
 def test_dumps_json_on_tricky_values(index):
-    from gpuconf.report import dumps_json
+    from gpuconf.output.report import dumps_json
 
     value = _TRICKY_JSON[index]
     assert _outcome(dumps_json, value) == _outcome(_stdlib, value)
@@ -522,7 +522,7 @@ def test_dumps_json_on_tricky_values(index):
 
 def test_report_json_takes_the_fast_path_and_keeps_floats_of_overrides(trees, tmp_path):
     from gpuconf.pipeline import render_path
-    from gpuconf.report import _plain_json
+    from gpuconf.output.report import _plain_json
 
     assert all(_plain_json(_report(tree)) for tree in trees.values())  # the examples are plain data: orjson writes them
     intent = tmp_path / "floats.yaml"
@@ -539,9 +539,9 @@ def test_report_json_takes_the_fast_path_and_keeps_floats_of_overrides(trees, tm
 
 @pytest.fixture
 def fresh_environment():
-    """gpuconf.report with its jinja2 environment built anew, for the XDG_CACHE_HOME the test sets, and rebuilt
+    """gpuconf.output.report with its jinja2 environment built anew, for the XDG_CACHE_HOME the test sets, and rebuilt
     after the test for the others."""
-    from gpuconf import report
+    from gpuconf.output import report
 
     report._environment.cache_clear()
     yield report
@@ -594,7 +594,7 @@ def test_a_cache_directory_that_cannot_be_written_never_fails_a_render(fresh_env
 def test_templates_look_up_dict_keys_as_stock_jinja2_does():
     import jinja2
 
-    from gpuconf.report import _environment
+    from gpuconf.output.report import _environment
 
     source = "{{ d.name }} {{ d.missing is defined }} {{ d.items()|list|length }} {{ d.values is callable }}"
     source += " {{ n.real }}"

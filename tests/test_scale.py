@@ -6,8 +6,8 @@ from generate import big_intent, big_intent_text
 
 
 def _validate(text: str):
-    from gpuconf.loader import load_text
-    from gpuconf.validate import validate_document
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
 
     return validate_document(load_text(text, "big.yaml"))
 

@@ -1,4 +1,4 @@
-"""Tests of gpuconf.verify and of the schemas tools/derive_schemas.py derives into schemas/."""
+"""Tests of gpuconf.output.verify and of the schemas tools/derive_schemas.py derives into schemas/."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from gpuconf import catalog, verify
-from gpuconf.verify import Problem, scope, verify_object, verify_values
+from gpuconf import catalog
+from gpuconf.output import verify
+from gpuconf.output.verify import Problem, scope, verify_object, verify_values
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = REPO_ROOT.parent / "shared" / "reference"
@@ -547,7 +548,7 @@ def test_duplicate_keys_of_a_map_list_are_caught() -> None:
     monitor["spec"]["scrapeProtocols"] = ["PrometheusProto", "PrometheusProto"]
     assert paths(verify_object(monitor, K8S, "sm.yaml")) == ["$.spec.scrapeProtocols"]
     queue = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "research"},
-             # flavors is a map list keyed by name (x-kubernetes-list-map-keys, checked by gpuconf.verify).
+             # flavors is a map list keyed by name (x-kubernetes-list-map-keys, checked by gpuconf.output.verify).
              "spec": {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
                  {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 64}]},
                  {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}]}]}}
@@ -597,7 +598,7 @@ def test_validators_and_definitions_are_built_once() -> None:
 
 def test_a_valid_document_never_builds_the_explaining_validator() -> None:
     code = ("import sys\n"
-            "from gpuconf.verify import verify_object\n"
+            "from gpuconf.output.verify import verify_object\n"
             "cm = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x', 'namespace': 'y'}, "
             "'data': {'k': 'v'}}\n"
             "assert verify_object(cm, '1.33', 'cm.yaml') == []\n"
@@ -607,7 +608,7 @@ def test_a_valid_document_never_builds_the_explaining_validator() -> None:
 
 
 def test_importing_verify_loads_no_validator() -> None:
-    code = ("import sys, gpuconf.verify\n"
+    code = ("import sys, gpuconf.output.verify\n"
             "print(sorted(m for m in ('jsonschema', 'jsonschema_rs', 'kubernetes_validate', 'referencing') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

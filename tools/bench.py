@@ -57,8 +57,8 @@ def main() -> None:
     example = ROOT / "examples" / "heterogeneous.yaml"
     print(f"{'gpuconf validate examples/heterogeneous.yaml':<44} {_wall([*gpuconf, 'validate', str(example)], args.runs) * 1000:8.1f} ms  (whole process)")
 
-    from gpuconf.loader import load_text
-    from gpuconf.validate import validate_document
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
 
     with tempfile.TemporaryDirectory() as tmp:
         for pools in (10, 100, 1000):
@@ -81,9 +81,9 @@ def main() -> None:
 def _render_benchmarks(gpuconf: list[str], tmp: str, runs: int, big_intent_text) -> None:
     """Full renders (validate, plan, render, verify, serialise; the write excluded in process) and their scaling."""
     from gpuconf import plan as P
-    from gpuconf.loader import load_text
+    from gpuconf.intent.loader import load_text
     from gpuconf.render.tree import render_tree
-    from gpuconf.validate import validate_document
+    from gpuconf.intent.validate import validate_document
 
     def render(text: str, name: str):
         result = validate_document(load_text(text, name))
@@ -115,7 +115,7 @@ def _render_benchmarks(gpuconf: list[str], tmp: str, runs: int, big_intent_text)
         line = (f"{f'render {pools:>4}-pool intent ({len(tree.files)} files, {size} KiB)':<44} "
                 f"{statistics.median(samples) * 1000:8.1f} ms  in process")
         if pools == 1000:
-            from gpuconf.writer import write_tree
+            from gpuconf.output.writer import write_tree
 
             writes = []
             for _ in range(3):
@@ -159,9 +159,9 @@ def audit_bench(runs: int) -> None:
     import nodelists
 
     from gpuconf import plan as P
-    from gpuconf.audit import audit
-    from gpuconf.nodesource import read_nodes_file
-    from gpuconf.validate import validate_path
+    from gpuconf.cluster.audit import audit
+    from gpuconf.cluster.nodesource import read_nodes_file
+    from gpuconf.intent.validate import validate_path
 
     with tempfile.TemporaryDirectory() as tmp:
         for total in (1_000, 10_000):

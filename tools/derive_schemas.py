@@ -86,7 +86,7 @@ _INT_OR_STRING_ANYOF = [{"type": "integer"}, {"type": "string"}]
 # of the expression"). prometheus-operator's PrometheusRule uses `^(?i)(abort|warn)?$`: moving the flag group in
 # front of the anchor keeps the meaning.
 _LATE_FLAGS = re.compile(r"^\^\(\?([a-zA-Z]+)\)")
-# The custom keyword that carries x-kubernetes-list-map-keys into the JSON Schema; gpuconf.verify checks it.
+# The custom keyword that carries x-kubernetes-list-map-keys into the JSON Schema; gpuconf.output.verify checks it.
 LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
 
 
@@ -172,7 +172,7 @@ class Converter:
 def _metadata_schema() -> dict[str, Any]:
     """The metadata part of a custom resource: a name is required; the rest is Kubernetes ObjectMeta.
 
-    gpuconf.verify checks the whole of metadata against the strict ObjectMeta schema of the target Kubernetes
+    gpuconf.output.verify checks the whole of metadata against the strict ObjectMeta schema of the target Kubernetes
     version, so the CRD schema stays open here instead of repeating a version-specific field list.
     """
     return {"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "minLength": 1}}}
@@ -505,7 +505,7 @@ def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], d
                     f"JSON Schema (Draft 2020-12) of {kind} {group}/{version['name']}, converted from the CRD's "
                     f"openAPIV3Schema: strict (unlisted fields are errors), int-or-string and nullable translated, "
                     f"RE2 patterns made Python-compatible; `{LIST_MAP_KEYS}` lists the keys that must be unique "
-                    f"in a map-type list (checked by gpuconf.verify). CEL rules are not checked.")
+                    f"in a map-type list (checked by gpuconf.output.verify). CEL rules are not checked.")
                 if check:
                     check_schema(schema, name)
                 outputs[f"schemas/crds/{name}"] = _dump(schema)
@@ -522,7 +522,7 @@ def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], d
         raise DeriveError(f"{CP_CRD}: no ClusterPolicy version")
     try:
         # controller-gen writes the grammar of a resource.Quantity as this pattern; Kubernetes' own OpenAPI has
-        # none, so gpuconf.verify adds it to the built-in schemas (ResourceQuota `hard`, container resources).
+        # none, so gpuconf.output.verify adds it to the built-in schemas (ResourceQuota `hard`, container resources).
         quantity = cp_spec["properties"]["driver"]["properties"]["resources"]["properties"]["limits"][
             "additionalProperties"]["pattern"]
     except KeyError as exc:

@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 
 from .. import plan as P
-from ..model import ARGOCD_IN_CLUSTER, ARGOCD_NAMESPACE, FLUX_NAMESPACE
+from ..intent.model import ARGOCD_IN_CLUSTER, ARGOCD_NAMESPACE, FLUX_NAMESPACE
 from . import common_labels, metadata, probes
 
 NVIDIA_HELM_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
@@ -258,7 +258,7 @@ def rollout_minutes(plan: P.Plan) -> int:
     nodes; each wave drains, deletes GPU pods and installs: waves x (DRIVER_INSTALL_MINUTES + drain timeout +
     pod-deletion timeout), at least MIN_RELEASE_MINUTES.
     """
-    from ..model import Upgrade
+    from ..intent.model import Upgrade
 
     managed = sum(p.pool.nodes for p in plan.pools if p.driver != "preinstalled")
     upgrade = plan.intent.spec.driver.upgrade or Upgrade()  # the model's defaults are the chart's

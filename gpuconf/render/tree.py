@@ -113,7 +113,7 @@ def render_tree(plan: P.Plan, command: str) -> Tree:
         else:
             tree.files[file.path] = head + notes + dump(file.config, top=True)
     _verify(tree)
-    from ..report import build_report, report_json, report_markdown
+    from ..output.report import build_report, report_json, report_markdown
 
     report = build_report(plan, values, command)
     tree.files["REPORT.md"] = report_markdown(report)
@@ -151,7 +151,7 @@ def _values_text(plan: P.Plan, values: ValuesBuilder) -> str:
 
 def _verify(tree: Tree) -> None:
     """Check every document against its schema, the values against the chart's, configs against upstream rules."""
-    from .. import formats, verify
+    from ..output import formats, verify
 
     plan = tree.plan
     k8s = plan.intent.spec.cluster.kubernetes_version

@@ -6,6 +6,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from .. import catalog
 from .. import plan as P
 
 # The NFD subchart's image repository; the v26.3.3 reference carries no subchart defaults, and NFD has published
@@ -238,3 +239,28 @@ def _monitoring(plan: P.Plan, b: ValuesBuilder) -> None:
         if mon.prometheus_selector:
             b.set(sm + "additionalLabels", dict(mon.prometheus_selector),
                   "labels the cluster's Prometheus selects ServiceMonitors by", (*origin, "prometheusSelector"))
+
+
+# --- the intent without its overrides, or on another chart (rules GC342 and `gpuconf diff --to-chart`) ---------
+
+
+def without_overrides(intent):
+    """The intent with its spec.overrides removed (what gpuconf derives on its own)."""
+    return intent.model_copy(update={"spec": intent.spec.model_copy(update={"overrides": []})})
+
+
+def with_chart(intent, version: str):
+    """The intent pinned to another chart version."""
+    operator = intent.spec.operator.model_copy(update={"chart_version": version})
+    return intent.model_copy(update={"spec": intent.spec.model_copy(update={"operator": operator})})
+
+
+def derived_changes(intent) -> dict | None:
+    """The values changes gpuconf derives from an intent without its overrides (path -> Change), or None when the
+    intent is too broken to plan (unknown chart, GPU model or sharing profile: other rules report those)."""
+    if catalog.chart(intent.spec.operator.chart_version) is None:
+        return None
+    for pool in intent.spec.pools:
+        if catalog.gpu_model(pool.gpu) is None or P.pool_profile(intent, pool) is None:
+            return None
+    return dict(build_values(P.build(without_overrides(intent), "")).changes)

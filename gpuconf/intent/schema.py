@@ -11,7 +11,7 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 def intent_schema() -> dict[str, Any]:
     """The Draft 2020-12 schema of ClusterIntent, enums for GPU models and chart versions included."""
-    from . import catalog
+    from .. import catalog
     from .model import ClusterIntent
 
     schema = ClusterIntent.model_json_schema(by_alias=True)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .findings import dotted
+from ..findings import dotted
 
 #: Derived from the other files; they change whenever those do and are not applied to the cluster.
 REPORT_FILES = ("REPORT.md", "report.json")

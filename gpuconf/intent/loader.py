@@ -8,8 +8,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from .findings import ERROR, Finding
-from .gcpause import gc_paused
+from ..findings import ERROR, Finding
+from ..gcpause import gc_paused
 
 #: Largest intent file gpuconf reads (1 MiB). A generated 1,000-pool intent is about 250 KiB.
 MAX_BYTES = 1024 * 1024

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .findings import Finding, has_errors, sort_findings
-from .gcpause import gc_paused
+from ..findings import Finding, has_errors, sort_findings
+from ..gcpause import gc_paused
 from .loader import Document, LoadError, load_file
 
 

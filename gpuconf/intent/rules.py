@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Callable, Iterator, Sequence
 
-from . import catalog, plan
-from .findings import ERROR, WARNING, Finding
+from .. import catalog, plan
+from ..findings import ERROR, WARNING, Finding
 from .loader import Document
 from .model import ClusterIntent, Pool
 
@@ -45,7 +45,7 @@ class Context:
     def finding(self, code: str, loc: Sequence[str | int], message: str, hint: str | None = None,
                 severity: str = ERROR, at_key: bool = False) -> Finding:
         """A finding positioned at loc in the source document."""
-        from .findings import dotted
+        from ..findings import dotted
 
         line, col = self.doc.position(loc, point_at_key=at_key)
         return Finding(self.doc.file, line, col, severity, code, dotted(loc), message, hint)
@@ -685,7 +685,7 @@ def override_keeps_derived(ctx: Context) -> Iterator[Finding]:
     overrides = ctx.intent.spec.overrides
     if not overrides:
         return
-    from .report import derived_changes
+    from ..render.values import derived_changes
 
     derived = derived_changes(ctx.intent)
     if not derived:
@@ -696,7 +696,7 @@ def override_keeps_derived(ctx: Context) -> Iterator[Finding]:
             if path[:len(parts)] != parts and parts[:len(path)] != path:
                 continue
             line, _ = ctx.doc.position(change.origin)
-            from .findings import dotted
+            from ..findings import dotted
 
             where = f"{'.'.join(path)} from {dotted(change.origin)} (line {line})"
             yield ctx.finding("GC342", ("spec", "overrides", i, "path"),
@@ -733,9 +733,9 @@ def override_values_typed(ctx: Context) -> Iterator[Finding]:
     facts = catalog.chart(version)
     if not overrides or facts is None:
         return
-    from . import verify
-    from .findings import dotted
-    from .render.values import ValuesBuilder
+    from ..output import verify
+    from ..findings import dotted
+    from ..render.values import ValuesBuilder
 
     # The chart's defaults with the overrides applied as the values builder applies them: the defaults alone are
     # valid, so every failure lies under an override's path. Paths the chart does not have are GC319's.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import catalog, plan
+from .. import catalog, plan
 
 
 def summarise(intent, file: str) -> str:
@@ -72,11 +72,11 @@ def catalog_text(gpu_id: str | None) -> str | None:
 
 def rules_text() -> str:
     """Every stable finding code with its title."""
-    from .audit import TITLES as audit_titles
-    from .fleet import TITLES as fleet_titles
-    from .loader import TITLES as loader_titles
-    from .rules import rule_codes
-    from .typecheck import TITLES as type_titles
+    from ..cluster.audit import TITLES as audit_titles
+    from ..intent.fleet import TITLES as fleet_titles
+    from ..intent.loader import TITLES as loader_titles
+    from ..intent.rules import rule_codes
+    from ..intent.typecheck import TITLES as type_titles
 
     rows = sorted([*loader_titles.items(), *type_titles.items(), *rule_codes(), *fleet_titles.items()]) + \
         sorted(audit_titles.items())

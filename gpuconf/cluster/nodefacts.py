@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from . import catalog
+from .. import catalog
 
 # --- labels ------------------------------------------------------------------------------------------------------
 

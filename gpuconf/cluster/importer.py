@@ -25,9 +25,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from . import catalog
+from .. import catalog
 from . import nodefacts as N
-from .model import KUBERNETES_VERSIONS
+from ..intent.model import KUBERNETES_VERSIONS
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 #: Taints the kubelet, the control plane, autoscalers and drains set: never a pool's own.
@@ -248,8 +248,8 @@ class Importer:
         self._name(groups)
         self._match(groups)
         text = self._render(groups)
-        from .loader import LoadError, load_text
-        from .validate import validate_document
+        from ..intent.loader import LoadError, load_text
+        from ..intent.validate import validate_document
 
         try:
             findings = validate_document(load_text(text, "<draft>")).findings
@@ -359,7 +359,7 @@ class Importer:
         from ruamel.yaml import YAML
         from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-        from .catalog import chart_versions
+        from ..catalog import chart_versions
 
         comments_before: list[tuple[Any, Any, str, int]] = []
 
@@ -546,7 +546,7 @@ def _quoted(value: Any) -> Any:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
-    from .emit import needs_quotes
+    from ..emit import needs_quotes
 
     if isinstance(value, CommentedMap):
         for k in list(value):

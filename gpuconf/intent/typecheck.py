@@ -6,7 +6,7 @@ import re
 import typing
 from typing import Any, Iterable, Sequence
 
-from .findings import ERROR, Finding, dotted
+from ..findings import ERROR, Finding, dotted
 from .loader import Document
 
 CODE_UNKNOWN_FIELD = "GC201"
@@ -66,7 +66,7 @@ def _finding(doc: Document, root: type, loc: tuple, err: dict) -> Finding:
     if etype == "extra_forbidden":
         line, col = doc.position(loc, point_at_key=True)
         allowed = _allowed_keys(root, loc[:-1])
-        from .catalog import suggest
+        from ..catalog import suggest
 
         guess = suggest(str(loc[-1]), allowed) if allowed else None
         hint = f"did you mean '{guess}'?" if guess else (f"allowed keys: {', '.join(sorted(allowed))}" if allowed else None)
@@ -83,7 +83,7 @@ def _finding(doc: Document, root: type, loc: tuple, err: dict) -> Finding:
                        f"expected {expected}, got {_describe(value)}", _type_hint(etype, value))
     if etype in ("literal_error", "enum"):
         choices = _choices(err)
-        from .catalog import suggest
+        from ..catalog import suggest
 
         versions = bool(choices) and all(re.fullmatch(r"[0-9]+\.[0-9]+", c) for c in choices)
         guess = suggest(str(value), choices) if isinstance(value, str) and not versions else None

@@ -2,7 +2,7 @@
 the pools, capacity against quotas, the path from intent to device, driver upgrade waves, rollback, acceptance.
 
 `build_report` returns plain data (report.json is exactly it, with sorted keys); the Markdown of REPORT.md and of
-`gpuconf diff --format markdown` comes from the jinja2 templates in gpuconf/templates, imported only when needed.
+`gpuconf diff --format markdown` comes from the jinja2 templates in gpuconf/output/templates, imported only when needed.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from . import __version__, catalog
-from . import plan as P
-from .findings import Finding, dotted
-from .render.values import lookup
+from .. import __version__, catalog
+from .. import plan as P
+from ..findings import Finding, dotted
+from ..render.values import lookup
 
 API_VERSION = "gpuconf.dev/v1alpha1"
 KIND = "ClusterReport"
@@ -173,35 +173,11 @@ def override_findings(plan: P.Plan) -> list[Finding]:
     """The findings of the override rules (reasons, defaults, derived values) for the plan's intent."""
     if plan.document is None:
         return []
-    from .findings import sort_findings
-    from .rules import RULES, Context
+    from ..findings import sort_findings
+    from ..intent.rules import RULES, Context
 
     ctx = Context(plan.intent, plan.document)
     return sort_findings(f for r in RULES if r.code in OVERRIDE_CODES for f in r.check(ctx))
-
-
-def without_overrides(intent):
-    """The intent with its spec.overrides removed (what gpuconf derives on its own)."""
-    return intent.model_copy(update={"spec": intent.spec.model_copy(update={"overrides": []})})
-
-
-def with_chart(intent, version: str):
-    """The intent pinned to another chart version."""
-    operator = intent.spec.operator.model_copy(update={"chart_version": version})
-    return intent.model_copy(update={"spec": intent.spec.model_copy(update={"operator": operator})})
-
-
-def derived_changes(intent) -> dict | None:
-    """The values changes gpuconf derives from an intent without its overrides (path -> Change), or None when the
-    intent is too broken to plan (unknown chart, GPU model or sharing profile: other rules report those)."""
-    if catalog.chart(intent.spec.operator.chart_version) is None:
-        return None
-    for pool in intent.spec.pools:
-        if catalog.gpu_model(pool.gpu) is None or P.pool_profile(intent, pool) is None:
-            return None
-    from .render.values import build_values
-
-    return dict(build_values(P.build(without_overrides(intent), "")).changes)
 
 
 # --- the hand-over facts ---------------------------------------------------------------------------------------
@@ -251,7 +227,7 @@ def _driver_fact(plan: P.Plan, pool: P.PoolPlan) -> dict:
 
 def pool_facts(plan: P.Plan) -> list[dict]:
     """One row per pool: model, size, sharing, what it advertises, taints, driver, labels and how they get there."""
-    from .render.probes import job_name
+    from ..render.probes import job_name
 
     rows = []
     for pool in plan.pools:
@@ -279,7 +255,7 @@ def pool_facts(plan: P.Plan) -> list[dict]:
 
 def capacity_facts(plan: P.Plan) -> tuple[list[dict], list[dict], list[str]]:
     """Team quotas against the capacity of the resources they name, per resource name, and the caveats."""
-    from .render.teams import team_quota
+    from ..render.teams import team_quota
 
     advertised: dict[str, list[tuple[str, int]]] = {}
     for pool in plan.pools:
@@ -330,7 +306,7 @@ def capacity_facts(plan: P.Plan) -> tuple[list[dict], list[dict], list[str]]:
 
 def flow_facts(plan: P.Plan) -> dict:
     """Nodes and edges of pools -> node labels -> device-plugin/MIG configs -> resources -> teams."""
-    from .render.teams import team_quota
+    from ..render.teams import team_quota
 
     groups: dict[str, list[dict]] = {"pools": [], "labels": [], "configs": [], "resources": [], "teams": []}
     edges: list[dict] = []
@@ -525,7 +501,7 @@ def _limits(policy: dict) -> str:
 
 def acceptance_facts(plan: P.Plan, out: str) -> list[dict]:
     """The acceptance checklist: apply, wait for the operator, then one probe Job per pool and what it proves."""
-    from .render.probes import job_name
+    from ..render.probes import job_name
 
     ns = plan.namespace
     spec = plan.intent.spec
@@ -745,7 +721,7 @@ def _environment():
             return super().getattr(obj, attribute)
 
     env = Environment(
-        loader=jinja2.PackageLoader("gpuconf", "templates"),
+        loader=jinja2.PackageLoader("gpuconf.output", "templates"),
         bytecode_cache=_bytecode_cache(),
         autoescape=False,  # Markdown, not HTML: the filters below escape what a table cell needs
         undefined=jinja2.StrictUndefined,

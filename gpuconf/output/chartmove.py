@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import catalog
-from . import plan as P
-from .findings import dotted
-from .report import NFD, chart_notes_for, leaves, lookup, show, values_path, with_chart
+from .. import catalog
+from .. import plan as P
+from ..findings import dotted
+from ..render.values import with_chart
+from .report import NFD, chart_notes_for, leaves, lookup, show, values_path
 
 #: Top-level values that serve VM (KubeVirt, Kata, vGPU, confidential computing) or DRA clusters only: gpuconf renders
 #: container workloads on the ClusterPolicy, so their defaults do not touch its clusters.
@@ -47,9 +48,9 @@ def _setting(changes: dict, parts: tuple) -> tuple[Any, Any]:
 
 def chart_move(plan: P.Plan, target: str) -> dict:
     """Every fact of a move from the plan's chart to the target chart version, for this intent only."""
-    from .findings import has_errors
-    from .render.values import build_values
-    from .rules import check
+    from ..findings import has_errors
+    from ..render.values import build_values
+    from ..intent.rules import check
 
     old, new = plan.chart, catalog.chart(target)
     assert new is not None, "the CLI checks the version"
@@ -133,8 +134,8 @@ def chart_move(plan: P.Plan, target: str) -> dict:
                      f"one chart's facts hold are not compared (NFD {old.nfd_chart_version} -> {new.nfd_chart_version})")
     output = None
     if not has_errors(findings):
-        from .pipeline import render_command
-        from .render.tree import render_tree
+        from ..pipeline import render_command
+        from ..render.tree import render_tree
         from .treediff import compare_trees
 
         command = render_command(plan.source, "out")
@@ -169,7 +170,7 @@ def move_json(move: dict) -> str:
 
 def move_text(move: dict, markdown: bool = False) -> str:
     """The move as text (or Markdown: the same lines as a list under headings)."""
-    from .findings import Finding
+    from ..findings import Finding
 
     h = (lambda t: f"\n## {t}\n") if markdown else (lambda t: f"{t}:")
     item = "- " if markdown else "  "

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from . import nodefacts as N
-from . import plan as P
+from .. import plan as P
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 
@@ -604,7 +604,7 @@ def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str
     Returns (validation, result); result is None when the intent is invalid. Raises NodeSourceError when the nodes
     cannot be read.
     """
-    from .validate import validate_path
+    from ..intent.validate import validate_path
 
     validation = validate_path(intent_path)
     if not validation.ok:
