@@ -177,64 +177,22 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
     Exit codes: 0 ok; 1 invalid intent, differences (--against) or a move that breaks the intent (--to-chart);
     2 usage error.
     """
-    from .findings import format_json, format_text
-    from .pipeline import render_path
-    from .render.tree import VerificationError
+    from .pipeline import UsageProblem, diff as run_diff
 
-    if against is not None and to_chart is not None:
-        raise click.UsageError("--against and --to-chart exclude each other")
-    if to_chart is not None:
-        from . import catalog
-
-        if catalog.chart(to_chart) is None:
-            raise click.UsageError(f"gpuconf has no facts for GPU Operator chart {to_chart!r} "
-                                   f"(known: {', '.join(catalog.chart_versions())})")
     try:
-        rendered = render_path(intent, against.rstrip("/") or "." if against else "out")
-    except VerificationError as exc:
-        click.echo(f"gpuconf: internal error: generated output failed verification: {exc}", err=True)
-        sys.exit(EXIT_INTERNAL)
-    if not rendered.ok:
-        click.echo(format_json(rendered.findings) if fmt == "json" else format_text(rendered.findings), nl=False)
-        click.echo(f"{intent}: invalid; no report", err=True)
-        sys.exit(EXIT_FINDINGS)
-    tree = rendered.tree
-    if against is not None:
-        from pathlib import Path
+        outcome = run_diff(intent, fmt, against, to_chart, warnings_as_errors)
+    except UsageProblem as exc:
+        raise click.UsageError(str(exc)) from None
+    _finish(outcome)
 
-        from .output.treediff import compare_trees, diff_markdown, diff_text
-        from .output.writer import read_tree
 
-        target = Path(against) / tree.name
-        if not target.is_dir():
-            raise click.UsageError(f"{target} does not exist: DIR must hold the rendered folder of cluster {tree.name}")
-        result = compare_trees(read_tree(target), tree.files, str(target), intent)
-        if fmt == "json":
-            import json
-
-            click.echo(json.dumps(result.as_dict(), indent=2, sort_keys=True, ensure_ascii=False))
-        else:
-            click.echo(diff_markdown(result) if fmt == "markdown" else diff_text(result), nl=False)
-        sys.exit(EXIT_OK if result.equal else EXIT_FINDINGS)
-    if to_chart is not None:
-        from .output.chartmove import chart_move, failed, move_json, move_text
-
-        move = chart_move(tree.plan, to_chart)
-        click.echo(move_json(move) if fmt == "json" else move_text(move, markdown=fmt == "markdown"), nl=False)
-        sys.exit(EXIT_FINDINGS if failed(move) else EXIT_OK)
-    import json
-
-    from .output.report import override_section, overrides_markdown, report_json, report_text
-
-    report = json.loads(tree.files["report.json"])  # the same facts as the rendered report.json
-    if fmt == "json":
-        click.echo(report_json(override_section(report)), nl=False)
-    elif fmt == "markdown":
-        click.echo(overrides_markdown(report), nl=False)
-    else:
-        click.echo(report_text(report), nl=False)
-    failing = any(f["severity"] == "error" or warnings_as_errors for f in report["findings"])
-    sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
+def _finish(outcome) -> None:
+    """Print an Outcome of the pipeline and exit with its code."""
+    if outcome.stdout:
+        click.echo(outcome.stdout, nl=False)
+    for line in outcome.stderr:
+        click.echo(line, err=True)
+    sys.exit(outcome.code)
 
 
 @main.command()

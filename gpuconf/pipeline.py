@@ -6,6 +6,24 @@ from dataclasses import dataclass, field
 
 from .findings import Finding
 
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+
+
+class UsageProblem(Exception):
+    """The command was asked for something that cannot be done with these arguments (exit 2)."""
+
+
+@dataclass
+class Outcome:
+    """What a command prints and how it exits: the pipeline decides, the CLI only prints."""
+
+    stdout: str = ""
+    stderr: list[str] = field(default_factory=list)
+    code: int = EXIT_OK
+
 
 @dataclass
 class Rendered:
@@ -77,3 +95,68 @@ def render_any(path: str, out: str) -> RenderedSet:
         return RenderedSet(path, result.findings)
     built = P.build(result.intent, path, result.document)
     return RenderedSet(path, result.findings, [render_tree(built, render_command(path, out))])
+
+
+def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool) -> Outcome:
+    """`gpuconf diff`: the override report, a comparison with a rendered folder (--against), or a chart move
+    (--to-chart). Raises UsageProblem for arguments that cannot work together."""
+    from . import catalog
+    from .render.tree import VerificationError
+
+    if against is not None and to_chart is not None:
+        raise UsageProblem("--against and --to-chart exclude each other")
+    if to_chart is not None and catalog.chart(to_chart) is None:
+        raise UsageProblem(f"gpuconf has no facts for GPU Operator chart {to_chart!r} "
+                           f"(known: {', '.join(catalog.chart_versions())})")
+    try:
+        rendered = render_path(intent, against.rstrip("/") or "." if against else "out")
+    except VerificationError as exc:
+        return Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
+                       code=EXIT_INTERNAL)
+    if not rendered.ok:
+        from .findings import format_json, format_text
+
+        text = format_json(rendered.findings) if fmt == "json" else format_text(rendered.findings)
+        return Outcome(text, [f"{intent}: invalid; no report"], EXIT_FINDINGS)
+    tree = rendered.tree
+    if against is not None:
+        return _diff_against(tree, intent, against, fmt)
+    if to_chart is not None:
+        from .output.chartmove import chart_move, failed, move_json, move_text
+
+        move = chart_move(tree.plan, to_chart)
+        text = move_json(move) if fmt == "json" else move_text(move, markdown=fmt == "markdown")
+        return Outcome(text, code=EXIT_FINDINGS if failed(move) else EXIT_OK)
+    import json
+
+    from .output.report import override_section, overrides_markdown, report_json, report_text
+
+    report = json.loads(tree.files["report.json"])  # the same facts as the rendered report.json
+    if fmt == "json":
+        text = report_json(override_section(report))
+    elif fmt == "markdown":
+        text = overrides_markdown(report)
+    else:
+        text = report_text(report)
+    failing = any(f["severity"] == "error" or warnings_as_errors for f in report["findings"])
+    return Outcome(text, code=EXIT_FINDINGS if failing else EXIT_OK)
+
+
+def _diff_against(tree, intent: str, against: str, fmt: str) -> Outcome:
+    """A fresh render compared with the rendered folder AGAINST/<name>/, document by document."""
+    from pathlib import Path
+
+    from .output.treediff import compare_trees, diff_markdown, diff_text
+    from .output.writer import read_tree
+
+    target = Path(against) / tree.name
+    if not target.is_dir():
+        raise UsageProblem(f"{target} does not exist: DIR must hold the rendered folder of cluster {tree.name}")
+    result = compare_trees(read_tree(target), tree.files, str(target), intent)
+    if fmt == "json":
+        import json
+
+        text = json.dumps(result.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    else:
+        text = diff_markdown(result) if fmt == "markdown" else diff_text(result)
+    return Outcome(text, code=EXIT_OK if result.equal else EXIT_FINDINGS)
