@@ -66,6 +66,7 @@ class MigFit:
     fits: bool
     reason: str
     placement: tuple[tuple[str, int], ...]  # (profile, start slot) per instance, by start slot
+    profile: str | None = None  # the profile a failure is about (its count, its name, or the one that found no room)
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def _attributes(profile: str) -> tuple[str, ...]:
     return tuple(attrs.split(",")) if plus else ()
 
 
-def _media_extended(profile: str) -> bool:
+def media_extended(profile: str) -> bool:
     """Whether an instance of the profile claims the GPU's media extensions (`+me`, `+me.all`)."""
     return any(attr == "me" or attr.startswith("me.") for attr in _attributes(profile))
 
@@ -190,24 +191,23 @@ def _counted(layout: Mapping[str, int], names: Iterable[str]) -> str:
     return ", ".join(f"{name} x{layout[name]}" for name in sorted(names))
 
 
-def _media_rule_violation(model: GpuModel, layout: Mapping[str, int]) -> str | None:
-    """Why a layout breaks the +me combination rules, or None."""
-    # mig-parted's reference enumeration for A100-40GB (pkg/mig/config/known_configs.go, facts §4.1) drops every
-    # combination with a media-extension 1g instance next to another instance of the 1g GPU-instance size, and no
-    # layout of it holds two media-extension instances. NVML on the node is the final judge; gpuconf applies the
-    # conservative reading to every model: at most one `+me`/`+me.all` instance, and a `1g...+me` alone among the
-    # 1-compute-slice instances of any memory size. `+me.all` (RTX PRO 6000) owns the media engines of a 4-slice
-    # GPU whose other profiles come in `-me` variants, so only the first rule applies to it.
-    media = [name for name in layout if _media_extended(name)]
-    if sum(layout[name] for name in media) > 1:
-        return (f"at most one media-extension instance (+me) fits one GPU, layout asks for "
-                f"{sum(layout[name] for name in media)} ({_counted(layout, media)})")
-    for name in media:
-        if "me" in _attributes(name) and model.mig_profiles[name].compute_slices == 1:
-            others = [o for o in layout if o != name and model.mig_profiles[o].compute_slices == 1]
-            if others:
-                return (f"{name} cannot share a GPU with other 1g instances ({_counted(layout, others)}): "
-                        f"mig-parted's reference enumeration never combines a 1g+me with another 1g instance")
+#: The media-extension rule, as `gpuconf catalog --gpu` and GC306 explain it. A GPU has one optical-flow accelerator
+#: (OFA); a `+me` instance is the only kind that includes it (nvidia-smi mig -lgip on an H200: 7 NVDEC, 7 NVJPG and 1
+#: OFA in all; 1g.18gb has 1/1/0, 1g.18gb+me 1/1/1), and NVIDIA's MIG guide says of each +me profile that a single
+#: instance per GPU can include the media extensions. So a +me instance of any size may sit next to any other
+#: instances the placements allow (1g.18gb+me + 6 x 1g.18gb fills an H200 exactly), but only one per GPU. `+me.all`
+#: (RTX PRO 6000) also claims the media engines and counts as one.
+MEDIA_RULE = ("at most one media-extension instance (+me, +me.all) per GPU: the GPU has one optical-flow "
+              "accelerator and only a +me instance includes it; otherwise +me instances place like the rest")
+
+
+def _media_rule_violation(layout: Mapping[str, int]) -> tuple[str, str] | None:
+    """(profile, why) when a layout asks for more than one media-extension instance, else None."""
+    media = sorted(name for name in layout if media_extended(name))
+    wanted = sum(layout[name] for name in media)
+    if wanted > 1:
+        return media[-1], (f"at most one media-extension instance (+me) fits one GPU, layout asks for {wanted} "
+                           f"({_counted(layout, media)}): the GPU has one optical-flow accelerator")
     return None
 
 
@@ -249,8 +249,8 @@ def _place(model: GpuModel, layout: Mapping[str, int]) -> tuple[list[tuple[str, 
     return None, deepest
 
 
-def _no_room_reason(model: GpuModel, layout: Mapping[str, int], deepest: list[tuple[str, int]]) -> str:
-    """Explain a failed placement from the deepest partial placement the search reached."""
+def _no_room_reason(model: GpuModel, layout: Mapping[str, int], deepest: list[tuple[str, int]]) -> tuple[str, str]:
+    """(the profile that found no room, why): a failed placement explained from the deepest partial placement."""
     groups: dict[str, list[int]] = {}
     for name, start in deepest:
         size = model.mig_profiles[name].size
@@ -271,7 +271,7 @@ def _no_room_reason(model: GpuModel, layout: Mapping[str, int], deepest: list[tu
         taken = ", ".join(f"{name} x{placed_counts[name]} occupies {_slots_phrase(slots)}"
                           for name, slots in groups.items())
         reason = f"{taken}; {reason}"
-    return reason
+    return stuck, reason
 
 
 def fit_mig_layout(model: GpuModel, layout: Mapping[str, int]) -> MigFit:
@@ -281,28 +281,29 @@ def fit_mig_layout(model: GpuModel, layout: Mapping[str, int]) -> MigFit:
     for name in sorted(layout):
         count = layout[name]
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            return MigFit(False, f"profile {name} needs a whole number of instances >= 0, got {count!r}", ())
+            return MigFit(False, f"profile {name} needs a whole number of instances >= 0, got {count!r}", (), name)
         if name not in model.mig_profiles:
             known = ", ".join(model.mig_profiles)
             legacy = (" (a name older drivers used; current drivers name its profiles differently)"
                       if name in model.legacy_profile_names else "")
-            return MigFit(False, f"profile {name} does not exist on {model.id}{legacy} (known: {known})", ())
+            return MigFit(False, f"profile {name} does not exist on {model.id}{legacy} (known: {known})", (), name)
         limit = model.mig_profiles[name].max_instances
         if count > limit:
             return MigFit(False, f"profile {name} allows at most {_plural(limit, 'instance')}, layout asks for "
-                                 f"{count}", ())
+                                 f"{count}", (), name)
     wanted = {name: count for name, count in layout.items() if count > 0}
     if not wanted:
         if layout:
             # mig-parted rejects a non-empty mig-devices map whose counts are all 0 (facts §3.1).
             return MigFit(False, "all counts are 0: give at least one profile a count, or use an empty layout", ())
         return MigFit(True, "empty layout: MIG enabled with no instances", ())
-    violation = _media_rule_violation(model, wanted)
+    violation = _media_rule_violation(wanted)
     if violation:
-        return MigFit(False, violation, ())
+        return MigFit(False, violation[1], (), violation[0])
     placement, deepest = _place(model, wanted)
     if placement is None:
-        return MigFit(False, _no_room_reason(model, wanted, deepest), ())
+        stuck, reason = _no_room_reason(model, wanted, deepest)
+        return MigFit(False, reason, (), stuck)
     ordered = tuple(sorted(placement, key=lambda item: (item[1], item[0])))
     used = sum(model.mig_profiles[name].size for name, _ in ordered)
     return MigFit(True, f"fits: {used} of {model.memory_slots} memory slices used", ordered)

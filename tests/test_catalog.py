@@ -150,19 +150,16 @@ def test_h200_catalogue_matches_the_hardware_table() -> None:
         assert p.compute_slices == int(name.split("g.")[0])
 
 
-def oracle_fits(layout: dict[str, int], table: dict[str, dict]) -> bool:
-    """Decide a layout on the hardware table alone: counts, the +me rules, then every reachable occupancy."""
+def oracle_fits(layout: dict[str, int], table: dict[str, dict], compute_slots: int = 7) -> bool:
+    """Decide a layout on a profile table alone: counts, compute slices, the one-+me rule, then every reachable
+    occupancy (sets of occupied-slot bitmasks), independent of the module's backtracking and instance order."""
     if any(count > table[name]["instancesTotal"] for name, count in layout.items()):
         return False
-    # gpuconf's documented +me rules (catalog._media_rule_violation, facts §4.1): one +me instance at most, and a
-    # 1g+me never next to another 1-compute-slice instance.
+    if sum(int(name.split("g.")[0]) * count for name, count in layout.items()) > compute_slots:
+        return False
+    # The media-extension rule (catalog.MEDIA_RULE): one optical-flow accelerator per GPU, so one +me instance.
     if sum(count for name, count in layout.items() if "+me" in name) > 1:
         return False
-    one_g = [name for name in layout if name.startswith("1g.")]
-    if any(name.endswith("+me") for name in one_g) and len(one_g) > 1:
-        return False
-    # Set of occupied-slot bitmasks reachable after placing each instance: independent of the module's
-    # backtracking and of its instance order.
     masks = {0}
     for name in sorted(layout):
         for _ in range(layout[name]):
@@ -171,15 +168,15 @@ def oracle_fits(layout: dict[str, int], table: dict[str, dict]) -> bool:
     return bool(masks)
 
 
-def test_every_h200_layout_up_to_seven_instances_agrees_with_the_hardware_table() -> None:
-    table = h200_table()
-    h200 = model("H200")
+def _check_every_layout(m: catalog.GpuModel, table: dict[str, dict]) -> tuple[int, int]:
+    """fit_mig_layout agrees with the oracle on every multiset of profiles up to the GPU's memory slots; a fitting
+    layout comes with a real placement. Returns (accepted, rejected)."""
     accepted = rejected = 0
-    for size in range(8):
+    for size in range(m.memory_slots + 1):
         for combo in itertools.combinations_with_replacement(sorted(table), size):
             layout = dict(collections.Counter(combo))
-            fit = catalog.fit_mig_layout(h200, layout)
-            assert fit.fits == oracle_fits(layout, table), (layout, fit.reason)
+            fit = catalog.fit_mig_layout(m, layout)
+            assert fit.fits == oracle_fits(layout, table, m.compute_slots), (m.id, layout, fit.reason)
             if fit.fits:
                 accepted += 1
                 assert collections.Counter(name for name, _ in fit.placement) == collections.Counter(layout)
@@ -192,8 +189,40 @@ def test_every_h200_layout_up_to_seven_instances_agrees_with_the_hardware_table(
             else:
                 rejected += 1
                 assert fit.reason and not fit.placement
-    assert accepted + rejected == 3432  # C(7 + 7, 7) multisets of the 7 profiles with at most 7 instances
+                assert fit.profile in layout, (m.id, layout, fit.reason)  # GC306 points at this profile
+    return accepted, rejected
+
+
+def test_every_h200_layout_agrees_with_the_hardware_table() -> None:
+    accepted, rejected = _check_every_layout(model("H200"), h200_table())
+    assert accepted + rejected == 6435  # C(7 + 8, 8) multisets of the 7 profiles with at most 8 instances
     assert accepted > 50
+
+
+def test_h200_media_extension_next_to_six_1g_instances_fits_exactly() -> None:
+    # nvidia-smi's engine counts: 7 NVDEC/NVJPG and 1 OFA in all; only the +me instance takes the OFA.
+    fit = catalog.fit_mig_layout(model("H200"), {"1g.18gb+me": 1, "1g.18gb": 6})
+    assert fit.fits and fit.reason == "fits: 7 of 8 memory slices used"
+
+
+@pytest.mark.parametrize("model_id", sorted(m.id for m in catalog.gpu_models().values() if m.mig_capable))
+def test_every_layout_of_every_mig_model_agrees_with_the_oracle(model_id: str) -> None:
+    m = model(model_id)
+    table = {name: {"instancesTotal": p.max_instances, "starts": list(p.starts), "size": p.size}
+             for name, p in m.mig_profiles.items()}
+    accepted, rejected = _check_every_layout(m, table)
+    assert accepted > 10 and rejected > 10
+
+
+def test_media_extensions_fit_next_to_other_1g_instances() -> None:
+    """The layouts mig-parted's enumeration happens to leave out, which the hardware allows (issue 10)."""
+    for model_id, layout in [("A100-80GB", {"1g.10gb+me": 1, "1g.10gb": 2, "3g.40gb": 1}),
+                             ("A100-80GB", {"1g.10gb+me": 1, "1g.20gb": 1}),
+                             ("A100-40GB", {"1g.5gb+me": 1, "1g.5gb": 6}),
+                             ("H100-80GB", {"1g.10gb+me": 1, "1g.10gb": 6}),
+                             ("A30", {"1g.6gb+me": 1, "1g.6gb": 3}),
+                             ("B200", {"1g.23gb+me": 1, "1g.45gb": 3})]:
+        assert catalog.fit_mig_layout(model(model_id), layout).fits, (model_id, layout)
 
 
 # --- named layouts ---------------------------------------------------------------------------------------------
@@ -223,7 +252,9 @@ NAMED_LAYOUTS = [
     ("A100-80GB", {"1g.5gb": 1}, NO,
      "profile 1g.5gb does not exist on A100-80GB (known: 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, "
      "4g.40gb, 7g.80gb)"),
-    ("A100-80GB", {"1g.10gb+me": 1, "1g.20gb": 1}, NO, "1g.10gb+me cannot share a GPU with other 1g instances"),
+    ("A100-80GB", {"1g.10gb+me": 1, "1g.20gb": 1}, FITS, None),
+    ("A100-80GB", {"1g.10gb+me": 1, "1g.10gb": 7}, NO,
+     "1g.10gb x7 occupies slots 0-6; 1g.10gb+me x1 has no free start slot among {0,1,2,3,4,5,6} (free: slot 7)"),
     ("A100-80GB", {"1g.10gb+me": 1, "2g.20gb": 3}, FITS, None),
     ("A100-80GB", {"1g.10gb": 0, "2g.20gb": 0}, NO, "all counts are 0"),
     ("A100-80GB", {}, FITS, None),

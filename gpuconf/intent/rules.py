@@ -446,9 +446,13 @@ def mig_layout_fits(ctx: Context) -> Iterator[Finding]:
             continue  # presets come from the model itself; unknown profiles are GC305
         fit = catalog.fit_mig_layout(model, layout)
         if not fit.fits:
-            yield ctx.finding("GC306", ("spec", "sharingProfiles", pool.sharing, "mig", "layout"),
+            # Positioned at the profile the failure is about: the one over its limit, the second +me, or the one
+            # that found no free start slot.
+            loc = ("spec", "sharingProfiles", pool.sharing, "mig", "layout")
+            yield ctx.finding("GC306", (*loc, fit.profile) if fit.profile in layout else loc,
                               f"layout does not fit one {model.id} (pool {pool.name!r}): {fit.reason}",
-                              "see `nvidia-smi mig -lgipp` placements; 'all-balanced' always fits")
+                              f"see `gpuconf catalog --gpu {model.id}` for the placements; 'all-balanced' always fits",
+                              at_key=fit.profile in layout)
 
 
 def _mig_pools(ctx: Context) -> Iterator[tuple]:

@@ -65,6 +65,9 @@ def catalog_text(gpu_id: str | None) -> str | None:
             rows.append((name, f"{p.compute_slices}c/{p.memory_slices}m", str(p.max_instances), f"{{{starts}}}:{p.size}"))
         lines += _table(rows)
         lines.append("  presets: " + ", ".join(sorted(catalog.mig_presets(model))))
+        media = sorted(name for name in model.mig_profiles if catalog.media_extended(name))
+        if media:
+            lines.append(f"  media extensions ({', '.join(media)}): {catalog.MEDIA_RULE}")
     else:
         lines.append("  MIG: not supported")
     return "\n".join(lines) + "\n"
