@@ -83,6 +83,8 @@ class ChartFacts:
     free_form_map_keys: tuple[str, ...] = ()
     free_form_map_paths: tuple[str, ...] = ()
     nfd_defaults_source: str = ""
+    #: values path -> {becomes, templates, when}: values the templates' `| default` replaces when empty
+    helm_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
 
 
 # --- loading ---------------------------------------------------------------------------------------------------
@@ -326,6 +328,13 @@ def mig_presets(model: GpuModel) -> Mapping[str, Mapping[str, int]]:
 
 
 @functools.cache
+def dcgm_metrics() -> Mapping[str, Any]:
+    """profiles/dcgm-metrics.json: the rows of the exporter's default metrics file (enabled and shipped off)."""
+    data: dict[str, Any] = json.loads(_data_dir().joinpath("dcgm-metrics.json").read_text(encoding="utf-8"))
+    return MappingProxyType(data)
+
+
+@functools.cache
 def chart_versions() -> tuple[str, ...]:
     """The GPU Operator chart versions gpuconf ships facts for, sorted by version."""
     names = [entry.name for entry in _data_dir().joinpath("charts").iterdir() if entry.name.endswith(".json")]
@@ -350,6 +359,7 @@ def chart(version: str) -> ChartFacts | None:
         free_form_map_keys=tuple(raw["freeFormMapKeys"]),
         free_form_map_paths=tuple(raw["freeFormMapPaths"]),
         nfd_defaults_source=raw["nfdDefaultsSource"],
+        helm_defaults=MappingProxyType(raw["helmDefaults"]),
     )
 
 

@@ -153,9 +153,10 @@ class PoolPlan:
     capacity: PoolCapacity
     device_plugin_key: str
     mig_key: str | None  # None on models without MIG
-    driver: str  # "cluster", "preinstalled", or a pool-specific version
+    driver: str  # "cluster", "preinstalled", or the version of the pool's own NVIDIADriver
     labels: Mapping[str, str]
     nfd: bool  # labelled by a NodeFeatureRule (facts NFD sees); otherwise by its node group's template
+    wave: int | None = None  # its upgrade wave (1-based) in wave mode: its NVIDIADriver follows the cluster's version
 
     @property
     def name(self) -> str:
@@ -263,6 +264,37 @@ def pool_driver(intent: ClusterIntent, pool: Pool) -> str:
     return "preinstalled" if intent.spec.driver.preinstalled else "cluster"
 
 
+def wave_mode(intent: ClusterIntent) -> bool:
+    """True when the intent orders a driver upgrade in waves (waves, canaryPool or a rollout): then every pool on the
+    cluster driver gets its own NVIDIADriver, so that one wave's change touches only that wave's pools."""
+    up = intent.spec.driver.upgrade
+    return up is not None and bool(up.waves or up.canary_pool or up.rollout)
+
+
+def upgrade_waves(intent: ClusterIntent) -> list[list[str]]:
+    """The waves of pools on the cluster driver, in order (the pools no wave lists form the last one); [] outside
+    wave mode. Pools with their own version or a preinstalled driver are in no wave (validation refuses them)."""
+    if not wave_mode(intent):
+        return []
+    up = intent.spec.driver.upgrade
+    declared = [list(w) for w in up.waves] if up.waves else ([[up.canary_pool]] if up.canary_pool else [])
+    listed = {name for wave in declared for name in wave}
+    rest = [p.name for p in intent.spec.pools if pool_driver(intent, p) == "cluster" and p.name not in listed]
+    return declared + ([rest] if rest else [])
+
+
+def wave_versions(intent: ClusterIntent, chart_default: str) -> dict[str, tuple[int, str]]:
+    """Pool name -> (wave number, driver version it runs) for the pools of the waves."""
+    up = intent.spec.driver.upgrade
+    current = intent.spec.driver.version or chart_default
+    out = {}
+    for number, wave in enumerate(upgrade_waves(intent), start=1):
+        version = up.rollout.version if up.rollout is not None and number <= up.rollout.wave else current
+        for name in wave:
+            out.setdefault(name, (number, version))
+    return out
+
+
 def toleration(taint) -> dict:
     """The toleration that lets operands onto nodes with this taint."""
     if taint.value:
@@ -303,6 +335,7 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
 
     pools = []
     tolerations: dict[tuple, dict] = {}
+    waves = wave_versions(intent, chart.defaults["driver"]["version"])
     for index, pool in enumerate(intent.spec.pools):
         profile = pool_profile(intent, pool)
         model = catalog.gpu_model(pool.gpu)
@@ -312,6 +345,9 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
         dp_configs[key] = content
         mig_key = (mig_keys.get(pool.sharing, MIG_DISABLED)) if model.mig_capable else None
         driver = pool_driver(intent, pool)
+        wave = None
+        if driver == "cluster" and pool.name in waves:
+            wave, driver = waves[pool.name]
         labels = {POOL_LABEL: pool.name, DEVICE_PLUGIN_LABEL: key}
         if mig_key is not None:
             labels[MIG_LABEL] = mig_key
@@ -323,7 +359,7 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
         pools.append(PoolPlan(
             index=index, pool=pool, model=model, profile=profile,
             capacity=pool_capacity(intent, pool, strategy), device_plugin_key=key, mig_key=mig_key,
-            driver=driver, labels=dict(sorted(labels.items())), nfd=not pool.match.node_labels,
+            driver=driver, labels=dict(sorted(labels.items())), nfd=not pool.match.node_labels, wave=wave,
         ))
     return Plan(
         intent=intent, source=source, chart=chart, strategy=strategy, pools=tuple(pools),

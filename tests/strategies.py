@@ -386,7 +386,7 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
     operator: dict[str, Any] = {"chartVersion": chart}
     _maybe(draw, operator, "namespace", dns_labels)
     _maybe(draw, operator, "registry", _registries)
-    _maybe(draw, operator, "imagePullSecrets", st.lists(dns_labels, max_size=3))
+    _maybe(draw, operator, "imagePullSecrets", st.lists(dns_labels, max_size=3, unique=True))
 
     cluster_preinstalled = draw(st.booleans())
     driver: dict[str, Any] = {}
@@ -407,6 +407,7 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
     pci_sets = [set(m.pci_device_ids) for m in models]
     pools: list[dict] = []
     managed: list[str] = []
+    following: list[str] = []
     for i, (name, model, prof) in enumerate(zip(pool_names, models, pool_profiles)):
         unique_model = all(not (pci_sets[i] & pci_sets[j]) for j in range(n) if j != i)
         match: dict[str, Any] = {}
@@ -457,6 +458,8 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
             features.add("pool-driver-preinstalled")
         if pool_driver == "version" or (pool_driver == "none" and not cluster_preinstalled):
             managed.append(name)
+        if pool_driver == "none" and not cluster_preinstalled:
+            following.append(name)  # on the cluster driver: what upgrade waves may list (GC323)
         if draw(st.integers(0, 4)) == 0:
             pool["allowQuotaOversubscription"] = True
         pools.append(pool)
@@ -474,9 +477,25 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
         _maybe(draw, upgrade, "waitForCompletion", st.fixed_dictionaries(
             {"podSelector": st.just("app.kubernetes.io/component=training")},
             optional={"timeoutSeconds": st.integers(0, 7200)}))
-        if managed and draw(st.booleans()):
-            upgrade["canaryPool"] = _pick(draw, managed)
+        # Waves give each pool its own NVIDIADriver, which needs chart v26.7.0 or later (GC329).
+        wave_kind = _pick(draw, ["none", "canary", "waves"]) if following and per_pool_versions else "none"
+        if wave_kind == "canary":
+            upgrade["canaryPool"] = _pick(draw, following)
             features.add("canary")
+        elif wave_kind == "waves":
+            order = draw(st.permutations(following))
+            cuts = sorted(set(draw(st.lists(st.integers(1, len(order)), max_size=3))) - {len(order)})
+            listed = order[:len(order) - draw(st.integers(0, len(order) - 1))]
+            bounds = [0, *[c for c in cuts if c < len(listed)], len(listed)]
+            upgrade["waves"] = [list(listed[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+            features.add("waves")
+        if wave_kind != "none" and draw(st.booleans()):
+            if wave_kind == "canary":
+                count = 1 + (len(following) > 1)
+            else:
+                count = len(upgrade["waves"]) + (sum(map(len, upgrade["waves"])) < len(following))
+            upgrade["rollout"] = {"version": "600.10.01", "wave": draw(st.integers(0, count))}
+            features.add("rollout")
         driver["upgrade"] = upgrade
 
     # --- teams and quotas

@@ -478,6 +478,7 @@ def test_committed_data_is_what_the_script_derives() -> None:
     first = derive.derive(REFERENCE)
     assert first == derive.derive(REFERENCE)  # idempotent: same bytes on every run
     assert set(first) == {"profiles/gpus.json", "profiles/charts/v26.3.3.json", "profiles/charts/v26.7.0.json",
+                          "profiles/dcgm-metrics.json",
                           "tests/fixtures/h200-mig-placements.json"}
     for rel, data in first.items():
         assert (REPO_ROOT / rel).read_bytes() == data, f"{rel} is stale: run python tools/derive_reference.py"

@@ -75,7 +75,8 @@ def test_draft_reads_what_the_nodes_tell(run):
     # What cannot be read off a node is said so.
     assert "# not inferred: containerd's config and socket paths" in text
     assert "chartVersion: v26.7.0  # not inferred" in text
-    assert "# assumed the all-1g.18gb layout (7 per GPU)" in text
+    # The mixed strategy's per-profile resources tell the layout exactly: nothing is assumed.
+    assert "migStrategy: mixed # the nodes' GFD mig.strategy" in text and "# assumed" not in text
     hetero = _validated(run("import", "--nodes", str(FIXTURES / "heterogeneous.json")).stdout).intent
     infer = next(p for p in hetero.spec.pools if p.name == "infer-a100")
     assert dict(infer.match.node_labels) == {"eks.amazonaws.com/nodegroup": "infer"}

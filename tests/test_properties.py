@@ -150,7 +150,7 @@ def test_random_valid_intents_render_and_verify(case):
 
 FEATURES = ["mig-layout", "mig-preset", "mig+ts", "mps", "ts", "ts-rename", "exclusive", "exclusive-named",
             "strategy-mixed", "strategy-single", "pinned-mixed", "pinned-single", "quota-count", "quota-mig",
-            "quota-oversubscribed", "reuse", "taints", "canary", "pool-driver-version", "pool-driver-preinstalled",
+            "quota-oversubscribed", "reuse", "taints", "canary", "waves", "rollout", "pool-driver-version", "pool-driver-preinstalled",
             "access-developers", "monitoring", "overrides", "disjoint-labels", "disjoint-hostname", "disjoint-dmi",
             "disjoint-pci"]
 

@@ -108,7 +108,7 @@ def test_values_hold_only_deviations_from_the_chart_defaults(trees):
 def test_every_values_line_is_traced_to_the_intent(trees):
     for tree in trees.values():
         text = tree.files["values.yaml"]
-        vias = re.findall(r"# via (spec\.\S+) \(line (\d+)\): .+", text)
+        vias = re.findall(r"# via ((?:spec|metadata)\.\S+) \(line (\d+)\): .+", text)
         assert len(vias) == len(tree.values.deviations())
         assert all(int(line) >= 1 for _, line in vias)
 
@@ -127,7 +127,8 @@ def test_tainted_pool_is_tolerated_by_operands_and_by_nfd(trees):
 
 def test_mig_strategy_is_the_derived_one(trees):
     assert _values(trees["heterogeneous"])["mig"]["strategy"] == "mixed"
-    assert "mig" not in _values(trees["hybrid"])  # uniform preset: single, the chart default
+    # hybrid's one MIG pool is uniform (single would be derived), but its intent pins mixed (GC350).
+    assert _values(trees["hybrid"])["mig"]["strategy"] == "mixed"
     assert "mig" not in _values(trees["single-pool"])
 
 
@@ -213,14 +214,17 @@ def test_preinstalled_pool_keeps_its_host_driver(trees):
 
 def test_per_pool_drivers_are_disjoint_and_switched_on_only_when_needed(trees):
     drivers = _docs(trees["hybrid"].files["manifests/nvidia-drivers.yaml"])
-    assert [d["metadata"]["name"] for d in drivers] == ["gpuconf-batch-h100"]
+    # viz-l40s pins its own version; batch-h100 and new-h200 are the waves of a rollout (each its own NVIDIADriver).
+    assert [d["metadata"]["name"] for d in drivers] == ["gpuconf-batch-h100", "gpuconf-new-h200", "gpuconf-viz-l40s"]
+    assert [d["spec"]["version"] for d in drivers] == ["595.91.07", "580.126.20", "580.126.20"]
     selectors = [d["spec"]["nodeSelector"] for d in drivers]
     for sel in selectors:
         assert "nvidia.com/gpu-operator.driver.owner" not in sel
         assert list(sel) == ["gpuconf.dev/pool"]
     assert len({s["gpuconf.dev/pool"] for s in selectors}) == len(selectors)
     assert _values(trees["hybrid"])["driver"]["nvidiaDriverCRD"]["enabled"] is True
-    for name in ("heterogeneous", "airgapped", "single-pool"):
+    assert _values(trees["hybrid"])["driver"]["nvidiaDriverCRD"]["deployDefaultCR"] is False
+    for name in ("airgapped", "single-pool"):
         assert "manifests/nvidia-drivers.yaml" not in trees[name].files
         assert "nvidiaDriverCRD" not in _values(trees[name]).get("driver", {})
 

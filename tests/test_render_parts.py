@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from conftest import EXAMPLES, ROOT
+from gpuconf import catalog
 
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -22,6 +23,47 @@ def build(path):
     assert result.intent is not None, result.findings
     assert not [f for f in result.findings if f.severity == "error"], result.findings
     return P.build(result.intent, str(path))
+
+
+def metric_names(expr: str) -> set[str]:
+    """Every metric a PromQL expression selects, read from promql-parser's syntax tree (not from the text)."""
+    import promql_parser as pp
+
+    names: set[str] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, pp.VectorSelector):
+            if node.name:
+                names.add(node.name)
+        elif isinstance(node, pp.MatrixSelector):
+            walk(node.vector_selector)
+        elif isinstance(node, pp.BinaryExpr):
+            walk(node.lhs)
+            walk(node.rhs)
+        elif isinstance(node, pp.Call):
+            for arg in node.args:
+                walk(arg)
+        elif isinstance(node, pp.AggregateExpr):
+            walk(node.expr)
+            if node.param is not None:
+                walk(node.param)
+        elif isinstance(node, (pp.ParenExpr, pp.UnaryExpr, pp.SubqueryExpr)):
+            walk(node.expr)
+
+    walk(pp.parse(expr))
+    return names
+
+
+def dcgm_metrics(expr: str) -> set[str]:
+    """The DCGM exporter metrics an expression reads."""
+    return {name for name in metric_names(expr) if name.startswith("DCGM_")}
+
+
+def values_of(plan) -> dict:
+    """The values.yaml content gpuconf renders for a plan."""
+    from gpuconf.render.values import build_values
+
+    return build_values(plan).overrides()
 
 
 def build_text(tmp_path, text: str):
@@ -401,8 +443,17 @@ def test_prometheus_rule(plan):
     if monitoring_spec is None or monitoring_spec.alerts is None:
         assert docs == []
         return
-    (rule,) = docs
+    rule, metrics = docs
     assert rule["apiVersion"] == "monitoring.coreos.com/v1" and rule["kind"] == "PrometheusRule"
+    # The exporter's metrics file: every expression's DCGM metrics are enabled rows of it (issue 10, defect 6).
+    assert metrics["kind"] == "ConfigMap" and metrics["metadata"]["namespace"] == plan.namespace
+    assert metrics["metadata"]["name"] == values_of(plan)["dcgmExporter"]["config"]["name"]
+    rows = [line for line in metrics["data"]["dcgm-metrics.csv"].splitlines() if not line.startswith("#")]
+    collected = {row.split(",")[0] for row in rows}
+    for alert in [r for g in rule["spec"]["groups"] for r in g["rules"]]:
+        assert dcgm_metrics(alert["expr"]) <= collected, alert["alert"]
+    shipped = [r for r in catalog.dcgm_metrics()["rows"] if r["enabled"]]
+    assert rows[:len(shipped)] == [f"{r['field']}, {r['type']}, {r['help']}" for r in shipped]
     assert rule["metadata"]["namespace"] == plan.namespace
     assert monitoring_spec.prometheus_selector.items() <= rule["metadata"]["labels"].items()
     alerts = [r for g in rule["spec"]["groups"] for r in g["rules"]]
@@ -422,6 +473,7 @@ def test_prometheus_rule(plan):
     if settings.gpu_temp_celsius is not None:
         temp = next(a for a in alerts if a["alert"] == "GpuconfGPUTemperatureHigh")
         assert f"DCGM_FI_DEV_GPU_TEMP > {settings.gpu_temp_celsius}" in temp["expr"]
+        assert dcgm_metrics(temp["expr"]) == {"DCGM_FI_DEV_GPU_TEMP"}  # the tree walk sees the selector
         assert str(settings.gpu_temp_celsius) in temp["annotations"]["summary"]
     if settings.xid_errors:
         assert "DCGM_FI_DEV_XID_ERRORS" in next(a for a in alerts if a["alert"] == "GpuconfGPUXidError")["expr"]
@@ -451,11 +503,17 @@ def test_only_enabled_alerts(tmp_path):
     text = sub(text, "xidErrors: true", "xidErrors: false")
     text = sub(text, "gpusUnavailable: true", "gpusUnavailable: false")
     text = sub(text, "gpuTempCelsius: 85", "gpuTempCelsius: 77")
-    (rule,) = monitoring.render(build_text(tmp_path, text))
+    rule, metrics = monitoring.render(build_text(tmp_path, text))
     alerts = [r for g in rule["spec"]["groups"] for r in g["rules"]]
-    assert {a["alert"] for a in alerts} == {"GpuconfGPUTemperatureHigh", "GpuconfGPUEccDoubleBitError",
-                                            "GpuconfGPUEccMetricMissing"}
+    assert {a["alert"] for a in alerts} == {"GpuconfGPUTemperatureHigh", "GpuconfGPUEccDoubleBitError"}
     assert "> 77" in alerts[0]["expr"]
+    # The double-bit ECC counter is shipped commented out: gpuconf's file adds it after the shipped rows.
+    assert metrics["data"]["dcgm-metrics.csv"].endswith(
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors.\n")
+
+    no_ecc = sub(text, "eccDoubleBit: true", "eccDoubleBit: false")
+    rule, metrics = monitoring.render(build_text(tmp_path, no_ecc))
+    assert "ECC" not in metrics["data"]["dcgm-metrics.csv"]
 
     text = sub(text, "eccDoubleBit: true", "eccDoubleBit: false")
     text = sub(text, "gpuTempCelsius: 77", "gpuTempCelsius: null")

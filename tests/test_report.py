@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import errno
 import json
+from pathlib import Path
 import os
 import re
 import tempfile
@@ -99,7 +100,7 @@ def test_every_leaf_that_differs_from_the_defaults_is_in_the_report(example, tre
         assert len(row["reason"].split()) >= 2, row
         assert re.fullmatch(rf"examples/{example}\.yaml:\d+", row["location"]), row
         assert 1 <= row["line"] <= len(intent_lines) and intent_lines[row["line"] - 1].strip(), row
-        assert row["origin"].startswith("spec."), row
+        assert row["origin"].startswith(("spec.", "metadata.")), row
     assert sorted(differing) == sorted(report), "the report lists exactly the deviating leaves"
     assert differing, "every example deviates somewhere"
 
@@ -351,14 +352,24 @@ def test_mermaids_parser_rejects_a_broken_diagram():
 
 
 def test_upgrade_waves_put_the_canary_first(trees):
-    waves = _report(trees["heterogeneous"])["upgrade"]["waves"]
-    assert [(w["name"], w["pools"]) for w in waves] == [("canary", ["notebooks-l4"]), ("rest", ["train-h100", "infer-a100"])]
+    upgrade = _report(trees["heterogeneous"])["upgrade"]
+    waves = upgrade["waves"]
+    assert [(w["name"], w["pools"]) for w in waves] == [("canary", ["notebooks-l4"]), ("", ["train-h100", "infer-a100"])]
     assert "at most 1 node(s) at once" in waves[0]["limits"] and "timeout 900 s" in waves[0]["limits"]
+    # Two pools upgrade side by side in wave 2: maxParallelUpgrades counts per NVIDIADriver.
+    assert "at most 1 node(s) at once per NVIDIADriver, so up to 2 in this wave of 2" in waves[1]["limits"]
+    assert upgrade["mode"] == "nvidiadriver" and "ignores the ClusterPolicy's" in upgrade["where"]
+    assert "add `rollout: {version: NEW, wave: 1}`" in waves[0]["steps"][0]
     hybrid = _report(trees["hybrid"])["upgrade"]
-    assert hybrid["canary"] == {"pool": "batch-h100", "declared": True}
-    assert hybrid["preinstalledPools"] == ["legacy-a100"]
+    assert hybrid["rollout"] == {"from": "580.126.20", "to": "595.91.07", "wave": 1, "line": 44}
+    assert [(w["pools"], w["status"]) for w in hybrid["waves"]] == [
+        (["batch-h100"], "runs 595.91.07 (done)"), (["new-h200"], "runs 580.126.20 (next)")]
+    assert hybrid["waves"][0]["steps"] == [] and "raise `spec.driver.upgrade.rollout.wave` (line 44) to 2" in \
+        hybrid["waves"][1]["steps"][0]
+    assert hybrid["preinstalledPools"] == ["legacy-a100"] and hybrid["ownVersionPools"] == ["viz-l40s"]
     single = _report(trees["single-pool"])["upgrade"]
-    assert single["canary"] == {"pool": "l40s", "declared": False} and len(single["waves"]) == 1
+    assert single["mode"] == "clusterpolicy" and "ClusterPolicy's `spec.driver.upgradePolicy`" in single["where"]
+    assert len(single["waves"]) == 1 and single["rollout"] is None
     md = trees["heterogeneous"].files["REPORT.md"]
     assert "**Wave 1: canary** (notebooks-l4; 6 nodes)" in md and "### Rollback" in md
 
@@ -384,8 +395,13 @@ def test_quota_caveat_names_the_other_pools_a_quota_reaches(trees):
 # --- diff --to-chart ----------------------------------------------------------------------------------------------
 
 
-def test_to_chart_lists_the_changed_defaults_that_matter(run):
-    example = str(ROOT / "examples" / "heterogeneous.yaml")
+def test_to_chart_lists_the_changed_defaults_that_matter(run, tmp_path):
+    # Without its upgrade waves (per-pool NVIDIADrivers need v26.7.0, GC329), the reference example can move back.
+    text = (ROOT / "examples" / "heterogeneous.yaml").read_text(encoding="utf-8")
+    assert "      canaryPool: notebooks-l4\n" in text
+    example = str(tmp_path / "heterogeneous.yaml")
+    Path(example).write_text(text.replace("      canaryPool: notebooks-l4\n", ""), encoding="utf-8")
+    assert run("diff", str(ROOT / "examples" / "heterogeneous.yaml"), "--to-chart", "v26.3.3").exit_code == 1
     result = run("diff", example, "--to-chart", "v26.3.3", "--format", "json")
     assert result.exit_code == 0, result.stdout
     move = json.loads(result.stdout)

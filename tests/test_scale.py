@@ -12,10 +12,17 @@ def _validate(text: str):
     return validate_document(load_text(text, "big.yaml"))
 
 
+def _without_single_strategy_note(findings):
+    """The findings less the one GC350 warning the generated intent earns: its MPS pools need the single MIG
+    strategy (tests/generate.py), under which its 1g slices and whole GPUs share the name nvidia.com/gpu."""
+    assert [f.code for f in findings if f.code == "GC350"] == ["GC350"]
+    return [f for f in findings if f.code != "GC350"]
+
+
 def test_thousand_pools_validate_cleanly():
     result = _validate(big_intent_text(1000))
-    assert result.findings == []
-    assert len(result.intent.spec.pools) == 1000
+    assert _without_single_strategy_note(result.findings) == []
+    assert result.ok and len(result.intent.spec.pools) == 1000
 
 
 def test_one_collision_among_a_thousand_pools_is_found():
@@ -27,7 +34,7 @@ def test_one_collision_among_a_thousand_pools_is_found():
     data["spec"]["pools"][996]["match"]["nodeLabels"] = dict(data["spec"]["pools"][6]["match"]["nodeLabels"])
     buf = io.StringIO()
     YAML(typ="safe", pure=True).dump(data, buf)
-    findings = _validate(buf.getvalue()).findings
+    findings = _without_single_strategy_note(_validate(buf.getvalue()).findings)
     assert [(f.code, f.path) for f in findings] == [("GC303", "spec.pools[996].match")]
     assert "'pool-0006' and 'pool-0996'" in findings[0].message
 

@@ -5,7 +5,8 @@ Run from the repository root (maintainers only; a user's clone has no reference 
 
     python tools/derive_reference.py [--reference ../shared/reference] [--check]
 
-Writes profiles/gpus.json, profiles/charts/<version>.json and tests/fixtures/h200-mig-placements.json.
+Writes profiles/gpus.json, profiles/charts/<version>.json, profiles/dcgm-metrics.json and
+tests/fixtures/h200-mig-placements.json.
 The output is byte-stable (sorted keys, fixed indentation, input hashes instead of timestamps), so running
 the script twice changes nothing. Any input it needs that is missing or malformed stops it with an error.
 Only the standard library and ruamel.yaml are used.
@@ -35,10 +36,12 @@ CURATED_MIG = "nvidia-formats/mig-catalog.curated.yaml"
 MIG_PARTED_DEFAULT = "nvidia-formats/mig-parted/config-default.yaml"
 H200_SMI = "gpu/h200-nvidia-smi-mig.txt"
 CP_CRD = "gpu-operator/v26.7.0/crds/nvidia.com_clusterpolicies.yaml"
+DCGM_METRICS = "dcgm-exporter/dcp-metrics-included.csv"
 
 # Output files, relative to the repository root.
 GPUS_OUT = "profiles/gpus.json"
 H200_FIXTURE_OUT = "tests/fixtures/h200-mig-placements.json"
+DCGM_OUT = "profiles/dcgm-metrics.json"
 
 
 class DeriveError(Exception):
@@ -485,6 +488,19 @@ VERBATIM_BLOCKS = (
     "driver.virtualTopology",
     "vgpuDeviceManager.config",
 )
+# Values that the templates pass through Sprig's `default`, which replaces every empty value (nil, false, 0, ""):
+# path -> (the value it becomes, the templates, when it matters). Read off templates/clusterpolicy.yaml and
+# templates/nvidiadriver.yaml of both charts (the reference has their values and CRDs, not their templates; issue 10
+# of the project lists the same facts). The `default false` / `default 0` uses are left out: they replace an empty
+# value by an equal one.
+HELM_DEFAULTS = {
+    "driver.upgradePolicy.maxUnavailable": {
+        "becomes": "25%", "templates": ["clusterpolicy.yaml", "nvidiadriver.yaml"], "when": "always"},
+    "driver.licensingConfig.nlsEnabled": {
+        "becomes": True, "templates": ["nvidiadriver.yaml"], "when": "defaultNVIDIADriver"},
+    "driver.nvidiaDriverCRD.driverType": {
+        "becomes": "gpu", "templates": ["nvidiadriver.yaml"], "when": "defaultNVIDIADriver"},
+}
 # Mapping keys whose children are user-chosen names (Kubernetes labels, annotations, node selectors, resource
 # quantities, ConfigMap data, feature gates) or whole Kubernetes objects the chart passes through (affinity,
 # security contexts), so a key below them is legitimate even though values.yaml does not list it.
@@ -625,7 +641,7 @@ def build_chart(chart: ChartInput, load: Any, crd_spec: dict[str, Any]) -> dict[
     for key in template_only:
         if _lookup(defaults, key)[0]:
             raise DeriveError(f"{chart.version}: template-only key {key} is in values.yaml")
-    for key in [*DEAD_KEYS[chart.version], *RENAMED_KEYS, *VERBATIM_BLOCKS]:
+    for key in [*DEAD_KEYS[chart.version], *RENAMED_KEYS, *VERBATIM_BLOCKS, *HELM_DEFAULTS]:
         if not _lookup(defaults, key)[0]:
             raise DeriveError(f"{chart.version}: {key} is not in values.yaml")
     for field in RENAMED_KEYS.values():
@@ -636,12 +652,54 @@ def build_chart(chart: ChartInput, load: Any, crd_spec: dict[str, Any]) -> dict[
         "defaults": defaults,
         "freeFormMapKeys": sorted(FREE_FORM_MAP_KEYS),
         "freeFormMapPaths": sorted(free_form_paths),
+        "helmDefaults": HELM_DEFAULTS,
         "nfdChartVersion": nfd_version,
         "nfdDefaultsSource": nfd_source,
         "renamedKeys": dict(RENAMED_KEYS),
         "templateOnlyKeys": sorted(set(template_only)),
         "verbatimBlocks": sorted(VERBATIM_BLOCKS),
         "version": chart.version,
+    }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# dcgm-exporter's metrics file
+# --------------------------------------------------------------------------------------------------------------
+
+#: dcgm-exporter's CSV row types (dcgm-exporter facts §1).
+DCGM_TYPES = ("gauge", "counter", "label")
+
+
+def parse_dcgm_csv(text: str, where: str) -> list[dict[str, Any]]:
+    """The metric rows of a dcgm-exporter CSV, in file order: field, type, help, and whether the row is enabled
+    (a row behind `# ` is shipped switched off). Comment lines that are not rows are skipped."""
+    rows: list[dict[str, Any]] = []
+    row = re.compile(r"^(#\s*)?(DCGM_[A-Z0-9_]+)\s*,\s*([a-z]+)\s*,\s*(.*?)\s*$")
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = row.match(line)
+        if match is None:
+            if line.strip() and not line.lstrip().startswith("#"):
+                raise DeriveError(f"{where}:{number}: not a metric row: {line!r}")
+            continue
+        commented, field, kind, help_text = match.groups()
+        if kind not in DCGM_TYPES:
+            raise DeriveError(f"{where}:{number}: unknown metric type {kind!r}")
+        rows.append({"field": field, "type": kind, "help": help_text, "enabled": commented is None})
+    enabled = [r["field"] for r in rows if r["enabled"]]
+    if len(enabled) != len(set(enabled)):
+        raise DeriveError(f"{where}: an enabled field is listed twice")
+    return rows
+
+
+def build_dcgm_metrics(text: str) -> dict[str, Any]:
+    """profiles/dcgm-metrics.json: the GPU Operator's default metrics file (its rows, on and off)."""
+    rows = parse_dcgm_csv(text, DCGM_METRICS)
+    if sum(r["enabled"] for r in rows) != 26:  # facts §2: the operator's default enables exactly 26 rows
+        raise DeriveError(f"{DCGM_METRICS}: expected 26 enabled rows")
+    return {
+        "configMapKey": "dcgm-metrics.csv",
+        "operatorDefault": "/etc/dcgm-exporter/dcp-metrics-included.csv",
+        "rows": rows,
     }
 
 
@@ -723,6 +781,12 @@ def derive(reference: Path) -> dict[str, bytes]:
     outputs[H200_FIXTURE_OUT] = _dump({"generated": _header(ref.take(H200_SMI),
                                                             "The H200 MIG table parsed from nvidia-smi output."),
                                        **fixture})
+    dcgm = build_dcgm_metrics(ref.text(DCGM_METRICS))
+    outputs[DCGM_OUT] = _dump({
+        "generated": _header(ref.take(DCGM_METRICS),
+                             "dcgm-exporter's metrics file as the GPU Operator runs it by default (dcp-metrics-"
+                             "included.csv from the exporter image): every row, enabled or shipped commented out."),
+        **dcgm})
     for chart in CHARTS:
         facts = build_chart(chart, ref.yaml, crd_spec)
         used = [chart.values, chart.chart_yaml, chart.nfd_values, chart.nfd_chart_yaml, CP_CRD]

@@ -148,7 +148,7 @@ def _parse(text: str, name: str) -> Any:
                                  f"character U+{_codepoint(exc.character):04X} is not allowed in YAML",
                                  "remove control characters from the file")) from None
     except yaml.MarkedYAMLError as exc:
-        line, col = _mark(exc.problem_mark)
+        line, col = _within(text, *_mark(exc.problem_mark))
         if "maximum nesting depth" in str(exc.problem):  # libyaml's own bound on flow nesting
             raise LoadError(_finding(name, line, col, CODE_DEPTH, f"nesting is deeper than {MAX_DEPTH} levels",
                                      None)) from None
@@ -297,6 +297,14 @@ def _mark(mark: Any) -> tuple[int, int]:
     if mark is None:
         return 1, 1
     return mark.line + 1, mark.column + 1
+
+
+def _within(text: str, line: int, col: int) -> tuple[int, int]:
+    """A position clamped to the text: libyaml puts the end of a file without a final newline on the line after."""
+    lines = text.splitlines() or [""]
+    if line > len(lines):
+        return len(lines), len(lines[-1]) + 1
+    return line, col
 
 
 def _reader_position(text: str, index: int) -> tuple[int, int]:

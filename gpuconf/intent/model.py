@@ -109,19 +109,35 @@ MaxUnavailable = Annotated[Any, PlainValidator(_max_unavailable), WithJsonSchema
 })]
 
 
+DriverVersion = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+(\.[0-9]+)?$", description="Driver version, quoted, e.g. \"595.91.07\".")]
+
+
+class Rollout(Strict):
+    """A driver upgrade in progress: the target version and how many waves run it already."""
+
+    version: DriverVersion = Field(description="The driver version the waves move to.")
+    wave: int = Field(ge=0, description="Waves 1..wave run the target version; the later ones keep spec.driver.version. "
+                                        "Raise it by one per reviewed commit; revert the commit to roll a wave back.")
+
+
 class Upgrade(Strict):
-    """Driver upgrade policy: waves of nodes, canary pool first."""
+    """Driver upgrade policy: how each node is upgraded, and the waves pools upgrade in."""
 
     auto_upgrade: bool = Field(True, description="Let the operator roll driver changes out node by node.")
-    max_parallel: int = Field(1, ge=0, description="Nodes upgraded at once (0 = unlimited).")
+    max_parallel: int = Field(1, ge=0, description="Nodes upgraded at once (0 = unlimited), per NVIDIADriver in "
+                                                   "per-pool mode.")
     max_unavailable: MaxUnavailable = "25%"
     drain: Optional[Drain] = Field(None, description="Drain settings; omit to keep the chart default (no drain).")
     pod_deletion: Optional[PodDeletion] = Field(None, description="GPU pod deletion settings.")
     wait_for_completion: Optional[WaitForCompletion] = Field(None, description="Wait for matching pods before upgrading.")
-    canary_pool: Optional[Name] = Field(None, description="Pool upgraded first, alone, before the rest.")
-
-
-DriverVersion = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+(\.[0-9]+)?$", description="Driver version, quoted, e.g. \"595.91.07\".")]
+    canary_pool: Optional[Name] = Field(None, description="Shorthand for waves: [[canaryPool]]: this pool first, "
+                                                          "then every other pool.")
+    waves: List[Annotated[List[Name], Field(min_length=1)]] = Field(
+        default_factory=list, description="The order pools take a new cluster driver version in: each wave is a list "
+                                          "of pools; pools on the cluster driver that no wave lists form the last "
+                                          "wave. Each pool gets its own NVIDIADriver.")
+    rollout: Optional[Rollout] = Field(None, description="A driver upgrade in waves: the target version and the last "
+                                                         "wave that runs it.")
 
 
 class Driver(Strict):
@@ -155,7 +171,9 @@ class Mps(Strict):
     """CUDA MPS: full GPUs split into replicas with pinned memory and compute shares."""
 
     replicas: int = Field(description="How many clients share one GPU (2 to the upstream limit of 48).")
-    rename_by_default: bool = Field(True, description="Advertise as nvidia.com/gpu.shared (the upstream MPS default).")
+    rename_by_default: bool = Field(True, description="Advertise as nvidia.com/gpu.shared. gpuconf's default is true, so "
+                                                      "that MPS shares never pass for whole GPUs in quotas and requests; "
+                                                      "the device plugin's own default is false.")
 
 
 MigLayout = Dict[NonEmpty, Annotated[int, Field(ge=1)]]

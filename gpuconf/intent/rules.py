@@ -118,6 +118,9 @@ def names_are_unique(ctx: Context) -> Iterator[Finding]:
         "namespace": [(("spec", "teams", i, "namespaces", j), ns)
                       for i, t in enumerate(spec.teams) for j, ns in enumerate(t.namespaces)],
         "override path": [(("spec", "overrides", i, "path"), o.path) for i, o in enumerate(spec.overrides)],
+        # The pull secrets land in list-map fields keyed by name (the probes' imagePullSecrets): no repeats.
+        "pull secret": [(("spec", "operator", "imagePullSecrets", i), s)
+                        for i, s in enumerate(spec.operator.image_pull_secrets)],
     }
     for what, items in groups.items():
         first: dict[str, tuple] = {}
@@ -800,23 +803,68 @@ def per_pool_driver_chart(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding("GC329", _pool_loc(i, "driver", "version"),
                               f"per-pool driver versions need GPU Operator chart v26.7.0 or later (pinned: {version})",
                               "upgrade the chart first, or keep this pool on the cluster driver for now")
-
-
-@rule("GC323", "the upgrade canary pool exists")
-def canary_pool(ctx: Context) -> Iterator[Finding]:
     upgrade = ctx.intent.spec.driver.upgrade
-    if upgrade is None or upgrade.canary_pool is None:
+    if plan.wave_mode(ctx.intent):
+        key = "waves" if upgrade.waves else "canaryPool" if upgrade.canary_pool else "rollout"
+        yield ctx.finding("GC329", ("spec", "driver", "upgrade", key),
+                          f"upgrade waves give each pool its own NVIDIADriver, which needs GPU Operator chart v26.7.0 "
+                          f"or later (pinned: {version})",
+                          "upgrade the chart first; until then a new driver.version reaches every pool at once")
+
+
+@rule("GC323", "upgrade waves list pools on the cluster driver, once each")
+def upgrade_waves(ctx: Context) -> Iterator[Finding]:
+    spec = ctx.intent.spec
+    upgrade = spec.driver.upgrade
+    if upgrade is None:
         return
-    pools = [p.name for p in ctx.intent.spec.pools]
-    loc = ("spec", "driver", "upgrade", "canaryPool")
-    if upgrade.canary_pool not in pools:
-        yield ctx.finding("GC323", loc, f"canary pool {upgrade.canary_pool!r} is not a pool",
-                          _hint_choices(upgrade.canary_pool, pools, "pools"))
+    pools = {p.name: p for p in spec.pools}
+    base = ("spec", "driver", "upgrade")
+    listed: list[tuple[tuple, str]] = []
+    if upgrade.canary_pool is not None:
+        listed.append(((*base, "canaryPool"), upgrade.canary_pool))
+        if upgrade.waves:
+            yield ctx.finding("GC323", (*base, "canaryPool"), "give canaryPool or waves, not both",
+                              "canaryPool: X is the same as waves: [[X]]; list the canary as the first wave")
+    listed += [((*base, "waves", i, j), name) for i, wave in enumerate(upgrade.waves) for j, name in enumerate(wave)]
+    first: dict[str, tuple] = {}
+    for loc, name in listed:
+        pool = pools.get(name)
+        if pool is None:
+            yield ctx.finding("GC323", loc, f"{name!r} is not a pool", _hint_choices(name, list(pools), "pools"))
+            continue
+        if name in first and loc[3] == "waves":
+            line, _ = ctx.doc.position(first[name])
+            yield ctx.finding("GC323", loc, f"pool {name!r} is in two waves (first on line {line})",
+                              "each pool upgrades once, in one wave")
+            continue
+        first.setdefault(name, loc)
+        kind = plan.pool_driver(ctx.intent, pool)
+        if kind == "preinstalled":
+            yield ctx.finding("GC323", loc, f"pool {name!r} keeps a preinstalled driver, so it never upgrades",
+                              "list only pools whose driver the operator manages")
+        elif kind != "cluster":
+            yield ctx.finding("GC323", loc, f"pool {name!r} pins its own driver version ({kind}), so a new cluster "
+                              "driver never reaches it",
+                              "remove the pool's driver.version to let it follow the waves, or leave it out of them")
+    rollout = upgrade.rollout
+    if rollout is None:
         return
-    pool = next(p for p in ctx.intent.spec.pools if p.name == upgrade.canary_pool)
-    if _driver_preinstalled(ctx.intent, pool):
-        yield ctx.finding("GC323", loc, f"canary pool {pool.name!r} keeps a preinstalled driver, so it never upgrades",
-                          "pick a pool whose driver the operator manages")
+    loc = (*base, "rollout")
+    if spec.driver.preinstalled:
+        yield ctx.finding("GC323", loc, "the cluster driver is preinstalled: there is nothing to roll out",
+                          "remove rollout, or set driver.preinstalled: false")
+        return
+    waves = plan.upgrade_waves(ctx.intent)
+    if rollout.wave > len(waves):
+        yield ctx.finding("GC323", (*loc, "wave"), f"there are {len(waves)} wave(s), rollout.wave is {rollout.wave}",
+                          f"waves 1..{len(waves)}: {'; '.join(', '.join(w) for w in waves) or 'none'}")
+    current = spec.driver.version
+    chart = catalog.chart(spec.operator.chart_version)
+    if chart is not None and rollout.version == (current or chart.defaults["driver"]["version"]):
+        yield ctx.finding("GC323", (*loc, "version"), f"the pools already run {rollout.version}: the rollout changes "
+                          "nothing", "set rollout.version to the new version, or remove rollout once every wave "
+                          "runs it and driver.version is the new one", severity=WARNING)
 
 
 def _driver_preinstalled(intent: ClusterIntent, pool: Pool) -> bool:
@@ -846,6 +894,150 @@ def runtime_paths(ctx: Context) -> Iterator[Finding]:
                               "container toolkit fails to configure it without them",
                               "set containerRuntime: {name: containerd, configPath: ..., socketPath: ...}",
                               severity=WARNING)
+
+
+@rule("GC350", "the single MIG strategy gives different slices one resource name")
+def single_strategy_ambiguity(ctx: Context) -> Iterator[Finding]:
+    if ctx.strategy != "single":
+        return
+    units: dict[str, list[str]] = {}  # what one nvidia.com/gpu is -> pools
+    for pool in ctx.intent.spec.pools:
+        model = catalog.gpu_model(pool.gpu)
+        profile = plan.pool_profile(ctx.intent, pool)
+        cap = plan.pool_capacity(ctx.intent, pool, ctx.strategy)
+        if model is None or profile is None or cap is None or plan.GPU not in cap.per_node:
+            continue
+        layout = plan.mig_layout(profile, model)
+        unit = f"a {next(iter(layout))} slice of an {model.id}" if layout else f"a whole {model.id}"
+        units.setdefault(unit, []).append(pool.name)
+    if len(units) < 2 or not any(" slice " in unit for unit in units):
+        return
+    pinned = ctx.intent.spec.cluster.mig_strategy == "single"
+    loc = ("spec", "cluster", "migStrategy") if pinned else ("spec", "sharingProfiles")
+    told = "; ".join(f"{', '.join(pools)}: {unit}" for unit, pools in sorted(units.items()))
+    yield ctx.finding("GC350", loc, f"with the single MIG strategy every pool advertises {plan.GPU}, so a quota or a "
+                      f"pod's request cannot tell these apart ({told})",
+                      "migStrategy: mixed gives each MIG profile its own resource (nvidia.com/mig-<profile>)"
+                      + ("" if pinned else "; pin it under spec.cluster"), severity=WARNING)
+
+
+@rule("GC351", "overrides set no value the chart's templates replace")
+def override_helm_default(ctx: Context) -> Iterator[Finding]:
+    from ..render import chart as C
+
+    facts = catalog.chart(ctx.intent.spec.operator.chart_version)
+    if facts is None or not ctx.intent.spec.overrides:
+        return
+    default_cr = None
+    for i, override in enumerate(ctx.intent.spec.overrides):
+        parts = override.path.split(".")
+        for path, quirk in sorted(facts.helm_defaults.items()):
+            keys = path.split(".")
+            if parts != keys[:len(parts)]:
+                continue
+            found, value = True, override.value
+            for key in keys[len(parts):]:
+                if not isinstance(value, dict) or key not in value:
+                    found = False
+                    break
+                value = value[key]
+            if not found or not C.empty(value) or value == quirk["becomes"]:
+                continue
+            if quirk["when"] == "defaultNVIDIADriver":
+                if default_cr is None:
+                    default_cr = _renders_default_nvidiadriver(ctx.intent)
+                if not default_cr:
+                    continue
+            inside = tuple(keys[len(parts):])
+            where = " and ".join(f"templates/{name}" for name in quirk["templates"])
+            hint = ('write "0%" for no node at all: the operator reads it as the same number'
+                    if path.endswith("maxUnavailable") else
+                    "the chart cannot render this value; leave it out" if quirk["when"] == "always" else
+                    "the chart's default NVIDIADriver cannot carry it; give the pools their own driver versions, or "
+                    "leave it out")
+            yield ctx.finding("GC351", ("spec", "overrides", i, "value", *inside),
+                              f"{path} = {_shown(value)} never reaches the cluster: {where} read it as "
+                              f"`{keys[-1]} | default {_shown(quirk['becomes'])}`, and Helm's default replaces an "
+                              f"empty value, so it becomes {_shown(quirk['becomes'])}", hint, at_key=bool(inside))
+
+
+def _renders_default_nvidiadriver(intent: ClusterIntent) -> bool:
+    """Whether the chart renders its NVIDIADriver/default for this intent (False when it cannot be planned)."""
+    from ..render import chart as C
+    from ..render.values import build_values
+
+    if any(catalog.gpu_model(p.gpu) is None or plan.pool_profile(intent, p) is None for p in intent.spec.pools):
+        return False
+    return C.default_nvidiadriver(build_values(plan.build(intent, "")).merged()) is not None
+
+
+#: A label selector requirement: key, !key, key=value, key==value, key!=value, key in (...), key notin (...).
+_SELECTOR_REQUIREMENT = re.compile(r"^\s*(?:(!)\s*(?P<absent>[^\s=!(),]+)|(?P<key>[^\s=!(),]+)\s*"
+                                   r"(?:(?P<op>==|!=|=)\s*(?P<value>[^\s=!(),]*)|\s+(?P<set>in|notin)\s*"
+                                   r"\((?P<values>[^()]*)\))?)\s*$")
+
+
+def selector_problem(selector: str) -> str | None:
+    """Why a string is not a Kubernetes label selector, or None when it is one."""
+    parts, depth, current = [], 0, ""
+    for ch in selector:  # split on the commas outside (...)
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    for part in parts:
+        match = _SELECTOR_REQUIREMENT.match(part)
+        if match is None:
+            return f"{part.strip()!r} is not a requirement (key, !key, key=value, key!=value, key in (a,b))"
+        key = match.group("absent") or match.group("key")
+        problem = _qualified_name_problem(key)
+        if problem:
+            return f"key {key!r} {problem}"
+        values = [match.group("value")] if match.group("value") is not None else \
+            [v.strip() for v in match.group("values").split(",")] if match.group("values") is not None else []
+        for value in values:
+            if not _label_value_ok(value):
+                return f"value {value!r} is not a valid label value"
+    return None
+
+
+@rule("GC352", "upgrade pod selectors are label selectors the chart renders intact")
+def upgrade_pod_selectors(ctx: Context) -> Iterator[Finding]:
+    from ..render import chart as C
+
+    up = ctx.intent.spec.driver.upgrade
+    found: list[tuple[tuple, str]] = []
+    if up is not None:
+        if up.drain is not None and up.drain.pod_selector:
+            found.append((("spec", "driver", "upgrade", "drain", "podSelector"), up.drain.pod_selector))
+        if up.wait_for_completion is not None:
+            found.append((("spec", "driver", "upgrade", "waitForCompletion", "podSelector"),
+                          up.wait_for_completion.pod_selector))
+    for i, override in enumerate(ctx.intent.spec.overrides):
+        for sub in ("drain", "waitForCompletion"):
+            path = f"driver.upgradePolicy.{sub}.podSelector"
+            if override.path == path and isinstance(override.value, str) and override.value:
+                found.append((("spec", "overrides", i, "value"), override.value))
+    for loc, selector in found:
+        problem = selector_problem(selector)
+        if problem:
+            yield ctx.finding("GC352", loc, f"{selector!r} is not a label selector: {problem}",
+                              "e.g. app.kubernetes.io/component=training or 'tier in (batch,train)'")
+            continue
+        try:
+            reads = C.unquoted(selector, "podSelector")
+        except C.TemplateError:
+            reads = None
+        if reads != selector:
+            back = (f"as {_shown(reads)}" if reads is not None else
+                    "as no string at all (a leading ! starts a YAML tag)")
+            yield ctx.finding("GC352", loc, f"the chart prints the selector {selector!r} unquoted, and YAML reads it "
+                              f"back {back}, so the operator never sees it",
+                              "select on a label the pods carry (key=value) instead")
 
 
 def rule_codes() -> list[tuple[str, str]]:

@@ -391,100 +391,138 @@ def mermaid(flow: dict) -> str:
 
 
 def upgrade_facts(plan: P.Plan, merged: dict) -> dict:
-    """The driver upgrade as waves (canary pool first) under the policy the chart will apply, and the rollback."""
+    """Where the driver upgrade policy lives and what the operator reads there, and the upgrade as waves of commits."""
+    from ..render import chart as C
+    from ..render.nodes import nvidia_drivers
+
     spec = plan.intent.spec
     managed = [p for p in plan.pools if p.driver != "preinstalled"]
     preinstalled = [p.name for p in plan.pools if p.driver == "preinstalled"]
-    own = [p.name for p in plan.pools if p.driver not in ("cluster", "preinstalled")]
-    driver = merged.get("driver", {})
-    policy = driver.get("upgradePolicy", {}) if isinstance(driver, dict) else {}
+    own = [p for p in plan.pools if p.driver not in ("cluster", "preinstalled") and p.wave is None]
+    drivers = {d["spec"]["nodeSelector"][P.POOL_LABEL]: d for d in nvidia_drivers(plan, merged)}
+    default_cr = C.default_nvidiadriver(merged)
+    if drivers:
+        # NVIDIADriver mode: each object's own policy, with the operator's defaults for what it lacks.
+        policy = C.effective_nvd_policy(next(iter(drivers.values()))["spec"])
+        where = ("NVIDIADriver mode: the operator reconciles each NVIDIADriver's own `spec.upgradePolicy` and ignores "
+                 "the ClusterPolicy's. gpuconf writes the policy below into every NVIDIADriver it renders ("
+                 + ", ".join(f"`{d['metadata']['name']}`" for d in drivers.values()) + ")"
+                 + ("; the chart's `NVIDIADriver/default` (GPU nodes of no pool) gets it from the values"
+                    if default_cr is not None else "") +
+                 ". `maxParallelUpgrades` and `maxUnavailable` count per NVIDIADriver: pools whose NVIDIADrivers "
+                 "change in one commit upgrade side by side.")
+    else:
+        policy = C.upgrade_policy(merged) or C.OPERATOR_DEFAULT_POLICY
+        where = ("ClusterPolicy mode: the operator reads the ClusterPolicy's `spec.driver.upgradePolicy`, which the "
+                 "chart renders from the values' `driver.upgradePolicy`; it applies to every managed node at once.")
+    notes = []
+    up = spec.driver.upgrade
+    if up is not None and up.max_unavailable == 0 and not isinstance(up.max_unavailable, str):
+        notes.append("`maxUnavailable: 0` is rendered as `\"0%\"`: the chart's template reads `maxUnavailable | "
+                     "default \"25%\"`, and Helm's `default` would turn 0 into 25%.")
     facts: dict[str, Any] = {
-        "managedPools": [p.name for p in managed], "preinstalledPools": preinstalled, "ownVersionPools": own,
+        "managedPools": [p.name for p in managed], "preinstalledPools": preinstalled,
+        "ownVersionPools": [p.name for p in own],
+        "mode": "nvidiadriver" if drivers else "clusterpolicy",
+        "where": where,
         "policy": {
-            "autoUpgrade": policy.get("autoUpgrade"),
-            "maxParallelUpgrades": policy.get("maxParallelUpgrades"),
-            "maxUnavailable": policy.get("maxUnavailable"),
-            "drain": policy.get("drain", {}),
-            "podDeletion": policy.get("gpuPodDeletion", {}),
-            "waitForCompletion": policy.get("waitForCompletion", {}),
-            "source": "spec.driver.upgrade" if spec.driver.upgrade else f"chart {plan.chart_version} defaults",
+            "autoUpgrade": policy["autoUpgrade"],
+            "maxParallelUpgrades": policy["maxParallelUpgrades"],
+            "maxUnavailable": policy["maxUnavailable"],
+            "drain": policy["drain"],
+            "podDeletion": policy["podDeletion"],
+            "waitForCompletion": policy["waitForCompletion"],
+            "source": "spec.driver.upgrade" if up else f"chart {plan.chart_version} defaults",
         },
-        "canary": None, "waves": [],
+        "notes": notes,
+        "waves": [], "rollout": None, "finish": None, "ownVersionSteps": [],
         "perPoolDrivers": _version(plan.chart_version) >= (26, 7, 0),
     }
     if not managed:
         return facts
     limits = _limits(facts["policy"])
     watch = ("watch `kubectl get nodes -l {sel} -L nvidia.com/gpu-driver-upgrade-state` until every node shows "
-             "`upgrade-done` (`upgrade-failed` stops the wave: roll back)")
+             "`upgrade-done` (`upgrade-failed` stops the wave: revert the commit)")
     manual = ([] if facts["policy"]["autoUpgrade"] else [
         "`autoUpgrade` is false: the operator does not replace running driver pods. For each node of the wave, "
         f"drain it, then delete its driver pod (`kubectl -n {plan.namespace} delete pod -l app=nvidia-driver-daemonset "
         "--field-selector spec.nodeName=NODE`)"])
-    if spec.driver.version:
-        cluster_ref = f"`spec.driver.version` (line {plan.line(('spec', 'driver', 'version'))})"
+    current = spec.driver.version or str(plan.chart.defaults["driver"]["version"])
+    cluster_ref = (f"`spec.driver.version` (line {plan.line(('spec', 'driver', 'version'))})" if spec.driver.version
+                   else f"`spec.driver.version` (absent: the chart default {current} applies today)")
+    waved = [p for p in plan.pools if p.wave is not None]
+    if not waved:
+        steps = [f"set {cluster_ref} to the new version, render, commit, sync: every pool on the cluster driver "
+                 f"({', '.join(p.name for p in managed if p.driver == 'cluster') or 'none'}) takes it at once",
+                 *manual, watch.format(sel="nvidia.com/gpu.present=true"), "run every pool's probe again"]
+        if facts["perPoolDrivers"]:
+            steps.append("to upgrade pool by pool instead, declare `spec.driver.upgrade.waves` first (in a commit of "
+                         "its own: it moves every pool to its own NVIDIADriver, which replaces the driver "
+                         "DaemonSets, so do it in a maintenance window), then roll out with "
+                         "`spec.driver.upgrade.rollout`")
+        else:
+            steps.insert(0, f"chart {plan.chart_version} has no per-pool NVIDIADriver fallback (GC329): a new version "
+                            "reaches every managed pool at once; move to chart v26.7.0 or later for waves")
+        if any(p.driver == "cluster" for p in managed):
+            facts["waves"] = [{"number": 1, "name": "all pools on the cluster driver",
+                               "pools": [p.name for p in managed if p.driver == "cluster"],
+                               "nodes": sum(p.pool.nodes for p in managed if p.driver == "cluster"),
+                               "status": "", "limits": limits, "steps": steps}]
     else:
-        cluster_ref = (f"`spec.driver.version` (absent: the chart default "
-                       f"{plan.chart.defaults['driver']['version']} applies today)")
-    if not facts["perPoolDrivers"] and len(managed) > 1:
-        facts["waves"] = [{
-            "number": 1, "name": "all managed pools", "pools": [p.name for p in managed],
-            "nodes": sum(p.pool.nodes for p in managed), "limits": limits,
-            "steps": [f"Chart {plan.chart_version} has no per-pool NVIDIADriver fallback (GC329): a new "
-                      "`spec.driver.version` reaches every managed pool at once, so no canary pool can go first; "
-                      "move to chart v26.7.0 or later for per-pool waves",
-                      f"set {cluster_ref} to the new version, render, commit, sync",
-                      *manual, watch.format(sel="nvidia.com/gpu.present=true"),
-                      "run every pool's probe again (acceptance checklist)"]}]
-        return facts
-    declared = spec.driver.upgrade.canary_pool if spec.driver.upgrade else None
-    canary = next((p for p in managed if p.name == declared), None)
-    if canary is None:
-        canary = min(managed, key=lambda p: (p.pool.nodes, p.index))
-    facts["canary"] = {"pool": canary.name, "declared": canary.name == declared}
-    rest = [p for p in managed if p.name != canary.name]
-    select = f"{P.POOL_LABEL}={canary.name}"
-    if rest:
-        pool_line = plan.line(("spec", "pools", canary.index))
-        first_steps = [
-            f"set `driver.version` of pool `{canary.name}` (spec.pools[{canary.index}], line {pool_line}) to the new "
-            f"version: gpuconf renders the NVIDIADriver `gpuconf-{canary.name}` for it and no other pool changes",
-        ]
-        if not plan.per_pool_drivers:
-            first_steps.append("no pool has its own driver yet, so that also turns on `driver.nvidiaDriverCRD.enabled` "
-                               "(the cluster's driver moves from the ClusterPolicy to the chart's default NVIDIADriver): "
-                               "make that switch in an earlier commit, giving the canary the current version, so the "
-                               "wave itself changes nothing but the canary")
-        first_steps += ["render, commit, sync", *manual, watch.format(sel=select),
-                        f"run the probe `gpuconf-probe-{canary.name}` again (acceptance checklist) and let real "
-                        "workloads run on the pool before the next wave"]
-    else:
-        first_steps = [f"set {cluster_ref} to the new version, render, commit, sync",
-                       *manual, watch.format(sel=select), f"run the probe `gpuconf-probe-{canary.name}` again"]
-    waves = [{"number": 1, "name": "canary", "pools": [canary.name], "nodes": canary.pool.nodes, "limits": limits,
-              "steps": first_steps}]
-    if rest:
-        follow = [p for p in rest if p.driver == "cluster"]
-        separate = [p for p in rest if p.driver != "cluster"]
-        steps = [f"set {cluster_ref} to the new version, render, commit, sync: "
-                 f"{', '.join(p.name for p in follow) or 'no pool'} follow(s) it",
-                 *manual, watch.format(sel="nvidia.com/gpu.present=true"),
-                 "run every pool's probe again",
-                 f"then, in its own commit, remove the canary's `driver.version` so that `{canary.name}` follows the "
-                 "cluster default again"]
-        if separate:
-            steps.insert(1, f"pools with their own `driver.version` ({', '.join(p.name for p in separate)}) do not "
-                            "follow it: change each one's version like the canary's, one pool per commit")
-        waves.append({"number": 2, "name": "rest", "pools": [p.name for p in rest],
-                      "nodes": sum(p.pool.nodes for p in rest), "limits": limits, "steps": steps})
-    facts["waves"] = waves
+        rollout = up.rollout
+        target = rollout.version if rollout is not None else None
+        reached = rollout.wave if rollout is not None else 0
+        line = plan.line(("spec", "driver", "upgrade", "rollout")) if rollout is not None else None
+        facts["rollout"] = {"from": current, "to": target, "wave": reached,
+                            "line": line} if rollout is not None else None
+        numbers = sorted({p.wave for p in waved})
+        for number in numbers:
+            pools = [p for p in waved if p.wave == number]
+            names = ", ".join(f"`gpuconf-{p.name}`" for p in pools)
+            if rollout is None:
+                status = f"runs {current}"
+                edit = (f"add `rollout: {{version: NEW, wave: {number}}}` under `spec.driver.upgrade`" if number == 1
+                        else f"raise `spec.driver.upgrade.rollout.wave` to {number}")
+            elif number <= reached:
+                status = f"runs {target} (done)"
+                edit = None
+            else:
+                status = f"runs {current}" + (" (next)" if number == reached + 1 else "")
+                edit = f"raise `spec.driver.upgrade.rollout.wave` (line {line}) to {number}"
+            sel = (f"{P.POOL_LABEL}={pools[0].name}" if len(pools) == 1
+                   else f"'{P.POOL_LABEL} in ({','.join(p.name for p in pools)})'")
+            steps = []
+            if edit is not None:
+                steps += [f"{edit}, render, commit, sync: the rendered diff changes only the version of {names}",
+                          *manual, watch.format(sel=sel),
+                          "run the probe(s) " + ", ".join(f"`gpuconf-probe-{p.name}`" for p in pools)
+                          + " again (acceptance checklist) and let real workloads run before the next wave",
+                          "to roll this wave back, revert its commit: the NVIDIADriver(s) get the previous version "
+                          "back and the operator downgrades those nodes under the same policy"]
+            facts["waves"].append({"number": number, "name": "canary" if number == 1 and len(numbers) > 1 else "",
+                                   "pools": [p.name for p in pools], "nodes": sum(p.pool.nodes for p in pools),
+                                   "status": status, "limits": _limits(facts["policy"], len(pools)), "steps": steps})
+        finish = ("when every wave runs the new version: set " + cluster_ref + " to it and remove `rollout`; the "
+                  "NVIDIADrivers already carry that version, so nothing changes on the nodes")
+        facts["finish"] = finish
+    if own:
+        facts["ownVersionSteps"] = [f"pools with their own `driver.version` ({', '.join(p.name for p in own)}) are in "
+                                    "no wave: change one pool's version per commit; the diff touches only its "
+                                    "NVIDIADriver"]
     return facts
 
 
-def _limits(policy: dict) -> str:
+def _limits(policy: dict, drivers: int = 1) -> str:
+    """The policy's limits in words; `drivers` NVIDIADrivers changing together each apply them to their own nodes."""
     drain = policy["drain"] or {}
-    parts = [f"at most {policy['maxParallelUpgrades']} node(s) at once (maxParallelUpgrades; 0 = no limit)",
-             f"at most {policy['maxUnavailable']} unavailable (maxUnavailable)"]
+    parallel, unavailable = policy["maxParallelUpgrades"], policy["maxUnavailable"]
+    if drivers > 1:
+        parts = [f"at most {parallel} node(s) at once per NVIDIADriver, so up to {parallel * drivers if parallel else 'all'} "
+                 f"in this wave of {drivers} (maxParallelUpgrades; 0 = no limit)",
+                 f"at most {unavailable} of each pool unavailable (maxUnavailable)"]
+    else:
+        parts = [f"at most {parallel} node(s) at once (maxParallelUpgrades; 0 = no limit)",
+                 f"at most {unavailable} unavailable (maxUnavailable)"]
     if drain.get("enable"):
         parts.append(f"each node drained first (timeout {drain.get('timeoutSeconds')} s, force {show(drain.get('force'))}, "
                      f"deleteEmptyDir {show(drain.get('deleteEmptyDir'))})")

@@ -1,12 +1,13 @@
-"""The PrometheusRule with the GPU alerts the intent enables.
+"""The PrometheusRule with the GPU alerts the intent enables, and the exporter metrics file those alerts need.
 
 Metric facts:
 * DCGM exporter fields DCGM_FI_DEV_GPU_TEMP (gauge, C), DCGM_FI_DEV_XID_ERRORS (gauge, "value of the last XID
-  error encountered") and DCGM_FI_DEV_ECC_DBE_VOL_TOTAL (counter, double-bit volatile ECC errors):
-  NVIDIA/dcgm-exporter etc/default-counters.csv and etc/dcp-metrics-included.csv. The GPU Operator's exporter
-  uses dcp-metrics-included.csv (DCGM_EXPORTER_COLLECTORS in assets/state-dcgm-exporter of NVIDIA/gpu-operator),
-  where the ECC lines are COMMENTED OUT: the ECC alert only works with a custom dcgmExporter.config that lists
-  the field, hence the companion "metric missing" alert.
+  error encountered") and DCGM_FI_DEV_ECC_DBE_VOL_TOTAL (counter, double-bit volatile ECC errors). The GPU
+  Operator runs the exporter with dcp-metrics-included.csv, where the ECC rows are shipped commented out
+  (dcgm-exporter facts §2-3): so with alerts gpuconf renders its own metrics file, the shipped rows plus every
+  metric an alert reads (profiles/dcgm-metrics.json), as a ConfigMap with the key `dcgm-metrics.csv` in the
+  operator namespace, named by its content (a changed file gets a new name, so the ClusterPolicy changes and the
+  exporter pods restart to read it), and points `dcgmExporter.config.name` at it (facts §4).
 * The exporter's `Hostname` label is the NODE_NAME environment variable when set, else the container's hostname
   (NVIDIA/dcgm-exporter internal/pkg/hostname/hostname.go), so the join to the node is best effort.
 * kube-state-metrics: kube_node_status_allocatable{node, resource, unit} reports an extended resource with
@@ -30,8 +31,9 @@ POOL_METRIC_LABEL = "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", P.POOL_LABEL)
 KSM_REQUIREMENT = (f"kube-state-metrics must export the node label {P.POOL_LABEL} "
                    f"(--metric-labels-allowlist=nodes=[{P.POOL_LABEL}]); without it kube_node_labels has no "
                    f"{POOL_METRIC_LABEL} and the pool alerts never fire")
-ECC_REQUIREMENT = ("the DCGM exporter must collect DCGM_FI_DEV_ECC_DBE_VOL_TOTAL: the GPU Operator's default "
-                   "metrics file (dcp-metrics-included.csv) has it commented out, so set dcgmExporter.config")
+#: The metrics ConfigMap's name before its content hash.
+METRICS_CONFIGMAP = "gpuconf-dcgm-metrics"
+DCGM_FIELD = re.compile(r"\bDCGM_[A-Z0-9_]+\b")
 # One series per gpuconf node with its pool; max() drops kube-state-metrics' own target labels and duplicates.
 POOL_NODES = f'max by (node, {POOL_METRIC_LABEL}) (kube_node_labels{{{POOL_METRIC_LABEL}!=""}})'
 
@@ -94,15 +96,6 @@ def alert_rules(plan: P.Plan) -> list[dict]:
             "Uncorrectable ECC errors on a GPU of {{ $labels.Hostname }}",
             f"{WHERE} counted {{{{ $value }}}} double-bit (uncorrectable) ECC errors since the driver loaded; "
             "drain the node and reset the GPU.",
-            extra_annotations={"requires": ECC_REQUIREMENT},
-        ))
-        rules.append(_alert(
-            "GpuconfGPUEccMetricMissing",
-            "absent(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL) and on () (count(DCGM_FI_DEV_GPU_TEMP) > 0)", "1h", "warning",
-            "The ECC alert cannot fire: DCGM_FI_DEV_ECC_DBE_VOL_TOTAL is not collected",
-            "The DCGM exporter reports GPUs but no double-bit ECC counter, so GpuconfGPUEccDoubleBitError is blind; "
-            "add DCGM_FI_DEV_ECC_DBE_VOL_TOTAL to the exporter's metrics file (dcgmExporter.config).",
-            extra_annotations={"requires": ECC_REQUIREMENT},
         ))
     if alerts.gpus_unavailable:
         for pool in plan.pools:
@@ -137,8 +130,6 @@ def render(plan: P.Plan) -> list[dict]:
     selector = dict(plan.intent.spec.monitoring.prometheus_selector)
     meta = metadata(plan, RULE_NAME, plan.namespace, labels=selector)
     requires = [KSM_REQUIREMENT] if any(r["alert"] == "GpuconfGPUsUnavailable" for r in rules) else []
-    if any(r["alert"] == "GpuconfGPUEccDoubleBitError" for r in rules):
-        requires.append(ECC_REQUIREMENT)
     requires.append(f"pool names on DCGM alerts need {POOL_METRIC_LABEL} from kube-state-metrics and the exporter's "
                     "Hostname label to be the node name (NODE_NAME); without them the alerts still fire, unlabelled")
     meta["annotations"] = {"gpuconf.dev/requires": "; ".join(requires)}
@@ -147,4 +138,60 @@ def render(plan: P.Plan) -> list[dict]:
         "kind": "PrometheusRule",
         "metadata": meta,
         "spec": {"groups": [{"name": GROUP_NAME, "rules": rules}]},
-    }]
+    }, metrics_configmap(plan)]
+
+
+def alert_metrics(plan: P.Plan) -> list[str]:
+    """The DCGM fields the alerting rules read, sorted."""
+    return sorted({m for rule in alert_rules(plan) for m in DCGM_FIELD.findall(rule["expr"])})
+
+
+def _extra_rows(plan: P.Plan) -> list[dict]:
+    """The rows of the metrics the alerts read that the exporter's default file ships commented out."""
+    from .. import catalog
+
+    rows = catalog.dcgm_metrics()["rows"]
+    have = {r["field"] for r in rows if r["enabled"]}
+    extra = []
+    for field in alert_metrics(plan):
+        if field in have:
+            continue
+        row = next((r for r in rows if r["field"] == field), None)
+        if row is None:
+            raise ValueError(f"an alert reads {field}, which dcgm-exporter's metrics file does not know")
+        extra.append(row)
+    return extra
+
+
+def metrics_shipped_off(plan: P.Plan) -> list[str]:
+    """The fields the alerts read that the exporter's default file ships switched off."""
+    return [r["field"] for r in _extra_rows(plan)]
+
+
+def metrics_csv(plan: P.Plan) -> str:
+    """The exporter's metrics file: every row it ships enabled, then the rows an alert needs that it ships off."""
+    from .. import catalog
+
+    enabled = [r for r in catalog.dcgm_metrics()["rows"] if r["enabled"]]
+    extra = _extra_rows(plan)
+    lines = ["# Generated by gpuconf: the rows dcgm-exporter ships enabled (dcp-metrics-included.csv),",
+             "# then the ones gpuconf's alerts read that it ships commented out.",
+             "# DCGM FIELD, Prometheus metric type, help message"]
+    lines += [f"{r['field']}, {r['type']}, {r['help']}" for r in enabled + extra]
+    return "\n".join(lines) + "\n"
+
+
+def metrics_configmap_name(plan: P.Plan) -> str | None:
+    """The metrics ConfigMap's content-addressed name, or None when the intent has no alerts."""
+    if not alert_rules(plan):
+        return None
+    return P.config_key(METRICS_CONFIGMAP, metrics_csv(plan))
+
+
+def metrics_configmap(plan: P.Plan) -> dict:
+    """The ConfigMap dcgmExporter.config.name points at: the key must be dcgm-metrics.csv (facts §4)."""
+    from .. import catalog
+
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": metadata(plan, metrics_configmap_name(plan), plan.namespace),
+            "data": {catalog.dcgm_metrics()["configMapKey"]: metrics_csv(plan)}}

@@ -56,35 +56,29 @@ def node_feature_rules(plan: P.Plan) -> list[dict]:
     return docs
 
 
-def nvidia_drivers(plan: P.Plan) -> list[dict]:
+def nvidia_drivers(plan: P.Plan, values: dict) -> list[dict]:
     """One non-default NVIDIADriver per pool with its own driver version, selected by the pool label.
 
+    Each one carries what the chart's NVIDIADriver/default carries (the same template, read from the merged chart
+    values: repository, manager, probes, licensing, upgrade policy, ...), with the pool's version, selector and
+    tolerations: in NVIDIADriver mode the operator applies each object's own settings and upgrade policy and ignores
+    the ClusterPolicy's, so anything left out here would silently fall back to the operator's built-in defaults.
     The pool label has one value per node, so these selectors are disjoint by construction; the operator's own
     nvidia.com/gpu-operator.driver.owner label is never used (it is reserved, gpu-operator-facts §8).
     """
     if not plan.per_pool_drivers:
         return []
-    defaults = plan.chart.defaults["driver"]
-    spec = plan.intent.spec
+    from .chart import nvidiadriver_spec
+
+    base = nvidiadriver_spec(values, read=lambda value, where: value)
     docs = []
     for pool in plan.pools:
         if pool.driver in ("cluster", "preinstalled"):
             continue
-        body = {
-            "driverType": "gpu",
-            "default": False,
-            "repository": plan.image_repository(defaults["repository"]),
-            "image": defaults["image"],
-            "version": pool.driver,
-            "nodeSelector": {P.POOL_LABEL: pool.name},
-        }
-        if spec.operator.image_pull_secrets:
-            body["imagePullSecrets"] = list(spec.operator.image_pull_secrets)
-        if spec.driver.kernel_module_type:
-            body["kernelModuleType"] = spec.driver.kernel_module_type
-        # An NVIDIADriver's daemon set takes its own tolerations, not the ClusterPolicy's global list.
-        body["tolerations"] = [*plan.chart.defaults["daemonsets"]["tolerations"],
-                               *(P.toleration(t) for t in pool.pool.taints)]
+        body = {**base, "default": False, "version": pool.driver, "nodeSelector": {P.POOL_LABEL: pool.name},
+                # An NVIDIADriver's daemon set takes its own tolerations: the chart's defaults and this pool's taints.
+                "tolerations": [*plan.chart.defaults["daemonsets"]["tolerations"],
+                                *(P.toleration(t) for t in pool.pool.taints)]}
         docs.append({
             "apiVersion": "nvidia.com/v1alpha1",
             "kind": "NVIDIADriver",

@@ -28,11 +28,13 @@ KIND_FILES = {
     "PrometheusRule": "manifests/monitoring.yaml",
     "Job": "manifests/probes.yaml",
 }
+#: Documents that go to another file than their kind's, by name prefix (the exporter's metrics file belongs with
+#: the alerts that need it, not with the sharing configs).
+NAMED_FILES = {monitoring.METRICS_CONFIGMAP: "manifests/monitoring.yaml"}
 MANIFEST_RENDERERS: tuple[Callable[[P.Plan], list[dict]], ...] = (
     lambda plan: [operator_namespace(plan)],
     sharing.render,
     nodes.node_feature_rules,
-    nodes.nvidia_drivers,
     teams.render,
     access.render,
     monitoring.render,
@@ -77,11 +79,14 @@ def render_tree(plan: P.Plan, command: str) -> Tree:
     tree.values = values
     tree.files["values.yaml"] = head + _values_text(plan, values)
 
+    merged = values.merged()
     by_file: dict[str, list[dict]] = {}
-    for renderer in MANIFEST_RENDERERS:
+    renderers = [*MANIFEST_RENDERERS, lambda plan: nodes.nvidia_drivers(plan, merged)]
+    for renderer in renderers:
         for doc in renderer(plan):
             gitops.annotate(plan, doc)  # the delivery tool's sync annotations (probe Jobs)
-            path = KIND_FILES.get(doc["kind"])
+            name = doc["metadata"]["name"]
+            path = next((f for prefix, f in NAMED_FILES.items() if name.startswith(prefix)), KIND_FILES.get(doc["kind"]))
             if path is None:
                 raise VerificationError([f"no manifest file for kind {doc['kind']}"])
             by_file.setdefault(path, []).append(doc)
@@ -169,6 +174,10 @@ def _verify(tree: Tree) -> None:
         problems += [f"mig-parted config: {m}" for m in formats.check_mig_parted_config(sharing.mig_parted_config(plan))]
     problems += _referential(plan)
     problems += gitops.problems({path: docs for path, docs in tree.documents.items() if path.startswith("gitops/")})
+    if not problems:  # the semantic check reads documents that passed their schemas
+        from ..output import semantic
+
+        problems += [f"semantic: {p}" for p in semantic.check(tree)]
     if problems:
         raise VerificationError(problems)
 

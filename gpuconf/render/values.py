@@ -165,14 +165,19 @@ def _driver(plan: P.Plan, b: ValuesBuilder) -> None:
         b.set("driver.kernelModuleType", drv.kernel_module_type, "kernel module flavour chosen in the intent",
               (*origin, "kernelModuleType"))
     if plan.per_pool_drivers:
-        pools = ", ".join(p.name for p in plan.pools if p.driver not in ("cluster", "preinstalled"))
-        first = next(p for p in plan.pools if p.driver not in ("cluster", "preinstalled"))
-        b.set("driver.nvidiaDriverCRD.enabled", True,
-              f"pool(s) {pools} run their own driver version through NVIDIADriver resources",
-              ("spec", "pools", first.index, "driver"))
+        own = [p for p in plan.pools if p.driver not in ("cluster", "preinstalled") and p.wave is None]
+        if own:
+            why = (f"pool(s) {', '.join(p.name for p in own)} run their own driver version through NVIDIADriver "
+                   "resources")
+            crd_origin = ("spec", "pools", own[0].index, "driver")
+        else:
+            why = "the upgrade waves give every pool on the cluster driver its own NVIDIADriver"
+            crd_origin = ("spec", "driver", "upgrade")
+        b.set("driver.nvidiaDriverCRD.enabled", True, why, crd_origin)
         if drv.preinstalled or not any(p.driver == "cluster" for p in plan.pools):
             b.set("driver.nvidiaDriverCRD.deployDefaultCR", False,
-                  "no pool uses a cluster-default managed driver", ("spec", "pools", first.index, "driver"))
+                  "every managed pool has its own NVIDIADriver; the chart's default one would only serve GPU nodes "
+                  "of no pool", crd_origin)
     up = drv.upgrade
     if up is None:
         return
@@ -180,8 +185,14 @@ def _driver(plan: P.Plan, b: ValuesBuilder) -> None:
     pol = "driver.upgradePolicy."
     b.set(pol + "autoUpgrade", up.auto_upgrade, "driver upgrade policy", (*uo, "autoUpgrade"))
     b.set(pol + "maxParallelUpgrades", up.max_parallel, "nodes upgraded at once", (*uo, "maxParallel"))
-    b.set(pol + "maxUnavailable", up.max_unavailable, "nodes that may be unavailable during an upgrade",
-          (*uo, "maxUnavailable"))
+    if up.max_unavailable == 0 and not isinstance(up.max_unavailable, str):
+        # The chart renders `maxUnavailable | default "25%"`, and Sprig's default replaces 0: "0%" means the same
+        # to the operator (a percentage of the nodes, rounded up) and survives the template.
+        b.set(pol + "maxUnavailable", "0%", "no node may be unavailable during an upgrade; written \"0%\" because "
+              "the chart's template turns 0 into its default 25%", (*uo, "maxUnavailable"))
+    else:
+        b.set(pol + "maxUnavailable", up.max_unavailable, "nodes that may be unavailable during an upgrade",
+              (*uo, "maxUnavailable"))
     if up.drain is not None:
         d = up.drain
         for key, value in (("enable", d.enable), ("force", d.force), ("timeoutSeconds", d.timeout_seconds),
@@ -226,19 +237,40 @@ def _images(plan: P.Plan, b: ValuesBuilder) -> None:
               "the NFD subchart takes pull secrets as LocalObjectReferences", origin)
 
 
+#: The label gpuconf always puts into `dcgmExporter.serviceMonitor.additionalLabels`. The chart copies the
+#: serviceMonitor map verbatim (toYaml), so without it the ClusterPolicy would carry `additionalLabels: {}`
+#: whenever the intent has no Prometheus selector; under server-side apply (Argo CD's ServerSideApply=true), an
+#: edit from a selector to none then fails: the API server rejects the map that became empty ("must be of type
+#: object: null"). A gpuconf-owned entry keeps the map non-empty in every intent, so every edit applies.
+SERVICE_MONITOR_LABEL = "gpuconf.dev/cluster"
+
+
 def _monitoring(plan: P.Plan, b: ValuesBuilder) -> None:
     mon = plan.intent.spec.monitoring
+    sm = "dcgmExporter.serviceMonitor."
+    origin = ("spec", "monitoring")
+    selector = dict(mon.prometheus_selector) if mon is not None and mon.service_monitor else {}
+    why = ("labels the cluster's Prometheus selects ServiceMonitors by, and gpuconf's own label, which keeps the map "
+           "non-empty so that server-side apply accepts every edit" if selector else
+           "gpuconf's own label: the chart copies the map as is, and server-side apply rejects it once it becomes "
+           "empty (an intent that drops its Prometheus selector)")
+    b.set(sm + "additionalLabels", {SERVICE_MONITOR_LABEL: plan.name, **selector}, why,
+          (*origin, "prometheusSelector") if selector else ("metadata", "name"))
     if mon is None:
         return
-    origin = ("spec", "monitoring")
-    sm = "dcgmExporter.serviceMonitor."
+    from .monitoring import metrics_configmap_name, metrics_shipped_off
+
+    metrics = metrics_configmap_name(plan)
+    if metrics is not None:
+        off = metrics_shipped_off(plan)
+        why = (f"the alerts read {', '.join(off)}, which the exporter's default file ships switched off: gpuconf's "
+               f"metrics file adds {'it' if len(off) == 1 else 'them'} to the shipped rows" if off else
+               "gpuconf's metrics file holds the shipped rows and every metric the alerts read, so the alerts do not "
+               "depend on the file in the exporter's image")
+        b.set("dcgmExporter.config.name", metrics, why, (*origin, "alerts"))
     b.set(sm + "enabled", mon.service_monitor, "DCGM exporter scraping chosen in the intent", (*origin, "serviceMonitor"))
-    if mon.service_monitor:
-        if mon.interval:
-            b.set(sm + "interval", mon.interval, "scrape interval chosen in the intent", (*origin, "interval"))
-        if mon.prometheus_selector:
-            b.set(sm + "additionalLabels", dict(mon.prometheus_selector),
-                  "labels the cluster's Prometheus selects ServiceMonitors by", (*origin, "prometheusSelector"))
+    if mon.service_monitor and mon.interval:
+        b.set(sm + "interval", mon.interval, "scrape interval chosen in the intent", (*origin, "interval"))
 
 
 # --- the intent without its overrides, or on another chart (rules GC342 and `gpuconf diff --to-chart`) ---------
