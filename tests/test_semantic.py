@@ -454,3 +454,11 @@ def test_semantic_check_refuses_overlapping_nvidiadrivers():
 
     problems = _problems(tree, docs_edit=overlap)
     assert any("all select its nodes (the operator stops on overlapping selectors)" in p for p in problems)
+
+
+def test_catalog_explains_the_media_extension_rule(run):
+    result = run("catalog", "--gpu", "H200")
+    assert result.exit_code == 0
+    assert ("media extensions (1g.18gb+me): at most one media-extension instance (+me, +me.all) per GPU"
+            in result.stdout)
+    assert "media extensions" not in run("catalog", "--gpu", "L4").stdout
