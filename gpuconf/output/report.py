@@ -222,6 +222,9 @@ def _driver_fact(plan: P.Plan, pool: P.PoolPlan) -> dict:
         version = cluster_version or str(plan.chart.defaults["driver"]["version"])
         how = "cluster default" if cluster_version else "chart default"
         return {"mode": "cluster", "version": version, "text": f"{version} ({how})"}
+    if pool.wave is not None:
+        return {"mode": "wave", "version": pool.driver,
+                "text": f"{pool.driver} (NVIDIADriver gpuconf-{pool.name}, upgrade wave {pool.wave})"}
     return {"mode": "pool", "version": pool.driver, "text": f"{pool.driver} (NVIDIADriver gpuconf-{pool.name})"}
 
 
