@@ -897,3 +897,27 @@ def test_a_rejected_document_is_explained_even_where_the_engines_disagree() -> N
     found = verify._check(pattern, lambda: jsonschema.Draft202012Validator({"type": "string", "pattern": "^a$"}),
                           "a\n", ("spec",))
     assert found == [(("spec",), '"a\\n" does not match "^a$"')]
+
+
+@pytest.mark.skipif(not REFERENCE.is_dir(),
+                    reason="../shared/reference is absent (a user's clone): the committed schemas/ are the source")
+def test_the_release_of_each_crd_comes_from_the_sources_table(tmp_path: Path) -> None:
+    derive = derive_module()
+    releases = derive.crd_releases(derive.Reference(REFERENCE))
+    assert releases["crds/kueue.x-k8s.io/kueue.x-k8s.io_clusterqueues.yaml"] == {
+        "repository": "kubernetes-sigs/kueue", "tag": "v0.19.2"}
+    assert set(releases) >= {rel for rel in derive.CRD_INPUTS if rel.startswith("crds/")}
+    # A CRD file without its row in the table stops the derivation instead of losing its release.
+    (tmp_path / "crds").mkdir()
+    sources = (REFERENCE / "crds" / "SOURCES.md").read_text(encoding="utf-8")
+    (tmp_path / "crds" / "SOURCES.md").write_text(
+        "\n".join(line for line in sources.splitlines() if "clusterqueues" not in line), encoding="utf-8")
+    with pytest.raises(derive.DeriveError, match="no release row for crds/kueue.x-k8s.io/kueue.x-k8s.io_clusterq"):
+        derive.crd_releases(derive.Reference(tmp_path))
+
+
+def test_index_names_the_release_of_other_projects_crds() -> None:
+    kinds = index()["kinds"]
+    assert kinds["kueue.x-k8s.io/v1beta2/LocalQueue"]["release"] == {"repository": "kubernetes-sigs/kueue",
+                                                                      "tag": "v0.19.2"}
+    assert "release" not in kinds["nvidia.com/v1/ClusterPolicy"]  # the chart's own CRDs: the chart version says it

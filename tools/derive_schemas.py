@@ -60,6 +60,11 @@ CRD_INPUTS = (
     "crds/kueue.x-k8s.io/kueue.x-k8s.io_workloadpriorityclasses.yaml",
 )
 CP_CRD = CRD_INPUTS[0]
+#: The table of crds/SOURCES.md says which upstream release each file under crds/ was copied from; index.json
+#: carries it per kind, so that gpuconf can check the release an intent pins (spec.queueing.kueue.version).
+CRD_SOURCES = "crds/SOURCES.md"
+_SOURCE_ROW = re.compile(r"^\| (?P<file>[^|]+?) \| (?P<repository>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+) \| "
+                         r"(?P<tag>v[0-9][^ |]*) \(")
 
 NFD_SCHEMA = "gpu-operator/v26.7.0/charts/node-feature-discovery/values.schema.json"
 NFD_CHART = "gpu-operator/v26.7.0/charts/node-feature-discovery/Chart.yaml"
@@ -483,11 +488,25 @@ def _crds(ref: Reference, rel: str) -> list[dict[str, Any]]:
     return crds
 
 
+def crd_releases(ref: Reference) -> dict[str, dict[str, str]]:
+    """CRD file under crds/ (reference-relative) -> {repository, tag} of the release it was copied from."""
+    releases: dict[str, dict[str, str]] = {}
+    for line in ref.bytes(CRD_SOURCES).decode("utf-8").splitlines():
+        match = _SOURCE_ROW.match(line)
+        if match:
+            releases["crds/" + match["file"]] = {"repository": match["repository"], "tag": match["tag"]}
+    missing = [rel for rel in CRD_INPUTS if rel.startswith("crds/") and rel not in releases]
+    if missing:
+        raise DeriveError(f"{CRD_SOURCES}: no release row for {', '.join(missing)}")
+    return releases
+
+
 def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], dict[str, Any]]:
     """The CR schema files and the index; plus the converted ClusterPolicy spec for the values schemas."""
     outputs: dict[str, bytes] = {}
     index: dict[str, Any] = {}
     cp_spec: dict[str, Any] | None = None
+    releases = crd_releases(ref)
     for rel in CRD_INPUTS:
         for crd in _crds(ref, rel):
             spec = crd["spec"]
@@ -515,6 +534,7 @@ def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], d
                     "scope": scope,
                     "storage": bool(version.get("storage", False)),
                     "uncheckedCelRules": cel,
+                    **({"release": releases[rel]} if rel in releases else {}),
                 }
                 if rel == CP_CRD:
                     cp_spec = schema["properties"]["spec"]
@@ -528,12 +548,13 @@ def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], d
     except KeyError as exc:
         raise DeriveError(f"{CP_CRD}: no quantity pattern at spec.driver.resources.limits") from exc
     outputs["schemas/crds/index.json"] = _dump({
-        "generated": _generated({rel: ref.hashes[rel] for rel in CRD_INPUTS},
+        "generated": _generated({rel: ref.hashes[rel] for rel in (*CRD_INPUTS, CRD_SOURCES)},
                                 "Custom resources gpuconf has a schema for, keyed by <apiVersion>/<kind>: the "
                                 "schema file (relative to the gpuconf.schemas package), the scope (kustomize and "
                                 "kubectl cannot know it offline), whether the version is deprecated or the storage "
-                                "version, and how many CEL rules the JSON Schema cannot check; quantityPattern is the "
-                                "resource.Quantity grammar as the ClusterPolicy CRD spells it."),
+                                "version, how many CEL rules the JSON Schema cannot check, and for the CRDs of "
+                                "other projects the upstream release they come from (crds/SOURCES.md); "
+                                "quantityPattern is the resource.Quantity grammar as the ClusterPolicy CRD spells it."),
         "kinds": dict(sorted(index.items())),
         "quantityPattern": quantity,
     })

@@ -479,6 +479,13 @@ def _document(where: str, obj: dict[str, Any]) -> str:
 # --- public API ------------------------------------------------------------------------------------------------
 
 
+def custom_kinds() -> dict[str, dict[str, Any]]:
+    """Every custom resource gpuconf has a schema for: "<apiVersion>/<kind>" -> its index entry (file, scope,
+    deprecated, storage, uncheckedCelRules and, for other projects' CRDs, the release they come from)."""
+    kinds: dict[str, dict[str, Any]] = _crd_index()["kinds"]
+    return kinds
+
+
 def scope(api_version: str, kind: str) -> str | None:
     """"Namespaced" or "Cluster" for a built-in kind or a custom resource gpuconf knows; None otherwise."""
     entry = _crd_index()["kinds"].get(f"{api_version}/{kind}")
