@@ -369,3 +369,78 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
         tolerations=tuple(tolerations[k] for k in sorted(tolerations)),
         document=document,
     )
+
+
+# --- team queues (Kueue): shared by the rules, the renderer and the report ----------------------------------------
+
+
+def kueue_settings(intent: ClusterIntent):
+    """The intent's Kueue settings (gpuconf.intent.model.Kueue), or None when Kueue is off."""
+    queueing = intent.spec.queueing
+    return queueing.kueue if queueing is not None else None
+
+
+def resource_quotas(intent: ClusterIntent) -> bool:
+    """Whether team quotas become per-namespace ResourceQuotas: always without Kueue, on request with it."""
+    kueue = kueue_settings(intent)
+    return kueue is None or kueue.resource_quotas
+
+
+def quota_units(per_node: Mapping[str, int], value: int | Mapping[str, int]) -> dict[str, int]:
+    """Resource name -> units of a quota value (or a Kueue limit of the same shape) on a pool advertising per_node.
+
+    A count names the pool's only resource; a mapping names MIG profiles by the resource the pool really advertises
+    for each (`nvidia.com/mig-<profile>`, with `.shared` when time-sliced and renamed). What names nothing the pool
+    advertises is left out: validation reports it (GC314, GC361).
+    """
+    if isinstance(value, int):
+        return {next(iter(per_node)): value} if len(per_node) == 1 else {}
+    out = {}
+    for profile_name, count in value.items():
+        base = mig_resource(profile_name)
+        # Exact names: 1g.10gb must not match 1g.10gb+me (-> 1g.10gb.me).
+        resource = next((r for r in (base, base + ".shared") if r in per_node), None)
+        if resource is not None:
+            out[resource] = count
+    return out
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One flavor and resource of a team's ClusterQueue: the nominal quota and the optional Kueue limits."""
+
+    pool: str
+    resource: str
+    nominal: int
+    borrowing_limit: int | None  # None: no limit (in a cohort), or no borrowing at all (without one)
+    lending_limit: int | None  # None: all unused quota may be lent
+
+
+def team_queue_rows(intent: ClusterIntent, team, strategy: str | None = None) -> list[QueueRow]:
+    """The rows of a team's ClusterQueue: every resource of every pool in its quota, in the order of spec.pools.
+
+    A pool's flavor lists all the resources the pool advertises (a Kueue resource group's flavors cover the same
+    resources); the ones the quota does not name get 0, and in a cohort a borrowing limit of 0 (only what the quota
+    names may be borrowed). Pools that do not exist or cannot be resolved are skipped.
+    """
+    strategy = strategy if strategy is not None else mig_strategy(intent)
+    kueue = kueue_settings(intent)
+    settings = kueue.teams.get(team.name) if kueue is not None else None
+    rows = []
+    for pool in intent.spec.pools:
+        value = team.quota.get(pool.name)
+        if value is None:
+            continue
+        capacity = pool_capacity(intent, pool, strategy)
+        if capacity is None:
+            continue
+        nominal = quota_units(capacity.per_node, value)
+        limits = []
+        for given in ((settings.borrowing_limit, settings.lending_limit) if settings is not None else ({}, {})):
+            limits.append(quota_units(capacity.per_node, given[pool.name]) if pool.name in given else {})
+        for resource in sorted(capacity.per_node):
+            borrow = limits[0].get(resource)
+            if resource not in nominal and borrow is None and kueue is not None and kueue.cohort:
+                borrow = 0  # the quota does not name it: no borrowing of it either (name it with 0 to borrow)
+            rows.append(QueueRow(pool.name, resource, nominal.get(resource, 0), borrow, limits[1].get(resource)))
+    return rows

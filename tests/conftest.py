@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,16 @@ from click.testing import CliRunner
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 CASES = ROOT / "tests" / "cases"
+
+
+def without_queueing(example: Path, folder: Path) -> Path:
+    """A copy of an example without its spec.queueing block (Kueue off: ResourceQuotas and plain probes again)."""
+    text = example.read_text(encoding="utf-8")
+    start = text.index("\n  queueing:\n")
+    end = re.search(r"\n  [a-z]", text[start + 1:]).start() + start + 1
+    path = folder / example.name
+    path.write_text(text[:start] + text[end:], encoding="utf-8")
+    return path
 
 
 @pytest.fixture

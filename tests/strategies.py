@@ -552,6 +552,31 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
     if teams:
         spec["teams"] = teams
         features.add("teams")
+    queued = [team for team in teams if team.get("quota")]
+    minor = tuple(int(p) for p in cluster["kubernetesVersion"].split("."))
+    if queued and minor >= (1, 29) and draw(st.booleans()):  # Kueue v0.19.2 needs Kubernetes 1.29
+        kueue: dict[str, Any] = {"version": "v0.19.2"}
+        if draw(st.booleans()):
+            kueue["cohort"] = draw(dns_labels)
+            features.add("kueue-cohort")
+        elif draw(st.booleans()):
+            kueue["resourceQuotas"] = True  # (with a cohort it would warn, GC366)
+            features.add("kueue-resource-quotas")
+        queue_teams: dict[str, Any] = {}
+        for team in queued:
+            entry: dict[str, Any] = {"otherResources": {"cpu": draw(st.sampled_from([1, 64, "500m", "2.5"])),
+                                                        "memory": draw(st.sampled_from(["512Mi", "64Gi", "1Ti"]))}}
+            if "cohort" in kueue and draw(st.booleans()):
+                # A lending limit within the nominal quota (GC362); borrowing is left out: it needs a lender.
+                pool_name = draw(st.sampled_from(sorted(team["quota"])))
+                value = team["quota"][pool_name]
+                entry["lendingLimit"] = {pool_name: draw(st.integers(0, value)) if isinstance(value, int) else
+                                         {p: draw(st.integers(0, c)) for p, c in value.items()}}
+                features.add("kueue-limits")
+            queue_teams[team["name"]] = entry
+        kueue["teams"] = queue_teams
+        spec["queueing"] = {"kueue": kueue}
+        features.add("kueue")
     if draw(st.booleans()):
         access: dict[str, Any] = {}
         _maybe(draw, access, "admins", st.lists(subjects, max_size=3))

@@ -54,3 +54,11 @@ def test_every_code_has_a_case():
     # GC110 (unreadable file) needs a permission error, which a checked-in file cannot carry; tests/test_cli covers it.
     wanted = (set(loader_codes) - {"GC110"}) | set(type_codes) | {code for code, _ in rule_codes()}
     assert sorted(wanted - seen) == []
+
+
+def test_every_rule_code_has_a_row_in_the_readme():
+    from gpuconf.intent.rules import rule_codes
+
+    readme = (CASES.parent.parent / "README.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| (GC3\d\d) \|", readme, re.M))
+    assert rows == {code for code, _ in rule_codes()}

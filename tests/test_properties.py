@@ -152,7 +152,7 @@ FEATURES = ["mig-layout", "mig-preset", "mig+ts", "mps", "ts", "ts-rename", "exc
             "strategy-mixed", "strategy-single", "pinned-mixed", "pinned-single", "quota-count", "quota-mig",
             "quota-oversubscribed", "reuse", "taints", "canary", "waves", "rollout", "pool-driver-version", "pool-driver-preinstalled",
             "access-developers", "monitoring", "overrides", "disjoint-labels", "disjoint-hostname", "disjoint-dmi",
-            "disjoint-pci"]
+            "disjoint-pci", "kueue", "kueue-cohort", "kueue-limits", "kueue-resource-quotas"]
 
 
 def test_valid_intent_strategy_reaches_every_feature():

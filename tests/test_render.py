@@ -303,7 +303,7 @@ def test_verification_failure_is_an_internal_error_and_writes_nothing(run, tmp_p
 
     def broken(obj, version, where):
         problems = real(obj, version, where)
-        if obj["kind"] == "ResourceQuota":
+        if obj["kind"] == "Job":
             problems.append(gpuconf.output.verify.Problem(where, "$.spec", "injected failure"))
         return problems
 

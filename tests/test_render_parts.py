@@ -93,6 +93,13 @@ def heterogeneous():
 
 
 @pytest.fixture(scope="module")
+def heterogeneous_without_kueue(tmp_path_factory):
+    from conftest import without_queueing
+
+    return build(without_queueing(ROOT / "examples" / "heterogeneous.yaml", tmp_path_factory.mktemp("plain")))
+
+
+@pytest.fixture(scope="module")
 def airgapped():
     return build(ROOT / "examples" / "airgapped.yaml")
 
@@ -157,7 +164,12 @@ def expected_quota(plan, team) -> dict[str, int]:
 def test_quotas_use_the_pools_real_resource_names(plan):
     from gpuconf.render import teams
 
+    from gpuconf import plan as P
+
     quotas = by_kind(teams.render(plan), "ResourceQuota")
+    if not P.resource_quotas(plan.intent):
+        assert quotas == []  # Kueue's ClusterQueues hold the quotas (tests/test_kueue.py)
+        return
     advertised = {name for p in plan.pools for name in p.capacity.per_node}
     for team in plan.intent.spec.teams:
         want = expected_quota(plan, team)
@@ -170,9 +182,10 @@ def test_quotas_use_the_pools_real_resource_names(plan):
                 assert key.startswith("requests.") and key.removeprefix("requests.") in advertised
 
 
-def test_heterogeneous_research_quota_is_per_mig_profile(heterogeneous):
+def test_heterogeneous_research_quota_is_per_mig_profile(heterogeneous_without_kueue):
     from gpuconf.render import teams
 
+    heterogeneous = heterogeneous_without_kueue
     research = next(t for t in heterogeneous.intent.spec.teams if t.name == "research")
     for quota in by_kind(teams.render(heterogeneous), "ResourceQuota"):
         if quota["metadata"]["namespace"] in research.namespaces:
@@ -339,7 +352,9 @@ def test_admin_and_observer_grants(heterogeneous):
     assert "create" not in config["verbs"]  # create cannot be restricted by resourceNames
     for kind in ("ClusterRole", "Role"):
         for rule in docs[(kind, "gpuconf-gpu-observer")]["rules"]:
-            assert rule["verbs"] == ["get", "list", "watch"]
+            # Read only; a status subresource is read with get alone.
+            assert rule["verbs"] == (["get"] if all(r.endswith("/status") for r in rule["resources"])
+                                     else ["get", "list", "watch"])
     observed = {res for r in docs[("Role", "gpuconf-gpu-observer")]["rules"] for res in r["resources"]}
     assert {"pods", "services", "endpoints", "servicemonitors", "prometheusrules"} <= observed
     assert docs[("Role", "gpuconf-gpu-observer")]["metadata"]["namespace"] == heterogeneous.namespace
@@ -376,7 +391,14 @@ def test_probe_per_pool(plan):
         pod = spec["template"]["spec"]
         assert pod["restartPolicy"] == "Never"
         assert pod["nodeSelector"] == {"gpuconf.dev/pool": pool.name}
-        assert pod.get("tolerations", []) == [P.toleration(t) for t in pool.pool.taints]
+        if P.kueue_settings(plan.intent) is None:
+            assert pod.get("tolerations", []) == [P.toleration(t) for t in pool.pool.taints]
+            assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
+        else:  # admitted by Kueue, which adds the tolerations of the pool's flavor (tests/test_kueue.py)
+            assert "tolerations" not in pod
+            assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpuconf-acceptance"
+        assert "kueue.x-k8s.io/queue-name" not in job["spec"]["template"]["metadata"]["labels"]
+        assert "suspend" not in spec  # Kueue's webhook suspends a queued Job when it is created
         (container,) = pod["containers"]
         assert container["command"] == ["nvidia-smi", "-L"]
         assert {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"} in container["env"]
@@ -395,8 +417,10 @@ def test_probe_per_pool(plan):
         assert pod.get("imagePullSecrets", []) == [{"name": s} for s in secrets]
 
 
-def test_h100_probe_tolerates_its_pool_taint(heterogeneous):
+def test_h100_probe_tolerates_its_pool_taint(heterogeneous_without_kueue):
     from gpuconf.render import probes
+
+    heterogeneous = heterogeneous_without_kueue
 
     job = next(j for j in probes.render(heterogeneous) if j["metadata"]["name"] == "gpuconf-probe-train-h100")
     pod = job["spec"]["template"]["spec"]

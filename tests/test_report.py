@@ -384,12 +384,23 @@ def test_acceptance_checklist_waits_for_every_probe(trees):
         assert f"kubectl apply -k out/{tree.name}" in commands
 
 
-def test_quota_caveat_names_the_other_pools_a_quota_reaches(trees):
-    caveats = _report(trees["heterogeneous"])["quotaCaveats"]
+def test_quota_caveat_names_the_other_pools_a_quota_reaches(tmp_path):
+    from conftest import without_queueing
+    from gpuconf.pipeline import render_path
+
+    plain = render_path(str(without_queueing(ROOT / "examples" / "heterogeneous.yaml", tmp_path)), "out").tree
+    caveats = _report(plain)["quotaCaveats"]
     assert any(c.startswith("Team research: its quota on `nvidia.com/gpu`") and "notebooks-l4" in c for c in caveats)
-    capacity = {c["resource"]: c for c in _report(trees["heterogeneous"])["capacity"]}
+    capacity = {c["resource"]: c for c in _report(plain)["capacity"]}
     assert capacity["nvidia.com/gpu"]["capacity"] == 16 * 8 + 6 * 4 * 4
-    assert capacity["nvidia.com/gpu"]["quota"] == 64 * 2 + 48
+    assert capacity["nvidia.com/gpu"]["quota"] == 64 * 2 + 48  # a ResourceQuota per namespace: research has two
+
+
+def test_kueue_quotas_are_per_team_and_need_no_caveat(trees):
+    report = _report(trees["heterogeneous"])
+    assert report["quotaCaveats"] == []  # a flavor per pool: the quota on nvidia.com/gpu reaches no other pool
+    capacity = {c["resource"]: c for c in report["capacity"]}
+    assert capacity["nvidia.com/gpu"]["quota"] == 64 + 48  # one ClusterQueue per team, whatever its namespaces
 
 
 # --- diff --to-chart ----------------------------------------------------------------------------------------------

@@ -394,8 +394,11 @@ def test_every_example_is_semantically_true(example):
     assert _problems(_tree(example)) == []
 
 
-def test_semantic_check_reads_tolerations_the_way_the_scheduler_does():
+def test_semantic_check_reads_tolerations_the_way_the_scheduler_does(tmp_path):
+    from conftest import without_queueing
+
     tree = _tree(HETEROGENEOUS)
+    plain = _tree(without_queueing(HETEROGENEOUS, tmp_path))  # probes that carry their own tolerations
     drop = {"key": "gpuconf.dev/pool", "operator": "Equal", "value": "train-h100", "effect": "NoSchedule"}
 
     def ops(m):
@@ -412,7 +415,17 @@ def test_semantic_check_reads_tolerations_the_way_the_scheduler_does():
         "pool train-h100: taint gpuconf.dev/pool=train-h100:NoSchedule is not tolerated by the operands "
         "(daemonsets.tolerations)"]
     assert "NFD's worker" in _problems(tree, values_edit=nfd)[0]
-    assert "probe gpuconf-probe-train-h100" in _problems(tree, docs_edit=probe)[0]
+    assert "probe gpuconf-probe-train-h100" in _problems(plain, docs_edit=probe)[0]
+
+    def flavor(docs):  # with Kueue the probe gets the pool's tolerations from the pool's ResourceFlavor
+        for doc in docs["manifests/queues.yaml"]:
+            if doc["kind"] == "ResourceFlavor":
+                doc["spec"].pop("tolerations", None)
+
+    assert "tolerations" not in next(d for d in tree.documents["manifests/probes.yaml"]
+                                     if d["metadata"]["name"] == "gpuconf-probe-train-h100")["spec"]["template"]["spec"]
+    assert _problems(tree, docs_edit=probe) == []
+    assert "probe gpuconf-probe-train-h100" in _problems(tree, docs_edit=flavor)[0]
 
     def wildcard(m):
         m["daemonsets"]["tolerations"] = [{"operator": "Exists"}]  # tolerates everything: no problem
@@ -420,8 +433,11 @@ def test_semantic_check_reads_tolerations_the_way_the_scheduler_does():
     assert not [p for p in _problems(tree, values_edit=wildcard) if "operands" in p]
 
 
-def test_semantic_check_finds_configs_strategy_images_and_quotas():
+def test_semantic_check_finds_configs_strategy_images_and_quotas(tmp_path):
+    from conftest import without_queueing
+
     tree = _tree(HETEROGENEOUS)
+    plain = _tree(without_queueing(HETEROGENEOUS, tmp_path))  # ResourceQuotas instead of Kueue's ClusterQueues
 
     def default_key(m):
         m["devicePlugin"]["config"]["default"] = "missing"
@@ -435,7 +451,15 @@ def test_semantic_check_finds_configs_strategy_images_and_quotas():
     assert _problems(tree, values_edit=default_key) == [
         "devicePlugin.config.default 'missing' is not a key of ConfigMap gpuconf-device-plugin-config"]
     assert "mig.strategy is 'single', the MIG pools need 'mixed'" in _problems(tree, values_edit=strategy)
-    assert "limits nvidia.com/mig-9g.99gb, which no pool advertises" in _problems(tree, docs_edit=quota)[0]
+    assert "limits nvidia.com/mig-9g.99gb, which no pool advertises" in _problems(plain, docs_edit=quota)[0]
+
+    def queue(docs):  # the H100 flavor of research's queue gets a MIG resource the H100 pool does not advertise
+        research = next(d for d in docs["manifests/queues.yaml"] if d["metadata"]["name"] == "gpuconf-team-research")
+        research["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "nvidia.com/mig-1g.10gb"
+
+    assert _problems(tree, docs_edit=queue) == [
+        "ClusterQueue gpuconf-team-research gives nvidia.com/mig-1g.10gb on pool train-h100, which the pool does not "
+        "advertise"]
 
     air = _tree(ROOT / "examples" / "airgapped.yaml")
 

@@ -7,6 +7,7 @@ catalogue rules (GPU models, MIG geometry, quotas) live in rules.py, so that one
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
 from pydantic import (BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, ValidationInfo, WithJsonSchema,
@@ -416,6 +417,80 @@ class Delivery(Strict):
         return value
 
 
+# --- queueing (Kueue) ------------------------------------------------------------------------------------------
+
+#: The resource.Quantity grammar (the CRDs' pattern, schemas/crds/index.json quantityPattern) without a sign:
+#: Kueue's webhook rejects negative quotas (pkg/webhooks/clusterqueue_webhook.go, validateResourceQuantity).
+QUANTITY = r"^(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+
+
+def _quantity(value: Any) -> Union[int, str]:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and re.fullmatch(QUANTITY, value):  # fullmatch: `$` also matches before a newline
+        return value
+    raise PydanticCustomError("quantity", "must be a Kubernetes quantity such as 64, 500m or 512Gi (not negative)")
+
+
+Quantity = Annotated[Any, PlainValidator(_quantity), WithJsonSchema({
+    "oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": QUANTITY}],
+    "description": "A Kubernetes quantity: 64, 500m, 1.5, 512Gi.",
+})]
+
+
+class KueuePreemption(Strict):
+    """What a pending workload may preempt (every ClusterQueue gets these, stated explicitly)."""
+
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = Field(
+        "LowerPriority", description="A workload over its team's nominal quota may preempt the team's own workloads "
+                                     "of lower priority.")
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = Field(
+        "Any", description="A workload within its team's nominal quota may preempt other teams' workloads that "
+                           "borrowed it (Any: whatever their priority).")
+    borrow_within_cohort: Literal["Never", "LowerPriority"] = Field(
+        "Never", description="A workload that needs to borrow may preempt lower-priority workloads of other teams.")
+
+
+class KueueTeam(Strict):
+    """A team's ClusterQueue beyond its quota: borrowing and lending per pool, and its non-GPU resources."""
+
+    borrowing_limit: Dict[Name, QuotaValue] = Field(
+        default_factory=dict, description="Per pool of the team's quota (same shape as quota): units the team may "
+                                          "borrow from the cohort above its quota; omitted: no limit.")
+    lending_limit: Dict[Name, QuotaValue] = Field(
+        default_factory=dict, description="Per pool of the team's quota: units of its unused quota other teams may "
+                                          "borrow; omitted: all of it.")
+    other_resources: Dict[NonEmpty, Quantity] = Field(
+        default_factory=dict, description="Non-GPU resources the team's ClusterQueue covers, with the team's quota "
+                                          "(e.g. cpu: 256, memory: 2Ti); on no particular pool.")
+
+
+class Kueue(Strict):
+    """Team queueing with Kueue: a ResourceFlavor per pool, a ClusterQueue per team, a LocalQueue per namespace."""
+
+    version: NonEmpty = Field(description="The Kueue release installed in the cluster (gpuconf has its CRDs), "
+                                          "e.g. v0.19.2.")
+    cohort: Optional[K8sObjectName] = Field(
+        None, description="Cohort of the teams' ClusterQueues: they lend each other unused quota. Omit for no "
+                          "borrowing.")
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = Field(
+        "BestEffortFIFO", description="Order of each ClusterQueue's pending workloads.")
+    preemption: KueuePreemption = Field(default_factory=KueuePreemption, description="Preemption policy.")
+    quota_check_strategy: Literal["BlockUndeclared", "IgnoreUndeclared"] = Field(
+        "BlockUndeclared", description="As your Kueue Configuration's resources.quotaCheckStrategy: "
+                                       "BlockUndeclared (Kueue's default) leaves pods pending that request a resource "
+                                       "their ClusterQueue does not cover.")
+    resource_quotas: bool = Field(False, description="Also render the per-namespace ResourceQuotas (hard ceilings "
+                                                     "for pods Kueue does not queue).")
+    teams: Dict[Name, KueueTeam] = Field(default_factory=dict, description="Team name -> its queue settings.")
+
+
+class Queueing(Strict):
+    """How GPU workloads wait for quota. Without it, ResourceQuotas alone limit the teams."""
+
+    kueue: Optional[Kueue] = Field(None, description="Queue the teams' Jobs with Kueue.")
+
+
 class Spec(Strict):
     """Everything gpuconf needs to know about one cluster."""
 
@@ -429,6 +504,7 @@ class Spec(Strict):
     monitoring: Optional[Monitoring] = None
     overrides: List[Override] = Field(default_factory=list, description="Escape hatch: raw chart values, each with a reason.")
     delivery: Delivery = Field(default_factory=Delivery, description="GitOps delivery: Argo CD, Flux or none (default).")
+    queueing: Optional[Queueing] = Field(None, description="Team queueing (Kueue); default: ResourceQuotas only.")
 
 
 class Metadata(Strict):

@@ -521,6 +521,8 @@ def quota_refs(ctx: Context) -> Iterator[Finding]:
 @rule("GC315", "quotas fit the pool's capacity")
 def quota_capacity(ctx: Context) -> Iterator[Finding]:
     names = Counter(p.name for p in ctx.intent.spec.pools)
+    per_namespace = plan.resource_quotas(ctx.intent)
+    how = "quota x namespaces" if per_namespace else "the teams' Kueue nominal quotas"
     for pool in ctx.intent.spec.pools:
         if pool.allow_quota_oversubscription or names[pool.name] > 1:
             continue  # a duplicated pool name is GC302's; its quotas cannot be attributed
@@ -537,7 +539,8 @@ def quota_capacity(ctx: Context) -> Iterator[Finding]:
             if value is None:
                 continue
             loc = ("spec", "teams", i, "quota", pool.name)
-            copies = len(team.namespaces)  # a quota applies to each of the team's namespaces
+            # A ResourceQuota applies to each of the team's namespaces; a Kueue ClusterQueue to the team as a whole.
+            copies = len(team.namespaces) if per_namespace else 1
             if isinstance(value, dict):
                 for profile_name, count in value.items():
                     base = plan.mig_resource(profile_name)
@@ -552,13 +555,15 @@ def quota_capacity(ctx: Context) -> Iterator[Finding]:
         for resource, total in sorted(asked.items()):
             if total > cap.total(resource):
                 yield ctx.finding("GC315", last[resource],
-                                  f"team quotas on pool {pool.name!r} add up to {total} {resource} (quota x namespaces), but the pool has "
+                                  f"team quotas on pool {pool.name!r} add up to {total} {resource} ({how}), but the pool has "
                                   f"{cap.total(resource)} ({cap.per_node[resource]} per node x {cap.nodes} nodes)",
                                   "lower the quotas, grow the pool, or set allowQuotaOversubscription: true on the pool")
 
 
 @rule("GC330", "quotas that a ResourceQuota cannot keep apart")
 def quota_shared_resource(ctx: Context) -> Iterator[Finding]:
+    if plan.kueue_settings(ctx.intent) is not None:
+        return  # Kueue counts per pool (one flavor each): the pools are kept apart for the Jobs it queues
     caps = {p.name: plan.pool_capacity(ctx.intent, p, ctx.strategy) for p in ctx.intent.spec.pools}
     for i, team in enumerate(ctx.intent.spec.teams):
         by_resource: dict[str, list[str]] = {}
@@ -587,6 +592,239 @@ def access_refs(ctx: Context) -> Iterator[Finding]:
         if team not in teams:
             yield ctx.finding("GC322", ("spec", "access", "developers", team), f"developers name unknown team {team!r}",
                               _hint_choices(team, teams, "teams"), at_key=True)
+
+
+# --- team queueing (Kueue) --------------------------------------------------------------------------------------
+
+
+def _kueue_loc(*rest: str | int) -> tuple:
+    return ("spec", "queueing", "kueue", *rest)
+
+
+def kueue_rule(code: str, title: str) -> Callable[[Callable[[Context, object], Iterator[Finding]]], Callable]:
+    """Register a rule that runs only with Kueue on and receives its settings (gpuconf.intent.model.Kueue)."""
+
+    def register(fn: Callable[[Context, object], Iterator[Finding]]) -> Callable:
+        def check(ctx: Context) -> Iterator[Finding]:
+            kueue = plan.kueue_settings(ctx.intent)
+            return iter(()) if kueue is None else fn(ctx, kueue)
+
+        rule(code, title)(check)
+        return fn
+
+    return register
+
+
+@kueue_rule("GC360", "the Kueue version is one gpuconf has the CRDs of, on a Kubernetes it supports")
+def kueue_version(ctx: Context, kueue) -> Iterator[Finding]:
+    from ..render.kueue import MIN_KUBERNETES, releases
+
+    known = list(releases())
+    if kueue.version not in known:
+        guess = catalog.suggest(kueue.version, known)
+        yield ctx.finding("GC360", _kueue_loc("version"), f"gpuconf has no CRDs of Kueue {kueue.version!r}, so it "
+                          "cannot verify the queues against them",
+                          f"{f'did you mean {guess!r}? ' if guess else ''}supported: {', '.join(known)}")
+    version = ctx.intent.spec.cluster.kubernetes_version
+    if tuple(int(p) for p in version.split(".")) < MIN_KUBERNETES:
+        yield ctx.finding("GC360", ("spec", "cluster", "kubernetesVersion"),
+                          f"Kueue needs Kubernetes {'.'.join(map(str, MIN_KUBERNETES))} or newer (its installation "
+                          f"guide); the cluster runs {version}",
+                          "upgrade the cluster first, or remove spec.queueing.kueue")
+
+
+def _kueue_team(ctx: Context, name: str) -> tuple[int, object] | None:
+    return next(((i, t) for i, t in enumerate(ctx.intent.spec.teams) if t.name == name), None)
+
+
+@kueue_rule("GC361", "Kueue settings name teams with a queue, pools of their quota and real resources")
+def kueue_refs(ctx: Context, kueue) -> Iterator[Finding]:
+    pools = {p.name: p for p in ctx.intent.spec.pools}
+    caps = {name: plan.pool_capacity(ctx.intent, pool, ctx.strategy) for name, pool in pools.items()}
+    gpu_resources = {r for cap in caps.values() if cap is not None for r in cap.per_node}
+    teams = [t.name for t in ctx.intent.spec.teams]
+    for name, settings in kueue.teams.items():
+        loc = _kueue_loc("teams", name)
+        found = _kueue_team(ctx, name)
+        if found is None:
+            yield ctx.finding("GC361", loc, f"queue settings name unknown team {name!r}",
+                              _hint_choices(name, teams, "teams"), at_key=True)
+            continue
+        i, team = found
+        if not team.quota:
+            yield ctx.finding("GC361", loc, f"team {name!r} has no quota, so it gets no queue: these settings have "
+                              "no effect", f"give spec.teams[{i}].quota, or remove them", severity=WARNING,
+                              at_key=True)
+            continue
+        for key, given in (("borrowingLimit", settings.borrowing_limit), ("lendingLimit", settings.lending_limit)):
+            for pool_name, value in given.items():
+                yield from _limit_refs(ctx, (*loc, key, pool_name), i, team, pool_name, value, pools, caps)
+        for resource in settings.other_resources:
+            rloc = (*loc, "otherResources", resource)
+            if resource in gpu_resources or resource.startswith("nvidia.com/"):
+                yield ctx.finding("GC361", rloc, f"{resource} is a GPU resource: its queue quota comes from the "
+                                  "team's quota, per pool", f"set it in spec.teams[{i}].quota", at_key=True)
+            elif _qualified_name_problem(resource):
+                yield ctx.finding("GC361", rloc, f"{resource!r} is not a resource name: it "
+                                  f"{_qualified_name_problem(resource)}", "e.g. cpu, memory, ephemeral-storage",
+                                  at_key=True)
+
+
+def _limit_refs(ctx: Context, loc: tuple, i: int, team, pool_name: str, value, pools, caps) -> Iterator[Finding]:
+    """A borrowing or lending limit names a pool of the team's quota, in the quota's shape, with its resources."""
+    what = loc[-2]
+    if pool_name not in team.quota:
+        if pool_name not in pools:
+            yield ctx.finding("GC361", loc, f"{what} names unknown pool {pool_name!r}",
+                              _hint_choices(pool_name, list(pools), "pools"), at_key=True)
+        else:
+            yield ctx.finding("GC361", loc, f"{what} names pool {pool_name!r}, which the team's quota does not: its "
+                              "queue lists only the pools of its quota",
+                              f"add {pool_name}: 0 to spec.teams[{i}].quota to borrow there only", at_key=True)
+        return
+    cap, quota = caps.get(pool_name), team.quota[pool_name]
+    if cap is None:
+        return  # the pool's sharing cannot be resolved: other rules say why
+    if isinstance(value, dict) != isinstance(quota, dict):
+        shape = "a count" if isinstance(quota, int) else "a mapping of MIG profile to count"
+        yield ctx.finding("GC361", loc, f"the team's quota on pool {pool_name!r} is {shape}; give the {what} the "
+                          "same shape", None)
+        return
+    if isinstance(value, dict):
+        named = plan.quota_units(cap.per_node, quota)
+        for profile_name in value:
+            units = plan.quota_units(cap.per_node, {profile_name: 0})
+            if not units or next(iter(units)) not in named:
+                yield ctx.finding("GC361", (*loc, profile_name), f"the team's quota on pool {pool_name!r} names no "
+                                  f"{profile_name!r}", f"add \"{profile_name}\": 0 to its quota to borrow it only",
+                                  at_key=True)
+
+
+@kueue_rule("GC362", "borrowing and lending limits stay within the cohort")
+def kueue_limits(ctx: Context, kueue) -> Iterator[Finding]:
+    rows = {t.name: plan.team_queue_rows(ctx.intent, t, ctx.strategy) for t in ctx.intent.spec.teams if t.quota}
+    for name, settings in kueue.teams.items():
+        found = _kueue_team(ctx, name)
+        if found is None or name not in rows:
+            continue  # GC361
+        team = found[1]
+        for key, given in (("borrowingLimit", settings.borrowing_limit), ("lendingLimit", settings.lending_limit)):
+            for pool_name, value in given.items():
+                loc = _kueue_loc("teams", name, key, pool_name)
+                pool = next((p for p in ctx.intent.spec.pools if p.name == pool_name), None)
+                if pool_name not in team.quota or pool is None:
+                    continue  # GC361
+                if not kueue.cohort:
+                    yield ctx.finding("GC362", loc, f"{key} needs a cohort: Kueue rejects borrowing and lending "
+                                      "limits on a ClusterQueue that has none", "set spec.queueing.kueue.cohort")
+                    continue
+                cap = plan.pool_capacity(ctx.intent, pool, ctx.strategy)
+                for resource, count in plan.quota_units(cap.per_node, value).items() if cap else ():
+                    at = (*loc, next(p for p in value if plan.quota_units(cap.per_node, {p: 0}) == {resource: 0})) \
+                        if isinstance(value, dict) else loc
+                    mine = next(r for r in rows[name] if r.pool == pool_name and r.resource == resource)
+                    if key == "lendingLimit" and count > mine.nominal:
+                        yield ctx.finding("GC362", at, f"lendingLimit {count} exceeds the team's quota of "
+                                          f"{mine.nominal} {resource} on pool {pool_name!r}: Kueue rejects it",
+                                          f"at most {mine.nominal}")
+                    if key == "borrowingLimit" and count > 0:
+                        lendable = sum(r.nominal if r.lending_limit is None else r.lending_limit
+                                       for other, theirs in rows.items() if other != name
+                                       for r in theirs if r.pool == pool_name and r.resource == resource)
+                        if lendable == 0:
+                            yield ctx.finding("GC362", at, f"no other team in cohort {kueue.cohort!r} has quota of "
+                                              f"{resource} on pool {pool_name!r} to lend, so there is nothing to "
+                                              "borrow", "give another team quota there, or remove the limit",
+                                              severity=WARNING)
+
+
+@kueue_rule("GC363", "the preemption policy is one Kueue accepts")
+def kueue_preemption(ctx: Context, kueue) -> Iterator[Finding]:
+    policy = kueue.preemption
+    if policy.reclaim_within_cohort == "Never" and policy.borrow_within_cohort != "Never":
+        # The ClusterQueue CRD's CEL rule on spec.preemption, and the webhook's validatePreemption.
+        yield ctx.finding("GC363", _kueue_loc("preemption", "borrowWithinCohort"),
+                          "borrowWithinCohort needs reclaimWithinCohort other than Never: Kueue rejects the "
+                          "ClusterQueues", "set reclaimWithinCohort: LowerPriority or Any, or borrowWithinCohort: Never")
+
+
+@kueue_rule("GC364", "team queues cover the cpu and memory their pods request")
+def kueue_other_resources(ctx: Context, kueue) -> Iterator[Finding]:
+    if kueue.quota_check_strategy != "BlockUndeclared":
+        return
+    for i, team in enumerate(ctx.intent.spec.teams):
+        if not team.quota:
+            continue
+        settings = kueue.teams.get(team.name)
+        missing = [r for r in ("cpu", "memory") if settings is None or r not in settings.other_resources]
+        if missing:
+            loc = _kueue_loc("teams", team.name) if settings is not None else ("spec", "teams", i, "name")
+            yield ctx.finding("GC364", loc, f"the ClusterQueue of team {team.name!r} covers no "
+                              f"{' and no '.join(missing)}: under quotaCheckStrategy BlockUndeclared (Kueue's "
+                              f"default) a pod that requests {' or '.join(missing)} stays pending", f"give spec.queueing.kueue.teams.{team.name}.otherResources "
+                              "{cpu: ..., memory: ...}, or set quotaCheckStrategy: IgnoreUndeclared if your Kueue "
+                              "runs so", at_key=settings is not None)
+
+
+@kueue_rule("GC365", "the queues fit Kueue's object limits")
+def kueue_object_limits(ctx: Context, kueue) -> Iterator[Finding]:
+    from ..render import kueue as K
+
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        if len(pool.taints) > K.MAX_TOLERATIONS:
+            yield ctx.finding("GC365", _pool_loc(i, "taints"), f"pool {pool.name!r} has {len(pool.taints)} taints, "
+                              f"but a ResourceFlavor holds at most {K.MAX_TOLERATIONS} tolerations",
+                              f"keep {K.MAX_TOLERATIONS} taints or fewer")
+    from ..render.probes import REQUESTS
+
+    caps = {p.name: plan.pool_capacity(ctx.intent, p, ctx.strategy) for p in ctx.intent.spec.pools}
+    other = {name: set(t.other_resources) for name, t in kueue.teams.items()}
+    queues = [("the acceptance queue (every pool)", _kueue_loc(),
+               [(p.name, set(caps[p.name].per_node)) for p in ctx.intent.spec.pools if caps[p.name]]
+               + [(K.ANY_NODE_FLAVOR, set(REQUESTS))])]
+    queues += [(f"team {t.name!r}'s queue", ("spec", "teams", i, "quota"),
+                [(p.name, set(caps[p.name].per_node)) for p in ctx.intent.spec.pools
+                 if p.name in t.quota and caps[p.name]]
+                + ([(K.ANY_NODE_FLAVOR, other[t.name])] if other.get(t.name) else []))
+               for i, t in enumerate(ctx.intent.spec.teams) if t.quota]
+    for what, loc, flavors in queues:
+        # The queue's resource groups as the renderer builds them (render.kueue.resource_groups).
+        groups = K.resource_groups([(name, {r: K.Quota(0) for r in resources}) for name, resources in flavors])
+        problems = []
+        if len(groups) > K.MAX_GROUPS:
+            problems.append(f"{len(groups)} resource groups (at most {K.MAX_GROUPS})")
+        for group in groups:
+            if len(group["coveredResources"]) > K.MAX_GROUP_RESOURCES:
+                problems.append(f"{len(group['coveredResources'])} resources in one group (at most "
+                                f"{K.MAX_GROUP_RESOURCES})")
+            if len(group["flavors"]) > K.MAX_GROUP_FLAVORS:
+                problems.append(f"{len(group['flavors'])} pools advertising {group['coveredResources'][0]} in one "
+                                f"group (at most {K.MAX_GROUP_FLAVORS})")
+            combinations = len(group["flavors"]) * len(group["coveredResources"])
+            if combinations > K.MAX_GROUP_COMBINATIONS:
+                problems.append(f"{combinations} flavor-resource combinations in one group (at most "
+                                f"{K.MAX_GROUP_COMBINATIONS})")
+        if len(flavors) > K.MAX_FLAVORS:
+            problems.append(f"{len(flavors)} flavors (at most {K.MAX_FLAVORS})")
+        covered = sum(len(g["coveredResources"]) for g in groups)
+        if covered > K.MAX_COVERED:
+            problems.append(f"{covered} covered resources (at most {K.MAX_COVERED})")
+        for problem in problems:
+            yield ctx.finding("GC365", loc, f"{what} would have {problem}: Kueue rejects the ClusterQueue", None)
+
+
+@kueue_rule("GC366", "ResourceQuotas leave room for what a team borrows")
+def kueue_quotas_and_borrowing(ctx: Context, kueue) -> Iterator[Finding]:
+    if not kueue.resource_quotas or not kueue.cohort:
+        return
+    borrowing = sorted(t.name for t in ctx.intent.spec.teams if t.quota and any(
+        r.borrowing_limit != 0 for r in plan.team_queue_rows(ctx.intent, t, ctx.strategy)))
+    if borrowing:
+        yield ctx.finding("GC366", _kueue_loc("resourceQuotas"),
+                          f"teams {', '.join(borrowing)} may borrow in cohort {kueue.cohort!r}, but each namespace's "
+                          "ResourceQuota holds only the team's quota: pods Kueue admits on borrowed quota can be "
+                          "refused by it, and their Job then waits admitted without pods",
+                          "set borrowingLimit 0 for those pools, or resourceQuotas: false", severity=WARNING)
 
 
 # --- operator, driver, overrides --------------------------------------------------------------------------------

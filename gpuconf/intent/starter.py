@@ -54,4 +54,10 @@ spec:
       release: kube-prometheus
     alerts:
       gpuTempCelsius: 85
+  # queueing:                      # optional: queue the teams' Jobs with Kueue, a quota per pool (README)
+  #   kueue:
+  #     version: v0.19.2           # the Kueue release installed in the cluster
+  #     teams:
+  #       ml:
+  #         otherResources: {cpu: 64, memory: 512Gi}   # Kueue counts every resource a pod requests
 """

@@ -267,11 +267,13 @@ def capacity_facts(plan: P.Plan) -> tuple[list[dict], list[dict], list[str]]:
     tainted = {pool.name for pool in plan.pools if pool.pool.taints}
     names = {resource: [name for name, _ in pools] for resource, pools in advertised.items()}
     teams, asked, caveats = [], {}, []
+    # A ResourceQuota gives each namespace the whole quota; a Kueue ClusterQueue holds it once for the team.
+    per_namespace = P.resource_quotas(plan.intent)
     for index, team in sorted(enumerate(plan.intent.spec.teams), key=lambda item: item[1].name):
         hard, sources = team_quota(plan, team)
         quotas = []
         for resource, count in hard.items():
-            total = count * len(team.namespaces)
+            total = count * len(team.namespaces) if per_namespace else count
             asked.setdefault(resource, []).append((team.name, total))
             chosen = set(sources[resource])
             others = [name for name in names[resource] if name not in chosen]
@@ -281,7 +283,7 @@ def capacity_facts(plan: P.Plan) -> tuple[list[dict], list[dict], list[str]]:
                 "poolCapacity": sum(plan.pool_by_name[name].capacity.total(resource) for name in sources[resource]),
                 "alsoUsableOn": others,
             })
-            if others:
+            if others and per_namespace:
                 guarded = [n for n in others if n in tainted]
                 tail = (f" Of those, {', '.join(guarded)} {'is' if len(guarded) == 1 else 'are'} tainted, so only pods "
                         "that tolerate the taint get there." if guarded else "")
@@ -289,7 +291,7 @@ def capacity_facts(plan: P.Plan) -> tuple[list[dict], list[dict], list[str]]:
                                f"also lets its pods use `{resource}` on {', '.join(others)}: a ResourceQuota counts per "
                                f"resource name, not per pool; a pod lands wherever its nodeSelector and tolerations "
                                f"allow.{tail}")
-            if len(sources[resource]) > 1:
+            if len(sources[resource]) > 1 and per_namespace:
                 caveats.append(f"Team {team.name}: the quotas of pools {', '.join(sources[resource])} are summed into "
                                f"one limit of {count} `{resource}` per namespace, since they advertise the same name.")
         teams.append({"name": team.name, "namespaces": sorted(team.namespaces), "priority": team.priority,
@@ -302,6 +304,87 @@ def capacity_facts(plan: P.Plan) -> tuple[list[dict], list[dict], list[str]]:
                           "capacity": capacity, "quota": quota, "teams": sorted(n for n, _ in asked.get(resource, [])),
                           "unassigned": capacity - quota})
     return teams, resources, caveats
+
+
+# --- team queues (Kueue) ---------------------------------------------------------------------------------------
+
+
+def queueing_facts(plan: P.Plan) -> dict | None:
+    """The Kueue queues: flavors, each team's ClusterQueue (team x pool x resource: nominal, borrowing, lending),
+    the policy they all state, and what a user puts on a Job; None when Kueue is off."""
+    kueue = P.kueue_settings(plan.intent)
+    if kueue is None:
+        return None
+    from ..emit import dump
+    from ..render import kueue as K
+    from ..render.teams import priority_class_name
+
+    cohort = kueue.cohort
+
+    def limit(value: int | None, kind: str) -> str:
+        if not cohort:
+            return "none (no cohort)"
+        if value is None:
+            return "no limit" if kind == "borrow" else "all unused"
+        return str(value)
+
+    teams = []
+    for team in K.queued_teams(plan):
+        rows = [{"pool": r.pool, "flavor": K.flavor_name(r.pool), "resource": r.resource, "nominal": r.nominal,
+                 "borrowingLimit": r.borrowing_limit, "lendingLimit": r.lending_limit,
+                 "borrowing": limit(r.borrowing_limit, "borrow"), "lending": limit(r.lending_limit, "lend"),
+                 "poolCapacity": plan.pool_by_name[r.pool].capacity.total(r.resource)}
+                for r in P.team_queue_rows(plan.intent, team, plan.strategy)]
+        settings = kueue.teams.get(team.name)
+        other = settings.other_resources if settings is not None else {}
+        teams.append({"name": team.name, "clusterQueue": K.cluster_queue_name(team.name),
+                      "localQueue": K.LOCAL_QUEUE, "namespaces": sorted(team.namespaces),
+                      "priorityClass": priority_class_name(team.priority), "rows": rows,
+                      "otherResources": [{"resource": r, "nominal": q} for r, q in sorted(other.items())]})
+    policy = kueue.preemption
+    example = None
+    if teams:
+        # The first team and pool with a quota of their own (a quota of 0 only borrows).
+        first, row = next(((t, r) for t in teams for r in t["rows"] if r["nominal"]),
+                          (teams[0], teams[0]["rows"][0]))
+        job = {"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "my-job", "namespace": first["namespaces"][0],
+                            "labels": {K.QUEUE_LABEL: K.LOCAL_QUEUE, K.PRIORITY_CLASS_LABEL: first["priorityClass"]}},
+               "spec": {"template": {"spec": {
+                   "restartPolicy": "Never",
+                   "nodeSelector": {P.POOL_LABEL: row["pool"]},
+                   "containers": [{"name": "main", "image": "IMAGE", "resources": {
+                       "requests": {"cpu": "1", "memory": "4Gi"}, "limits": {row["resource"]: 1}}}]}}}}
+        comments = {
+            ("metadata", "labels", K.QUEUE_LABEL): "optional: Kueue sets it on a Job of a namespace with a "
+                                                  "LocalQueue named default",
+            ("metadata", "labels", K.PRIORITY_CLASS_LABEL): f"the team's tier; without it Kueue takes the pod's "
+                                                           "priorityClassName",
+            ("spec", "template", "spec", "nodeSelector"): "optional: picks the pool (its flavor); without it Kueue "
+                                                          "tries the team's pools in spec.pools order",
+        }
+        example = dump(job, comments, top=True)
+    return {
+        "version": kueue.version,
+        "apiVersion": K.releases()[kueue.version]["ClusterQueue"],
+        "cohort": cohort,
+        "queueingStrategy": kueue.queueing_strategy,
+        "quotaCheckStrategy": kueue.quota_check_strategy,
+        "resourceQuotas": kueue.resource_quotas,
+        "preemption": {"withinClusterQueue": policy.within_cluster_queue,
+                       "reclaimWithinCohort": policy.reclaim_within_cohort,
+                       "borrowWithinCohort": policy.borrow_within_cohort},
+        "flavors": [{"name": K.flavor_name(p.name), "pool": p.name, "nodeLabels": {P.POOL_LABEL: p.name},
+                     "tolerations": [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+                                     for t in p.pool.taints]} for p in plan.pools],
+        "anyNodeFlavor": K.ANY_NODE_FLAVOR,
+        "acceptanceQueue": K.ACCEPTANCE,
+        "teams": teams,
+        "teamsWithoutQueue": sorted(t.name for t in plan.intent.spec.teams if not t.quota),
+        "queueLabel": K.QUEUE_LABEL,
+        "priorityClassLabel": K.PRIORITY_CLASS_LABEL,
+        "jobExample": example,
+    }
 
 
 # --- the path from the intent to the device (a Mermaid flowchart) -----------------------------------------------
@@ -349,15 +432,22 @@ def flow_facts(plan: P.Plan) -> dict:
         for resource, units in sorted(pool.capacity.per_node.items()):
             rid = node("resources", "res", resource, [resource, f"{totals[resource]} units"])
             edges.append({"from": source, "to": rid, "label": f"{pool.name}: {units}/node x {p.nodes}"})
+    queued = P.kueue_settings(plan.intent) is not None
     for team in sorted(plan.intent.spec.teams, key=lambda t: t.name):
         hard, _ = team_quota(plan, team)
         if not hard:
             continue
         tid = node("teams", "team", team.name, [f"team {team.name}", ", ".join(sorted(team.namespaces))])
+        if queued:  # Kueue counts per pool (a flavor each), ResourceQuotas per resource name
+            for row in P.team_queue_rows(plan.intent, team, plan.strategy):
+                if row.nominal:
+                    edges.append({"from": ids[("res", row.resource)], "to": tid,
+                                  "label": f"{row.pool}: nominal {row.nominal}"})
+            continue
         for resource, count in hard.items():
             edges.append({"from": ids[("res", resource)], "to": tid, "label": f"quota {count}/namespace"})
     titles = {"pools": "Pools (intent)", "labels": "Node labels", "configs": "Device-plugin and MIG configs",
-              "resources": "Resources", "teams": "Teams (ResourceQuota)"}
+              "resources": "Resources", "teams": "Teams (Kueue ClusterQueue)" if queued else "Teams (ResourceQuota)"}
     return {"direction": "LR",
             "groups": [{"id": f"g_{name}", "title": titles[name], "nodes": nodes} for name, nodes in groups.items()
                        if nodes],
@@ -544,19 +634,35 @@ def acceptance_facts(plan: P.Plan, out: str) -> list[dict]:
     """The acceptance checklist: apply, wait for the operator, then one probe Job per pool and what it proves."""
     from ..render.probes import job_name
 
+    from ..render import kueue as K
+
     ns = plan.namespace
     spec = plan.intent.spec
     folder = f"{out.rstrip('/') or '.'}/{plan.name}"
+    queued = P.kueue_settings(plan.intent) is not None
     steps = [
         {"title": "Install or upgrade the GPU Operator chart with the rendered values",
          "commands": [f"helm upgrade --install gpu-operator nvidia/gpu-operator --version {plan.chart_version} "
                       f"--namespace {ns} --create-namespace -f {folder}/values.yaml"],
          "proves": "the chart accepts the values (Helm validates the NFD subchart's values against its schema) and "
                    "its CRDs (ClusterPolicy, NVIDIADriver, NodeFeatureRule) exist before the manifests use them"},
+        *([{"title": f"Install Kueue {P.kueue_settings(plan.intent).version} once (gpuconf does not install it)",
+            "commands": ["kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/"
+                         f"{P.kueue_settings(plan.intent).version}/manifests.yaml",
+                         "kubectl wait deploy/kueue-controller-manager -n kueue-system --for=condition=available "
+                         "--timeout=5m"],
+            "proves": "Kueue's CRDs and webhooks are in place before the queues are applied (Kueue's installation "
+                      "guide; its Helm chart works as well)"}] if queued else []),
         {"title": "Apply the manifests (or let Argo CD / Flux sync the folder)",
          "commands": [f"kubectl apply -k {folder}"],
          "proves": "namespaces, sharing ConfigMaps, node labelling rules, quotas, RBAC and the probe Jobs are accepted "
                    "by the API server"},
+        *([{"title": "Check that Kueue accepted the queues",
+            "commands": ["kubectl wait clusterqueue --all --for=condition=Active --timeout=5m",
+                         "kubectl get localqueues -A"],
+            "proves": "Kueue's webhooks validated every ClusterQueue and each one found its ResourceFlavors (a "
+                      "ClusterQueue is Active only then); every team namespace has the LocalQueue `default`"}]
+          if queued else []),
         {"title": "Wait for the operator to finish",
          "commands": ["kubectl wait clusterpolicy/cluster-policy --for=jsonpath='{.status.state}'=ready --timeout=30m"],
          "proves": "every operand the ClusterPolicy enables is running on every GPU node"},
@@ -575,19 +681,27 @@ def acceptance_facts(plan: P.Plan, out: str) -> list[dict]:
             "title": f"Probe pool {pool.name}",
             "commands": [f"kubectl -n {ns} wait job/{job} --for=condition=complete --timeout=15m",
                          f"kubectl -n {ns} logs job/{job}",
+                         *([f"kubectl -n {ns} get workloads.kueue.x-k8s.io -o wide | grep {job}"] if queued else []),
                          f"kubectl get nodes -l {P.POOL_LABEL}={pool.name} "
                          "-o custom-columns=NAME:.metadata.name,ALLOCATABLE:.status.allocatable"],
-            "proves": (f"a pod asking for 1 `{resource}` and tolerating only this pool's taints is scheduled onto a "
-                       f"`{P.POOL_LABEL}={pool.name}` node, so the node is labelled and advertises the resource; the "
+            "proves": ((f"Kueue admitted the Job from queue `{K.ACCEPTANCE}` on flavor `{K.flavor_name(pool.name)}` "
+                        "(its Workload shows ADMITTED True; a Job that ran without a Workload was not queued: "
+                        "Kueue's webhook is missing), and the flavor's tolerations took its pod, asking for "
+                        f"1 `{resource}`, onto a " if queued else
+                        f"a pod asking for 1 `{resource}` and tolerating only this pool's taints is scheduled onto a ")
+                       + f"`{P.POOL_LABEL}={pool.name}` node, so the node is labelled and advertises the resource; the "
                        "device plugin, container toolkit and driver hand it a working device (`nvidia-smi -L` lists "
                        f"it in the log). Each node should show {units} allocatable"),
         })
     for team in sorted(spec.teams, key=lambda t: t.name):
         if team.quota:
-            steps.append({"title": f"Check the quota of team {team.name}",
-                          "commands": [f"kubectl -n {ns_} describe resourcequota gpuconf-gpu-quota"
-                                       for ns_ in sorted(team.namespaces)],
-                          "proves": "the team's namespaces are limited to the GPU units of the intent"})
+            commands = [f"kubectl describe clusterqueue {K.cluster_queue_name(team.name)}"] if queued else []
+            if P.resource_quotas(plan.intent):
+                commands += [f"kubectl -n {ns_} describe resourcequota gpuconf-gpu-quota"
+                             for ns_ in sorted(team.namespaces)]
+            steps.append({"title": f"Check the quota of team {team.name}", "commands": commands,
+                          "proves": "the team's namespaces are limited to the GPU units of the intent"
+                                    + (", per pool (the ClusterQueue's flavors)" if queued else "")})
     if spec.monitoring is not None and spec.monitoring.service_monitor:
         steps.append({"title": "Check that Prometheus scrapes the DCGM exporter",
                       "commands": [f"kubectl -n {ns} get servicemonitor"],
@@ -653,6 +767,7 @@ def build_report(plan: P.Plan, values, command: str) -> dict:
         "teams": teams,
         "capacity": resources,
         "quotaCaveats": caveats,
+        "queueing": queueing_facts(plan),
         "flow": flow_facts(plan),
         "upgrade": upgrade_facts(plan, merged),
         "rollback": rollback_steps(plan),

@@ -7,9 +7,10 @@ operator's defaults) and compares the result with facts taken from the intent an
 * the effective driver upgrade policy of every managed pool, from the ClusterPolicy or the pool's NVIDIADriver by
   mode, and the driver version each pool runs (per-pool pins and upgrade waves);
 * the MIG strategy, the device-plugin and MIG config names, default keys and every pool label's key;
-* that the operands (global list), NFD's worker, the pool's NVIDIADriver and its probe tolerate every pool taint;
+* that the operands (global list), NFD's worker, the pool's NVIDIADriver and its probe (with Kueue: through the pool's
+  ResourceFlavor) tolerate every pool taint;
 * that every image comes from the registry mirror when one is set;
-* that quotas name resources a pool advertises;
+* that quotas name resources a pool advertises (Kueue's: the pool of the flavor);
 * that every metric an alert reads is in the exporter's metrics file;
 * that no map gpuconf sets in a verbatim ClusterPolicy block is empty (server-side apply rejects a map that became
   empty, so an intent edit could not be applied).
@@ -312,13 +313,27 @@ class _Reader:
                 if pool.name in drivers and not tolerates(drivers[pool.name]["spec"].get("tolerations"), taint):
                     where.append(f"NVIDIADriver {drivers[pool.name]['metadata']['name']}")
                 job = probes.get(pool.name)
-                if job is not None and not tolerates(job["spec"]["template"]["spec"].get("tolerations"), taint):
+                if job is not None and not tolerates(self.probe_tolerations(job), taint):
                     where.append(f"probe {job['metadata']['name']}")
                 if where:
                     yield f"pool {pool.name}: taint {shown} is not tolerated by {', '.join(where)}"
         if self.plan.nfd_taints and not self.overridden("node-feature-discovery.master.config.enableTaints") \
                 and C.get(self.merged, "node-feature-discovery.master.config.enableTaints") is not True:
             yield "NodeFeatureRules apply taints, but nfd-master's enableTaints is off"
+
+    def probe_tolerations(self, job: dict) -> list[dict]:
+        """A probe pod's tolerations as it runs: its own, and for a Job Kueue queues those Kueue adds when it admits
+        it, the tolerations of the ResourceFlavors whose nodeLabels its nodeSelector matches (kueue pkg/podset)."""
+        pod = job["spec"]["template"]["spec"]
+        own = list(pod.get("tolerations") or [])
+        if "kueue.x-k8s.io/queue-name" not in job["metadata"].get("labels", {}):
+            return own
+        selector = pod.get("nodeSelector") or {}
+        for flavor in self.of_kind("ResourceFlavor"):
+            labels = flavor["spec"].get("nodeLabels") or {}
+            if labels and all(selector.get(k) == v for k, v in labels.items()):
+                own += flavor["spec"].get("tolerations") or []
+        return own
 
     def images(self) -> Iterator[str]:
         """With a registry mirror, every image the cluster pulls for this tree comes from it."""
@@ -346,7 +361,8 @@ class _Reader:
                     yield f"{doc['kind']} {doc['metadata']['name']} pulls {value!r}, not from the mirror {registry}"
 
     def quotas(self) -> Iterator[str]:
-        """Every GPU resource a ResourceQuota limits is one a pool really advertises."""
+        """Every GPU resource a ResourceQuota limits is one a pool really advertises; every one a ClusterQueue gives on
+        a pool's flavor, one that pool advertises."""
         advertised = {r for pool in self.plan.pools for r in pool.capacity.per_node}
         for quota in self.of_kind("ResourceQuota"):
             for key in quota["spec"].get("hard", {}):
@@ -354,6 +370,21 @@ class _Reader:
                 if resource.startswith("nvidia.com/") and resource not in advertised:
                     yield (f"ResourceQuota {quota['metadata']['namespace']}/{quota['metadata']['name']} limits "
                            f"{resource}, which no pool advertises")
+        # Kueue counts per flavor: a nominal quota on a GPU resource is one the flavor's pool advertises.
+        pools = {}
+        for flavor in self.of_kind("ResourceFlavor"):
+            pool = self.plan.pool_by_name.get((flavor["spec"].get("nodeLabels") or {}).get(P.POOL_LABEL))
+            if pool is not None:
+                pools[flavor["metadata"]["name"]] = pool
+        for queue in self.of_kind("ClusterQueue"):
+            for group in queue["spec"]["resourceGroups"]:
+                for flavor in group["flavors"]:
+                    pool = pools.get(flavor["name"])
+                    for item in flavor["resources"] if pool is not None else ():
+                        if item["nominalQuota"] not in (0, "0") and item["name"].startswith("nvidia.com/") \
+                                and item["name"] not in pool.capacity.per_node:
+                            yield (f"ClusterQueue {queue['metadata']['name']} gives {item['name']} on pool "
+                                   f"{pool.name}, which the pool does not advertise")
 
     def metrics(self) -> Iterator[str]:
         """Every DCGM metric an alert reads is an enabled row of the metrics file the exporter runs with."""

@@ -74,6 +74,23 @@ OBSERVER_NAMESPACE_RULES = (
 )
 
 
+#: With Kueue: what Kueue's own batch-user role grants (config/components/rbac, localqueue- and workload-viewer):
+#: developers see their namespace's LocalQueue and the Workloads Kueue creates for their Jobs. A Job names its queue
+#: with a label (RBAC cannot restrict label values): it reaches only a LocalQueue of its own namespace, and the
+#: team's ClusterQueue selects only the team's namespaces.
+DEVELOPER_KUEUE_RULES = (
+    rule(("kueue.x-k8s.io",), ("localqueues", "workloads"), READ),
+    rule(("kueue.x-k8s.io",), ("localqueues/status", "workloads/status"), ("get",)),
+)
+
+#: With Kueue: observers read the queues (quotas, pending and admitted counts), the flavors and the priority
+#: classes; not the Workloads, which carry the teams' pod templates.
+OBSERVER_KUEUE_RULES = (
+    rule(("kueue.x-k8s.io",), ("clusterqueues", "localqueues", "resourceflavors", "workloadpriorityclasses"), READ),
+    rule(("kueue.x-k8s.io",), ("clusterqueues/status", "localqueues/status"), ("get",)),
+)
+
+
 def subject(text: str, namespace: str | None = None) -> dict:
     """An RBAC subject from `group:NAME`, `user:NAME` or `serviceaccount:[NAMESPACE:]NAME`.
 
@@ -150,18 +167,21 @@ def _admins(plan: P.Plan, admins) -> list[dict]:
 def _developers(plan: P.Plan, developers) -> list[dict]:
     """Per team and namespace a Role and, with subjects, a RoleBinding; never a cluster-wide grant."""
     docs = []
+    rules = DEVELOPER_RULES + (DEVELOPER_KUEUE_RULES if P.kueue_settings(plan.intent) is not None else ())
     for team in sorted(plan.intent.spec.teams, key=lambda t: t.name):
         labels = {ROLE_LABEL: "developer", TEAM_LABEL: team.name}
         who = developers.get(team.name, [])
         for ns in sorted(team.namespaces):
-            docs.append(_role(plan, "Role", DEVELOPER, DEVELOPER_RULES, ns, labels))
+            docs.append(_role(plan, "Role", DEVELOPER, rules, ns, labels))
             if who:
                 docs.append(_binding(plan, "RoleBinding", DEVELOPER, "Role", subjects(who, ns), ns, labels))
     return docs
 
 
 def _observers(plan: P.Plan, observers) -> list[dict]:
-    return _cluster_and_operator_roles(plan, OBSERVER, OBSERVER_CLUSTER_RULES, OBSERVER_NAMESPACE_RULES, observers,
+    cluster_rules = OBSERVER_CLUSTER_RULES + (OBSERVER_KUEUE_RULES if P.kueue_settings(plan.intent) is not None
+                                              else ())
+    return _cluster_and_operator_roles(plan, OBSERVER, cluster_rules, OBSERVER_NAMESPACE_RULES, observers,
                                        {ROLE_LABEL: "observer"})
 
 

@@ -6,6 +6,7 @@ import hashlib
 
 from .. import plan as P
 from . import metadata
+from .kueue import ACCEPTANCE, QUEUE_LABEL
 
 PREFIX = "gpuconf-probe-"
 COMPONENT_LABEL = "app.kubernetes.io/component"
@@ -14,6 +15,9 @@ PROVES_ANNOTATION = "gpuconf.dev/proves"
 DEADLINE_SECONDS = 900
 #: Keep the finished Job (and its log) for a day, then let the TTL controller remove it.
 TTL_SECONDS = 86400
+#: What the probe's container requests besides its unit of the pool's resource (the acceptance queue of Kueue
+#: covers exactly this much per pool).
+REQUESTS = {"cpu": "10m", "memory": "64Mi"}
 #: The unprivileged `nobody` user: the driver creates /dev/nvidia* world read/writable (0666) by default
 #: (NVreg_DeviceFileMode), so nvidia-smi needs no root unless a site tightened that.
 NOBODY = 65534
@@ -65,14 +69,23 @@ def _security(plan: P.Plan) -> tuple[dict, dict]:
 
 
 def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
-    """The acceptance Job of one pool."""
+    """The acceptance Job of one pool; with Kueue it goes through the acceptance queue and gets the pool's
+    tolerations from the pool's ResourceFlavor, so its success proves the flavor too."""
     resource = pool.resource
+    queued = P.kueue_settings(plan.intent) is not None
     labels = {P.POOL_LABEL: pool.name, COMPONENT_LABEL: "acceptance-probe"}
     meta = metadata(plan, job_name(pool.name), plan.namespace, labels)
+    template_labels = dict(meta["labels"])  # the queue label belongs on the Job only: Kueue manages the Job
+    if queued:
+        meta["labels"][QUEUE_LABEL] = ACCEPTANCE
+        how = (f"Kueue admits it from the {ACCEPTANCE} queue on pool {pool.name}'s ResourceFlavor, which adds the "
+               f"pool's tolerations; its pod asking for 1 {resource}")
+    else:
+        how = f"A pod asking for 1 {resource} and tolerating only pool {pool.name}'s taints"
     meta["annotations"] = {PROVES_ANNOTATION: (
-        f"A pod asking for 1 {resource} and tolerating only pool {pool.name}'s taints is scheduled onto a "
-        f"{P.POOL_LABEL}={pool.name} node, so the node is labelled and advertises the resource, and the device "
-        "plugin, container toolkit and driver hand it a working GPU: nvidia-smi -L lists it.")}
+        f"{how} is scheduled onto a {P.POOL_LABEL}={pool.name} node, so the node is labelled and advertises the "
+        "resource, and the device plugin, container toolkit and driver hand it a working GPU: nvidia-smi -L lists "
+        "it.")}
     pod_security, container_security = _security(plan)
     spec: dict = {
         "restartPolicy": "Never",
@@ -92,12 +105,12 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
             "resources": {
                 # Extended resources are requested in limits; the request defaults to the limit.
                 "limits": {resource: "1", "memory": "128Mi"},
-                "requests": {"cpu": "10m", "memory": "64Mi"},
+                "requests": dict(REQUESTS),
             },
             "securityContext": container_security,
         }],
     }
-    tolerations = [P.toleration(t) for t in pool.pool.taints]
+    tolerations = [P.toleration(t) for t in pool.pool.taints] if not queued else []
     if tolerations:
         spec["tolerations"] = tolerations
     secrets = plan.intent.spec.operator.image_pull_secrets
@@ -111,7 +124,7 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
             "backoffLimit": 0,
             "activeDeadlineSeconds": DEADLINE_SECONDS,
             "ttlSecondsAfterFinished": TTL_SECONDS,
-            "template": {"metadata": {"labels": {**meta["labels"]}}, "spec": spec},
+            "template": {"metadata": {"labels": template_labels}, "spec": spec},
         },
     }
 

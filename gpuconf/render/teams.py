@@ -18,9 +18,10 @@ QUOTA_PREFIX = "requests."
 
 
 def render(plan: P.Plan) -> list[dict]:
-    """Namespaces, then ResourceQuotas, then PriorityClasses, each group in a stable order."""
+    """Namespaces, then ResourceQuotas (unless Kueue replaces them), then PriorityClasses, in a stable order."""
     teams = sorted(plan.intent.spec.teams, key=lambda t: t.name)
-    return [*_namespaces(plan, teams), *_quotas(plan, teams), *_priority_classes(plan, teams)]
+    quotas = _quotas(plan, teams) if P.resource_quotas(plan.intent) else []  # Kueue may replace them
+    return [*_namespaces(plan, teams), *quotas, *_priority_classes(plan, teams)]
 
 
 def priority_class_name(tier: str) -> str:

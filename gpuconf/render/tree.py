@@ -10,7 +10,7 @@ from .. import plan as P
 from ..emit import dump, dump_all, header
 from ..findings import dotted
 from ..gcpause import gc_paused
-from . import access, gitops, monitoring, nodes, probes, sharing, teams
+from . import access, gitops, kueue, monitoring, nodes, probes, sharing, teams
 from .values import ValuesBuilder, build_values
 
 #: Which manifest file each kind goes to; files are applied in kustomization order (namespaces first).
@@ -21,6 +21,10 @@ KIND_FILES = {
     "NodeFeatureRule": "manifests/node-feature-rules.yaml",
     "NVIDIADriver": "manifests/nvidia-drivers.yaml",
     "ResourceQuota": "manifests/quotas.yaml",
+    "ResourceFlavor": "manifests/queues.yaml",
+    "WorkloadPriorityClass": "manifests/queues.yaml",
+    "ClusterQueue": "manifests/queues.yaml",
+    "LocalQueue": "manifests/queues.yaml",
     "ClusterRole": "manifests/rbac.yaml",
     "ClusterRoleBinding": "manifests/rbac.yaml",
     "Role": "manifests/rbac.yaml",
@@ -36,6 +40,7 @@ MANIFEST_RENDERERS: tuple[Callable[[P.Plan], list[dict]], ...] = (
     sharing.render,
     nodes.node_feature_rules,
     teams.render,
+    kueue.render,
     access.render,
     monitoring.render,
     probes.render,
@@ -174,6 +179,8 @@ def _verify(tree: Tree) -> None:
         problems += [f"mig-parted config: {m}" for m in formats.check_mig_parted_config(sharing.mig_parted_config(plan))]
     problems += _referential(plan)
     problems += gitops.problems({path: docs for path, docs in tree.documents.items() if path.startswith("gitops/")})
+    problems += kueue.problems([doc for path, docs in tree.documents.items() if path.startswith("manifests/")
+                                for doc in docs])
     if not problems:  # the semantic check reads documents that passed their schemas
         from ..output import semantic
 
