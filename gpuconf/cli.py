@@ -241,8 +241,8 @@ def catalog(gpu_id: str | None) -> None:
     click.echo(text, nl=False)
 
 
-def _nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None):
-    """The node stream and its display name for --nodes / --kubeconfig [--context]."""
+def _nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float):
+    """The node stream and its display name for --nodes / --kubeconfig [--context] [--request-timeout]."""
     if (nodes_file is None) == (kubeconfig is None):
         raise click.UsageError("give the nodes with exactly one of --nodes FILE or --kubeconfig PATH")
     if context is not None and kubeconfig is None:
@@ -251,11 +251,22 @@ def _nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None):
 
     if nodes_file is not None:
         return read_nodes_file(nodes_file), "<stdin>" if nodes_file == "-" else nodes_file
-    return read_cluster_nodes(kubeconfig, context), kubeconfig + (f" (context {context})" if context else "")
+    return (read_cluster_nodes(kubeconfig, context, timeout=timeout),
+            kubeconfig + (f" (context {context})" if context else ""))
+
+
+def _notes(nodes) -> None:
+    """The node source's own lines (the Kubernetes client's warnings, said once in gpuconf's words)."""
+    for note in getattr(nodes, "notes", ()):
+        click.echo(f"gpuconf: {note}", err=True)
 
 
 _NODES_HELP = "A NodeList: the output of `kubectl get nodes -o json` (`-` reads standard input)."
 _KUBECONFIG_HELP = "Read the nodes from a live cluster instead (read-only: lists nodes, nothing else)."
+_TIMEOUT_HELP = ("With --kubeconfig: seconds each list request may take, from connecting to its last byte "
+                 "(a stalled or dripping API server fails with exit 2).")
+_request_timeout = click.option("--request-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
+                                default=30.0, show_default=True, metavar="SECONDS", help=_TIMEOUT_HELP)
 
 
 @main.command()
@@ -264,9 +275,11 @@ _KUBECONFIG_HELP = "Read the nodes from a live cluster instead (read-only: lists
               help=_NODES_HELP)
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_KUBECONFIG_HELP)
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
+@_request_timeout
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Output format.")
-def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: str | None, fmt: str) -> None:
+def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float,
+          fmt: str) -> None:
     """Compare INTENT with the live nodes: pools, labels, taints, GPUs, drivers, MIG. Exit 1 on any error.
 
     Exit 2 when the nodes cannot be read (bad file, unreachable cluster, no permission to list nodes).
@@ -275,12 +288,14 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: 
     from .findings import format_text as findings_text
     from .cluster.nodesource import NodeSourceError
 
-    nodes, source = _nodes(nodes_file, kubeconfig, context)
+    nodes, source = _nodes(nodes_file, kubeconfig, context, timeout)
     try:
         validation, result = audit_path(intent, nodes, source)
     except NodeSourceError as exc:
+        _notes(nodes)
         click.echo(f"gpuconf: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    _notes(nodes)
     if result is None:
         click.echo(findings_text(validation.findings), nl=False, err=True)
         click.echo(f"{intent}: invalid; fix it before auditing (gpuconf validate {intent})", err=True)
@@ -294,9 +309,10 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: 
               help=_NODES_HELP)
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_KUBECONFIG_HELP)
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
+@_request_timeout
 @click.option("--name", default="imported", show_default=True, help="metadata.name of the draft intent.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the draft here (refuses to overwrite).")
-def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None, name: str,
+def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float, name: str,
             output: str | None) -> None:
     """Draft an intent from an existing cluster's nodes: pools, GPUs, sharing, taints, drivers.
 
@@ -310,12 +326,14 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
 
         if Path(output).exists():
             raise click.UsageError(f"{output} exists; gpuconf import never overwrites a file")
-    nodes, source = _nodes(nodes_file, kubeconfig, context)
+    nodes, source = _nodes(nodes_file, kubeconfig, context, timeout)
     try:
         draft = draft_intent(nodes, source, name)
     except NodeSourceError as exc:
+        _notes(nodes)
         click.echo(f"gpuconf: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    _notes(nodes)
     if not draft.pools:
         click.echo(f"gpuconf: none of the {draft.nodes_seen} nodes has an NVIDIA GPU that gpuconf knows (NFD "
                    "pci-10de label, nvidia.com/gpu.present, a GFD product in the catalogue): nothing to import"

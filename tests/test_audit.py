@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -119,6 +120,155 @@ def test_stdin_and_usage_errors(run, tmp_path):
     yaml_file.write_text("apiVersion: v1\nkind: List\nitems: []\n", encoding="utf-8")
     result = run("audit", "examples/single-pool.yaml", "--nodes", str(yaml_file))
     assert result.exit_code == 2 and "kubectl get nodes -o json" in result.stderr
+
+
+_NODE = {"kind": "Node", "metadata": {"name": "gpu-01", "labels": {"nvidia.com/gpu.present": "true"}},
+         "status": {"allocatable": {"nvidia.com/gpu": "4"}}}
+
+
+def _shaped(**parts) -> dict:
+    node = copy.deepcopy(_NODE)
+    for path, value in parts.items():
+        where = node
+        *parents, last = path.split("__")
+        for key in parents:
+            where = where.setdefault(key, {})
+        where[last] = value
+    return {"kind": "List", "items": [node]}
+
+
+@pytest.mark.parametrize("doc, problem", [
+    (_shaped(status="Ready"), "item 0 (gpu-01): status is a string, not an object"),
+    (_shaped(metadata=["gpu-01"]), "item 0: metadata is a list, not an object"),
+    (_shaped(spec=7), "item 0 (gpu-01): spec is a number, not an object"),
+    (_shaped(metadata__labels="gpu"), "item 0 (gpu-01): metadata.labels is a string, not an object"),
+    (_shaped(metadata__labels={"nvidia.com/gpu.count": 8}),
+     "item 0 (gpu-01): metadata.labels['nvidia.com/gpu.count'] is a number, not a string"),
+    (_shaped(status__allocatable=[]), "item 0 (gpu-01): status.allocatable is a list, not an object"),
+    (_shaped(status__allocatable={"nvidia.com/gpu": "9" * 5000}),
+     "item 0 (gpu-01): status.allocatable['nvidia.com/gpu'] is not a Kubernetes quantity (5000 characters)"),
+    (_shaped(status__capacity={"nvidia.com/gpu": "eight"}),
+     "item 0 (gpu-01): status.capacity['nvidia.com/gpu'] is not a Kubernetes quantity ('eight')"),
+    (_shaped(spec__taints={"key": "a"}), "item 0 (gpu-01): spec.taints is an object, not a list"),
+    (_shaped(spec__taints=[{"key": "a", "effect": 1}]), "item 0 (gpu-01): spec.taints[0].effect is a number, "
+                                                         "not a string"),
+    (_shaped(spec__unschedulable="yes"), "item 0 (gpu-01): spec.unschedulable is a string, not a boolean"),
+    (_shaped(status__conditions=["Ready"]), "item 0 (gpu-01): status.conditions[0] is a string, not an object"),
+    (_shaped(status__nodeInfo={"kubeletVersion": 1.31}),
+     "item 0 (gpu-01): status.nodeInfo.kubeletVersion is a number, not a string"),
+    (_shaped(status__images=[{"names": "nvcr.io/nvidia/gpu-operator:v26.7.0"}]),
+     "item 0 (gpu-01): status.images[0].names is not a list of strings"),
+    (_shaped(metadata__name="gpu-01\n# forged"), "item 0: metadata.name 'gpu-01\\n# forged' is not a node name "
+                                                  "(a DNS-1123 subdomain of at most 253 characters)"),
+])
+def test_a_node_list_of_another_shape_is_a_usage_error(run, tmp_path, doc, problem):
+    """Environment problems exit 2 with one line naming the file and the cause, for audit and import alike."""
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    for command in (["audit", "examples/single-pool.yaml"], ["import"]):
+        result = run(*command, "--nodes", str(path))
+        assert result.exit_code == 2, result.stderr
+        assert result.stdout == ""
+        assert result.stderr.splitlines() == [
+            f"gpuconf: {path}: {problem}; expected the output of `kubectl get nodes -o json`"]
+
+
+def test_json_nested_100000_deep_is_a_usage_error(run, tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text('{"kind": "List", "items": [' + "[" * 100_000 + "]" * 100_000 + "]}", encoding="utf-8")
+    for command in (["audit", "examples/single-pool.yaml"], ["import"]):
+        result = run(*command, "--nodes", str(path))
+        assert result.exit_code == 2
+        assert result.stderr.splitlines() == [
+            f"gpuconf: {path}: not a valid node list (character 28): JSON nested too deeply to be a Node"]
+
+
+class _Endless(io.RawIOBase):
+    """A stream of one repeated byte after a prefix, like `{"items": ["` followed by /dev/zero or a FIFO that never
+    ends a value; it fails the test instead of growing forever once `limit` bytes were read."""
+
+    def __init__(self, prefix: bytes, byte: bytes, limit: int) -> None:
+        self.prefix, self.byte, self.limit, self.sent = prefix, byte, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        assert self.sent < self.limit, f"read {self.sent} bytes of a value that never ends: the size bound failed"
+        size = 1 << 16 if size is None or size < 0 else size
+        data = (self.prefix + self.byte * size)[:size]
+        self.prefix = self.prefix[len(data):]
+        self.sent += len(data)
+        return data
+
+
+@pytest.mark.parametrize("prefix, byte, message", [
+    (b'{"items": ["', b"a", "no complete value within 1 MiB (a Node is far smaller)"),
+    (b'{"items": [1', b"0", "a number no Node holds (Exceeds the limit (4300 digits)"),
+    (b'{"kind": "List", "metadata": {"a": "', b"x", "no complete value within 1 MiB (a Node is far smaller)"),
+    (b'{"items": [{"a": [', b" ", "no complete value within 1 MiB (a Node is far smaller)"),
+    (b'{"items": [[', b"[", "JSON nested too deeply to be a Node"),
+])
+def test_the_size_bound_holds_while_reading(monkeypatch, prefix, byte, message):
+    """The bound is checked as the value grows, not after the whole input was read (memory stays bounded)."""
+    from gpuconf.cluster import nodesource
+
+    monkeypatch.setattr(nodesource, "MAX_VALUE", 1 << 20)
+    reader = nodesource.NodeListReader(_Endless(prefix, byte, 64 << 20), "endless")
+    with pytest.raises(nodesource.NodeSourceError) as caught:
+        list(reader)
+    assert message in str(caught.value)
+
+
+def test_nodes_from_a_fifo_process_substitution_and_stdin_are_read_once(tmp_path):
+    """`--nodes` reads its input exactly once, as a stream: a FIFO, bash's <(...), standard input."""
+    import os
+    import shutil
+
+    fixture = FIFO_SOURCE = str(FIXTURES / "single-pool.json")
+    fifo = tmp_path / "nodes.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes((FIXTURES / "single-pool.json").read_bytes()))
+    writer.start()
+    done = subprocess.run([sys.executable, "-m", "gpuconf", "audit", "examples/single-pool.yaml", "--nodes",
+                           str(fifo)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    writer.join()
+    assert done.returncode == 0, done.stderr
+    bash = shutil.which("bash")
+    if bash is not None:
+        done = subprocess.run([bash, "-c", f'"{sys.executable}" -m gpuconf audit examples/single-pool.yaml '
+                               f'--nodes <(cat "{FIFO_SOURCE}")'], capture_output=True, text=True, timeout=60,
+                              cwd=ROOT)
+        assert done.returncode == 0, done.stderr
+    with open(fixture, "rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "gpuconf", "import", "--nodes", "-"], stdin=stdin,
+                              capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0 and "name: l40s" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("text, cause", [
+    ("apiVersion: v1\nclusters: [\n  - {", "while parsing a flow node"),
+    ("- a\n- b\n", "cannot use this kubeconfig"),
+    ("contexts: 5\ncurrent-context: x\n", "cannot use this kubeconfig"),
+    ("", "file is empty"),
+])
+def test_an_unparseable_kubeconfig_is_a_usage_error(run, tmp_path, text, cause):
+    path = tmp_path / "kubeconfig"
+    path.write_text(text, encoding="utf-8")
+    for command in (["audit", "examples/single-pool.yaml"], ["import"]):
+        result = run(*command, "--kubeconfig", str(path))
+        assert result.exit_code == 2 and result.stdout == ""
+        line, = result.stderr.splitlines()
+        assert line.startswith(f"gpuconf: {path}: cannot use this kubeconfig: ") and cause in line
+
+
+def test_a_kubeconfig_whose_request_http_refuses_is_a_usage_error_that_hides_the_token(run, tmp_path):
+    path = _kubeconfig(tmp_path, 1, token="secret\nX-Injected: 1")
+    result = run("audit", "examples/single-pool.yaml", "--kubeconfig", path)
+    assert result.exit_code == 2
+    line, = result.stderr.splitlines()
+    assert line.startswith(f"gpuconf: {path}: the HTTP client refused the request to http://127.0.0.1:1")
+    assert "secret" not in result.stderr
 
 
 def test_invalid_intent_is_reported_before_any_audit(run, tmp_path):
@@ -356,11 +506,16 @@ def test_reader_memory_stays_flat(tmp_path):
 
 
 class FakeApiServer:
-    """GET /api/v1/nodes with limit/continue paging, bearer-token auth and a forbidden mode, on 127.0.0.1."""
+    """GET /api/v1/nodes with limit/continue paging, bearer-token auth and a forbidden mode, on 127.0.0.1.
+
+    drip="headers" or "body" sends that part one byte every `interval` seconds (a stalled API server); tls=(cert,
+    key) serves HTTPS.
+    """
 
     TOKEN = "test-token"
 
-    def __init__(self, nodes: list[dict], forbidden: bool = False) -> None:
+    def __init__(self, nodes: list[dict], forbidden: bool = False, drip: str | None = None, interval: float = 0.2,
+                 tls: tuple[str, str] | None = None) -> None:
         self.nodes = nodes
         self.forbidden = forbidden
         self.requests: list[tuple[str, str, dict]] = []
@@ -372,11 +527,25 @@ class FakeApiServer:
 
             def _send(self, code: int, body: dict) -> None:
                 raw = json.dumps(body, separators=(",", ":")).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
+                if drip is None:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                    return
+                head = (f"HTTP/1.0 {code} OK\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {len(raw)}\r\n\r\n").encode()
+                dripped = head + raw if drip == "headers" else raw
+                if drip == "body":
+                    self.wfile.write(head)
+                try:
+                    for i in range(len(dripped)):
+                        self.wfile.write(dripped[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(interval)
+                except OSError:  # the client gave up: what the test wants
+                    pass
 
             def _status(self, code: int, reason: str, message: str) -> None:
                 self._send(code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -411,7 +580,15 @@ class FakeApiServer:
             do_PUT = do_PATCH = do_DELETE = do_POST
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
+        self.scheme = "https" if tls else "http"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> "FakeApiServer":
@@ -424,12 +601,14 @@ class FakeApiServer:
         self.thread.join(timeout=5)
 
 
-def _kubeconfig(tmp_path, port: int, token: str = FakeApiServer.TOKEN) -> str:
+def _kubeconfig(tmp_path, port: int, token: str = FakeApiServer.TOKEN, scheme: str = "http",
+                insecure: bool = False) -> str:
     import yaml
 
+    cluster = {"server": f"{scheme}://127.0.0.1:{port}", **({"insecure-skip-tls-verify": True} if insecure else {})}
     config = {
         "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-        "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "clusters": [{"name": "fake", "cluster": cluster}],
         "users": [{"name": "auditor", "user": {"token": token}}, {"name": "stranger", "user": {"token": "nope"}}],
         "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "auditor"}},
                      {"name": "stranger", "context": {"cluster": "fake", "user": "stranger"}}],
@@ -491,3 +670,58 @@ def test_live_cluster_unreachable_and_bad_kubeconfig(run, tmp_path):
     result = run("audit", "examples/single-pool.yaml", "--kubeconfig", config, "--context", "nope")
     assert result.exit_code == 2 and "cannot use this kubeconfig" in result.stderr
     assert run("audit", "examples/single-pool.yaml", "--context", "fake", "--nodes", "-").exit_code == 2
+
+
+@pytest.mark.parametrize("drip", ["headers", "body"])
+def test_a_dripping_api_server_meets_the_request_timeout(tmp_path, drip):
+    """A server that sends one byte at a time, each well within urllib3's socket timeouts, still fails the audit
+    (exit 2, one line) once --request-timeout has passed; without a deadline on the whole request it would drip
+    the list for hours (the subprocess bound below fails the test instead of hanging it)."""
+    with FakeApiServer(_clean("single-pool"), drip=drip, interval=0.2) as api:
+        config = _kubeconfig(tmp_path, api.port)
+        for command in (["audit", "examples/single-pool.yaml"], ["import"]):
+            done = subprocess.run([sys.executable, "-m", "gpuconf", *command, "--kubeconfig", config,
+                                   "--request-timeout", "1.5"], capture_output=True, text=True, timeout=60,
+                                  cwd=ROOT)
+            assert done.returncode == 2, done.stderr
+            assert done.stdout == ""
+            assert done.stderr.splitlines() == [
+                f"gpuconf: the cluster at http://127.0.0.1:{api.port} did not send the node list within 1.5 s "
+                "(--request-timeout): a stalled or very slow API server"]
+
+
+def test_request_timeout_must_be_positive(run, tmp_path):
+    result = run("audit", "examples/single-pool.yaml", "--kubeconfig", _kubeconfig(tmp_path, 1),
+                 "--request-timeout", "0")
+    assert result.exit_code == 2 and "--request-timeout" in result.stderr
+
+
+def _self_signed(tmp_path) -> tuple[str, str]:
+    import shutil
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=fake",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return str(cert), str(key)
+
+
+def test_tls_warnings_become_one_line_of_gpuconf(run, tmp_path, monkeypatch):
+    """insecure-skip-tls-verify makes urllib3 warn on every request (here: five pages); gpuconf says it once, in its
+    own words, and prints no library warning."""
+    from gpuconf.cluster import nodesource
+
+    monkeypatch.setattr(nodesource, "PAGE_SIZE", 7)
+    nodes = _clean("heterogeneous")
+    with FakeApiServer(nodes, tls=_self_signed(tmp_path)) as api:
+        config = _kubeconfig(tmp_path, api.port, scheme="https", insecure=True)
+        for command in (["audit", "examples/heterogeneous.yaml"], ["import"]):
+            result = run(*command, "--kubeconfig", config)
+            assert result.exit_code == 0, result.stderr
+            lines = [line for line in result.stderr.splitlines() if "warning" in line.lower()]
+            assert lines == [f"gpuconf: warning: TLS certificate verification is off for https://127.0.0.1:{api.port} "
+                             "(insecure-skip-tls-verify in the kubeconfig): anyone on the path can answer as the "
+                             "cluster"]
+            assert "urllib3" not in result.stderr and "InsecureRequestWarning" not in result.stderr

@@ -49,16 +49,44 @@ DRIVER_PARTS = (
 )
 #: Written by the MIG manager: pending | rebooting | success | failed (nvidia-formats-facts §2.2).
 MIG_STATE = "nvidia.com/mig.config.state"
+MIG_IN_PROGRESS = ("pending", "rebooting")
 #: The value mig-manager gives the operand deploy labels while it reconfigures MIG (mig-parted reconfigure:
-#: maybeSetPaused), and puts back to "true" when it is done.
+#: maybeSetPaused), and puts back to "true" when it is done (maybeSetTrue); a `false` it leaves alone.
 PAUSED_FOR_MIG = "paused-for-mig-change"
+#: The same for a driver reload: k8s-driver-manager pauses the operands with this value, then restores them.
+PAUSED_FOR_DRIVER = "paused-for-driver-upgrade"
 DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
-#: `nvidia.com/gpu.deploy.operands=false` is the user's switch that removes every operand from a node (§7).
+#: `nvidia.com/gpu.deploy.operands=false` is the user's switch that removes every operand from a node (§7); the
+#: operator then deletes every other deploy label.
 DEPLOY_OPERANDS = "nvidia.com/gpu.deploy.operands"
-#: The operator's driver upgrade state machine (gpu-operator-facts §7); "upgrade-done" when idle.
+DEPLOY_DRIVER = "nvidia.com/gpu.deploy.driver"
+#: What k8s-driver-manager writes into the driver's deploy label when it finds a driver on the host
+#: (cmd/driver-manager disableContainerizedDriver): the operator's driver stays off, as with `false`.
+DRIVER_PREINSTALLED = "pre-installed"
+#: The operand deploy labels the operator adds to every GPU node of the container workload (controllers/
+#: state_manager.go gpuStateLabels, v26.3.3 and v26.7.0; gpu-operator-facts §7): the operands the node's GPUs need,
+#: then the monitoring ones, whose absence costs metrics rather than GPUs. v26.7.0 adds `client` (not judged).
+GPU_OPERANDS = ("driver", "container-toolkit", "device-plugin", "gpu-feature-discovery", "operator-validator")
+MONITORING_OPERANDS = ("dcgm", "dcgm-exporter", "node-status-exporter")
+#: Added only on MIG-capable GPUs (state_manager.go hasMIGCapableGPU: nvidia.com/mig.capable=true).
+MIG_MANAGER = "mig-manager"
+#: The operator's driver upgrade state machine (gpu-operator-facts §7; k8s-operator-libs pkg/upgrade/consts.go):
+#: "upgrade-done" when idle, "" (or no label) when the node was never processed, "upgrade-failed" after a failure.
+#: In "upgrade-required" the node only waits for its wave: nothing has been done to it yet.
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 UPGRADE_DONE = "upgrade-done"
+UPGRADE_FAILED = "upgrade-failed"
+UPGRADE_REQUIRED = "upgrade-required"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+#: Taints the kubelet, the node lifecycle controller, cloud providers, autoscalers and drains set: never a pool's
+#: own, and tolerated by DaemonSets or reported through other findings (NotReady, cordoned).
+SYSTEM_TAINT_PREFIXES = ("node.kubernetes.io/", "node-role.kubernetes.io/", "node.cloudprovider.kubernetes.io/",
+                         "ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler",
+                         "karpenter.sh/disrupted", "karpenter.sh/unregistered")
+#: The GPU taint GKE puts on GPU node pools (value `present`) and EKS/Karpenter examples use (value `true`): the
+#: chart's default operand and NFD-worker tolerations cover it (key nvidia.com/gpu, Exists, NoSchedule), and the
+#: render keeps those defaults (platform-facts.md §0, §1, Karpenter).
+GPU_TAINT = ("nvidia.com/gpu", "NoSchedule")
 #: Labels cloud providers and node-group tools put on every node of a group: what `gpuconf import` groups pools by.
 NODE_GROUP_LABELS = (
     "eks.amazonaws.com/nodegroup",
@@ -125,8 +153,85 @@ class NodeFacts:
 
 
 def _count(value: Any) -> int | None:
-    if isinstance(value, str) and value.isdigit():
+    # Bounded: a quantity or label of thousands of digits is no count (and int() refuses over 4,300 digits).
+    if isinstance(value, str) and len(value) <= 18 and value.isdigit():
         return int(value)
+    return None
+
+
+# --- the shape of a Node object ----------------------------------------------------------------------------------
+
+#: Node names are DNS-1123 subdomains (the API server's ValidateNodeName); nothing else comes from a real cluster.
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+#: A resource.Quantity as the API server serialises it: a decimal number and an optional SI, binary-SI or exponent
+#: suffix (k8s.io/apimachinery/pkg/api/resource); 64 characters is far beyond any real one.
+_QUANTITY = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
+_MAX_QUANTITY = 64
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number"}.get(type(value), "null" if value is None else type(value).__name__)
+
+
+def check_node(node: Mapping[str, Any]) -> str | None:
+    """What makes a Node object unreadable (a field of another JSON type, a name or quantity no API server writes),
+    or None. The fields checked are the ones the audit and the importer read; absent and null fields are fine."""
+    parts = {}
+    for key in ("metadata", "spec", "status"):
+        value = node.get(key)
+        if value is not None and not isinstance(value, dict):
+            return f"{key} is {_kind(value)}, not an object"
+        parts[key] = value or _EMPTY
+    meta, spec, status = parts["metadata"], parts["spec"], parts["status"]
+    name = meta.get("name")
+    if name is not None and not (isinstance(name, str) and len(name) <= 253 and _NODE_NAME.fullmatch(name)):
+        shown = repr(name[:80]) + ("..." if len(name) > 80 else "") if isinstance(name, str) else _kind(name)
+        return f"metadata.name {shown} is not a node name (a DNS-1123 subdomain of at most 253 characters)"
+    for where, parent, key in (("metadata", meta, "labels"), ("metadata", meta, "annotations"),
+                               ("status", status, "allocatable"), ("status", status, "capacity")):
+        value = parent.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            return f"{where}.{key} is {_kind(value)}, not an object"
+        for k, v in value.items():
+            if type(v) is not str:
+                return f"{where}.{key}[{k[:80]!r}] is {_kind(v)}, not a string"
+        if where == "status":
+            for k, v in value.items():
+                if len(v) > _MAX_QUANTITY or not _QUANTITY.fullmatch(v):
+                    shown = f"{len(v)} characters" if len(v) > _MAX_QUANTITY else repr(v)
+                    return f"status.{key}[{k[:80]!r}] is not a Kubernetes quantity ({shown})"
+    for where, parent, key, fields in (("spec", spec, "taints", ("key", "value", "effect")),
+                                       ("status", status, "conditions", ("type", "status", "reason")),
+                                       ("status", status, "images", ())):
+        value = parent.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            return f"{where}.{key} is {_kind(value)}, not a list"
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                return f"{where}.{key}[{i}] is {_kind(item)}, not an object"
+            for f in fields:
+                if item.get(f) is not None and type(item[f]) is not str:
+                    return f"{where}.{key}[{i}].{f} is {_kind(item[f])}, not a string"
+            names = item.get("names") if key == "images" else None
+            if names is not None and not (isinstance(names, list) and all(type(n) is str for n in names)):
+                return f"{where}.{key}[{i}].names is not a list of strings"
+    unschedulable = spec.get("unschedulable")
+    if unschedulable is not None and not isinstance(unschedulable, bool):
+        return f"spec.unschedulable is {_kind(unschedulable)}, not a boolean"
+    for key in ("providerID",):
+        if spec.get(key) is not None and type(spec[key]) is not str:
+            return f"spec.{key} is {_kind(spec[key])}, not a string"
+    info = status.get("nodeInfo")
+    if info is not None:
+        if not isinstance(info, dict):
+            return f"status.nodeInfo is {_kind(info)}, not an object"
+        if info.get("kubeletVersion") is not None and type(info["kubeletVersion"]) is not str:
+            return f"status.nodeInfo.kubeletVersion is {_kind(info['kubeletVersion'])}, not a string"
     return None
 
 

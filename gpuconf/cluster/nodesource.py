@@ -13,11 +13,18 @@ import json
 import re
 from typing import IO, Any, Iterator
 
+from .nodefacts import check_node
+
 #: Read size; doubled while a single value does not fit, so a huge item costs amortised linear time.
 CHUNK = 1 << 20
+#: The largest single value (one Node, or one top-level field) the reader buffers. A real Node is 10-100 KB (the
+#: kubelet reports at most 50 images); the bound is checked while reading, so an endless string, /dev/zero behind a
+#: valid prefix or a FIFO that never ends a value cannot exhaust memory.
+MAX_VALUE = 16 << 20
 #: kubectl's chunk size for lists (`kubectl get --chunk-size`), also the page size against a live cluster.
 PAGE_SIZE = 500
 _WS = re.compile(r"[ \t\n\r]*")
+_PLAIN_NAME = re.compile(r"[a-z0-9.-]{1,253}")
 _DECODER = json.JSONDecoder()
 
 
@@ -98,18 +105,33 @@ class NodeListReader:
             except json.JSONDecodeError as exc:
                 if self._grow(start_size):
                     continue
-                raise self._error(exc.msg, self._consumed + exc.pos) from None
+                raise self._error(exc.msg + self._too_large(), self._consumed + exc.pos) from None
+            except RecursionError:  # the C decoder recurses per nesting level: a Node is a few levels deep
+                raise self._error("JSON nested too deeply to be a Node") from None
+            except ValueError as exc:  # int() refuses numbers of more than 4,300 digits
+                raise self._error(f"a number no Node holds ({_one_line(str(exc)).split(';')[0]})") from None
             # A number (or literal) that ends exactly at the buffer's end may go on in the next chunk.
             if end == len(self._buf) and self._grow(start_size):
                 continue
+            if end - self._pos > MAX_VALUE:
+                raise self._error(self._too_large().removeprefix("; "))
             self._want = max(self._want, 2 * (end - self._pos))
             self._pos = end
             return value
 
     def _grow(self, start_size: int) -> bool:
-        if len(self._buf) - self._pos > start_size + self._read_size:
-            self._read_size *= 2  # one value spans several chunks: read bigger ones
+        """Read more for an incomplete value; False at the end of the input or beyond MAX_VALUE."""
+        pending = len(self._buf) - self._pos
+        if pending > MAX_VALUE:
+            return False
+        if pending > start_size + self._read_size:
+            self._read_size = min(2 * self._read_size, MAX_VALUE)  # one value spans several chunks: read bigger ones
         return self._more()
+
+    def _too_large(self) -> str:
+        if len(self._buf) - self._pos > MAX_VALUE:
+            return f"; no complete value within {MAX_VALUE >> 20} MiB (a Node is far smaller)"
+        return ""
 
     def _error(self, message: str, offset: int | None = None) -> NodeSourceError:
         offset = self._consumed + self._pos if offset is None else offset
@@ -145,12 +167,21 @@ class NodeListReader:
         kind = self.header.get("kind")
         if not items:
             if kind == "Node":  # `kubectl get node NAME -o json`
+                self._check(self.header, 0)
                 yield self.header
                 return
             raise NodeSourceError(f"{self.source}: no `items`: expected a NodeList (`kubectl get nodes -o json`)"
                                   + (f", got kind {kind!r}" if kind else ""))
         if kind not in (None, "List", "NodeList"):
             raise NodeSourceError(f"{self.source}: expected a NodeList, got kind {kind!r}")
+
+    def _check(self, item: dict, index: int) -> None:
+        problem = check_node(item)
+        if problem is not None:
+            name = (item.get("metadata") or {}).get("name") if isinstance(item.get("metadata"), dict) else None
+            which = f"item {index}" + (f" ({name})" if isinstance(name, str) and _PLAIN_NAME.fullmatch(name) else "")
+            raise NodeSourceError(f"{self.source}: {which}: {problem}; expected the output of "
+                                  "`kubectl get nodes -o json`")
 
     def _items(self) -> Iterator[dict]:
         self._expect("[", "'[' (items is a list)")
@@ -163,6 +194,7 @@ class NodeListReader:
             if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
                 what = item.get("kind") if isinstance(item, dict) else type(item).__name__
                 raise NodeSourceError(f"{self.source}: item {index} is a {what}, not a Node")
+            self._check(item, index)
             yield item
             index += 1
             if self._expect(",]", "',' or ']'") == "]":
@@ -187,58 +219,208 @@ def read_nodes_file(path: str) -> Iterator[dict]:
 # --- a live cluster ----------------------------------------------------------------------------------------------
 
 
-def read_cluster_nodes(kubeconfig: str, context: str | None = None, page_size: int | None = None,
-                       timeout: float = 30.0) -> Iterator[dict]:
-    """List the cluster's nodes with the official client: read-only, nodes only, `limit`/`continue` pages.
+class _TimedBody:
+    """One list request and its body, run on a daemon thread; read() never waits past the deadline.
+
+    urllib3's timeouts bound each socket operation, not a request: a server that sends a byte every few seconds
+    (headers or body) keeps a plain read alive forever. Here the request runs on its own thread and hands its body
+    over in chunks through a small queue (so memory stays bounded); the reader waits for each chunk only until the
+    deadline, and a timed-out request has its socket shut down.
+    """
+
+    def __init__(self, request: Any, deadline: float, late: str) -> None:
+        import queue
+        import threading
+
+        self._queue: Any = queue.Queue(maxsize=4)
+        self._deadline = deadline
+        self._late = late
+        self._closed = False
+        self.response: Any = None
+        self.started = False  # True once the server answered (status and headers)
+        threading.Thread(target=self._run, args=(request,), daemon=True, name="gpuconf-list-nodes").start()
+
+    def _run(self, request: Any) -> None:
+        try:
+            self.response = request()
+            self.started = True
+            while not self._closed:
+                data = self.response.read(CHUNK)
+                self._put(("data", data))
+                if not data:
+                    self.response.release_conn()
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, which raises it
+            self._put(("error", exc))
+
+    def _put(self, item: tuple) -> None:
+        import queue
+
+        while not self._closed:
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def read(self, size: int = -1) -> bytes:
+        """The next chunk of the body (b"" at its end); raises what the request raised, or the deadline."""
+        import queue
+        import time
+
+        left = self._deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise queue.Empty
+            kind, value = self._queue.get(timeout=left)
+        except queue.Empty:
+            raise NodeSourceError(self._late) from None
+        if kind == "error":
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Stop the helper thread; a request still under way has its socket shut down."""
+        self._closed = True
+        response = self.response
+        if response is not None and not getattr(response, "closed", True):
+            try:
+                response.shutdown()
+            except (AttributeError, OSError):  # urllib3 < 2.3 has no shutdown(); a finished response needs none
+                pass
+
+
+class ClusterNodes:
+    """The nodes of a live cluster, listed with the official client: read-only, nodes only, `limit`/`continue` pages.
 
     Each page's body is streamed through NodeListReader instead of the client's model classes, which would build a
-    typed object per field of every node.
+    typed object per field of every node. Each request, from connecting to its last byte, must finish within
+    `timeout` seconds. The client's warnings (urllib3's InsecureRequestWarning and the like) are not printed:
+    `notes` holds one line of gpuconf's own for each kind, for the command to print.
     """
-    try:
-        import urllib3
-        from kubernetes import client, config
-        from kubernetes.client.exceptions import ApiException
-        from kubernetes.config.config_exception import ConfigException
-    except ImportError:  # pragma: no cover - a declared dependency
-        raise NodeSourceError("the kubernetes Python client is not installed (pip install kubernetes)") from None
 
-    page_size = page_size or PAGE_SIZE
-    configuration = client.Configuration()
-    try:
-        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
-                                persist_config=False)
-    except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
-        where = f" (context {context!r})" if context else ""
-        raise NodeSourceError(f"{kubeconfig}{where}: cannot use this kubeconfig: {exc}") from None
-    # One retry on connection errors, no retries on reads: an unreachable cluster fails in seconds, not minutes.
-    configuration.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, backoff_factor=0.2, redirect=0)
-    host = configuration.host
-    api = client.ApiClient(configuration)
-    core = client.CoreV1Api(api)
-    token: str | None = None
-    page = 0
-    try:
-        while True:
+    def __init__(self, kubeconfig: str, context: str | None = None, page_size: int | None = None,
+                 timeout: float = 30.0) -> None:
+        self.kubeconfig = kubeconfig
+        self.context = context
+        self.page_size = page_size or PAGE_SIZE
+        self.timeout = timeout
+        self.notes: list[str] = []
+        self._host = "the cluster"
+
+    def __iter__(self) -> Iterator[dict]:
+        import warnings
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             try:
-                response = core.list_node(limit=page_size, _continue=token, _preload_content=False,
-                                          _request_timeout=(min(10.0, timeout), timeout))
-            except ApiException as exc:
-                raise NodeSourceError(_api_problem(exc, host, context, continued=token is not None)) from None
-            except urllib3.exceptions.HTTPError as exc:
-                raise NodeSourceError(f"cannot reach the cluster at {host}: {_reason(exc)}") from None
-            reader = NodeListReader(response, f"{host}/api/v1/nodes (page {page + 1})")
-            try:
-                yield from reader
-            except urllib3.exceptions.HTTPError as exc:
-                raise NodeSourceError(f"the connection to {host} broke while reading nodes: {_reason(exc)}") from None
+                yield from self._nodes()
             finally:
-                response.release_conn()
-            token = (reader.header.get("metadata") or {}).get("continue") or None
-            page += 1
-            if token is None:
-                return
-    finally:
-        api.close()
+                self._note(caught)
+
+    def _note(self, caught: list) -> None:
+        """One line per kind of library warning; warnings of other code are passed on unchanged."""
+        import warnings
+
+        seen = set()
+        for w in caught:
+            category = w.category.__name__
+            if not _library_warning(w):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            elif category not in seen:
+                seen.add(category)
+                if category == "InsecureRequestWarning":
+                    self.notes.append(f"warning: TLS certificate verification is off for {self._host} "
+                                      "(insecure-skip-tls-verify in the kubeconfig): anyone on the path can answer "
+                                      "as the cluster")
+                else:
+                    first = str(w.message).strip().splitlines()[0] if str(w.message).strip() else category
+                    self.notes.append(f"warning: the Kubernetes client warned ({category}): {_one_line(first)}")
+
+    def _nodes(self) -> Iterator[dict]:
+        import time
+
+        try:
+            import urllib3
+            import yaml
+            from kubernetes import client, config
+            from kubernetes.client.exceptions import ApiException
+            from kubernetes.config.config_exception import ConfigException
+        except ImportError:  # pragma: no cover - a declared dependency
+            raise NodeSourceError("the kubernetes Python client is not installed (pip install kubernetes)") from None
+
+        kubeconfig, context, timeout = self.kubeconfig, self.context, self.timeout
+        configuration = client.Configuration()
+        try:
+            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
+                                    persist_config=False)
+        except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError, IndexError,
+                yaml.YAMLError) as exc:
+            where = f" (context {context!r})" if context else ""
+            raise NodeSourceError(f"{kubeconfig}{where}: cannot use this kubeconfig: {_one_line(str(exc))}") from None
+        # One retry on connection errors, no retries on reads: an unreachable cluster fails in seconds, not minutes.
+        configuration.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, backoff_factor=0.2, redirect=0)
+        host = self._host = configuration.host
+        api = client.ApiClient(configuration)
+        core = client.CoreV1Api(api)
+        token: str | None = None
+        page = 0
+        late = (f"the cluster at {host} did not send the node list within {timeout:g} s (--request-timeout): a "
+                "stalled or very slow API server")
+        try:
+            while True:
+                deadline = time.monotonic() + timeout
+
+                def request(token: str | None = token, deadline: float = deadline) -> Any:
+                    left = max(0.001, deadline - time.monotonic())
+                    return core.list_node(limit=self.page_size, _continue=token, _preload_content=False,
+                                          _request_timeout=(min(10.0, left), left))
+
+                body = _TimedBody(request, deadline, late)
+                reader = NodeListReader(body, f"{host}/api/v1/nodes (page {page + 1})")
+                try:
+                    yield from reader
+                except ApiException as exc:
+                    raise NodeSourceError(_api_problem(exc, host, context, continued=token is not None)) from None
+                except urllib3.exceptions.HTTPError as exc:
+                    if body.started:
+                        raise NodeSourceError(f"the connection to {host} broke while reading nodes: "
+                                              f"{_reason(exc)}") from None
+                    raise NodeSourceError(f"cannot reach the cluster at {host}: {_reason(exc)}") from None
+                except (ValueError, TypeError) as exc:
+                    if body.started:
+                        raise
+                    # The request could not be built from the kubeconfig. The message is not shown: it quotes the
+                    # offending header, which holds the credentials.
+                    raise NodeSourceError(f"{kubeconfig}: the HTTP client refused the request to {host} built from "
+                                          f"this kubeconfig ({type(exc).__name__}: a token or header value with a "
+                                          "line break or a character HTTP does not allow?)") from None
+                finally:
+                    body.close()
+                token = (reader.header.get("metadata") or {}).get("continue") or None
+                page += 1
+                if token is None:
+                    return
+        finally:
+            api.close()
+
+
+def read_cluster_nodes(kubeconfig: str, context: str | None = None, page_size: int | None = None,
+                       timeout: float = 30.0) -> ClusterNodes:
+    """The nodes of the cluster a kubeconfig points at (see ClusterNodes)."""
+    return ClusterNodes(kubeconfig, context, page_size, timeout)
+
+
+def _library_warning(w: Any) -> bool:
+    """True for warnings raised by the HTTP and Kubernetes client libraries."""
+    path = str(w.filename).replace("\\", "/")
+    return any(part in path for part in ("/urllib3/", "/kubernetes/", "/ssl.py", "/certifi/")) or \
+        w.category.__module__.startswith(("urllib3", "kubernetes"))
+
+
+def _one_line(text: str) -> str:
+    """A message on one line: the library's own messages may hold newlines."""
+    return " ".join(text.split())
 
 
 def _reason(exc: Exception) -> str:
