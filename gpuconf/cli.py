@@ -255,6 +255,16 @@ def _nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None, 
             kubeconfig + (f" (context {context})" if context else ""))
 
 
+def _threshold(value: str):
+    """--max-unavailable as the audit's Threshold."""
+    from .cluster.audit import Threshold
+
+    try:
+        return Threshold.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-unavailable") from None
+
+
 def _notes(nodes) -> None:
     """The node source's own lines (the Kubernetes client's warnings, said once in gpuconf's words)."""
     for note in getattr(nodes, "notes", ()):
@@ -276,10 +286,14 @@ _request_timeout = click.option("--request-timeout", "timeout", type=click.Float
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_KUBECONFIG_HELP)
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
 @_request_timeout
+@click.option("--max-unavailable", "max_unavailable", default="25%", show_default=True, metavar="N|N%",
+              callback=lambda ctx, param, value: _threshold(value),
+              help="How many of a pool's declared nodes may be NotReady or cordoned (a count, or a percentage "
+                   "of the pool) before that is drift (GA122, exit 1).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Output format.")
 def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float,
-          fmt: str) -> None:
+          max_unavailable, fmt: str) -> None:
     """Compare INTENT with the live nodes: pools, labels, taints, GPUs, drivers, MIG. Exit 1 on any error.
 
     Exit 2 when the nodes cannot be read (bad file, unreachable cluster, no permission to list nodes).
@@ -290,7 +304,7 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: 
 
     nodes, source = _nodes(nodes_file, kubeconfig, context, timeout)
     try:
-        validation, result = audit_path(intent, nodes, source)
+        validation, result = audit_path(intent, nodes, source, max_unavailable)
     except NodeSourceError as exc:
         _notes(nodes)
         click.echo(f"gpuconf: {exc}", err=True)

@@ -13,7 +13,9 @@ gpu-operator-facts.md §7):
     renamed, -MIG-<profile> under the single strategy), gpu.count/replicas/sharing-strategy/memory/family/
     compute.*/machine/mode, cuda.driver-version.* and the deprecated cuda.driver.*, cuda.runtime*, mig.capable,
     mig.strategy, mps.capable, and nvidia.com/mig-<profile>.* under the mixed strategy;
-  - the MIG manager: nvidia.com/mig.config.state.
+  - the MIG manager: nvidia.com/mig.config.state;
+  - the kubelet: status.images with the operand images a GPU node pulled, from the chart's defaults through the
+    registry mirror (the validator is `<registry>/gpu-operator:<chart version>`), and NFD's worker on every node.
 
 Drifted variants inject one problem per node (DRIFTS) and list the findings the audit must report.
 """
@@ -56,6 +58,8 @@ INSTANCE = {"H100-80GB": "p5.48xlarge", "A100-80GB": "p4de.24xlarge", "A100-40GB
 CPUID = ("ADX AESNI AVX AVX2 AVX512BW AVX512CD AVX512DQ AVX512F AVX512VL AVX512VNNI CMPXCHG8 FMA3 FSRM FXSR "
          "FXSROPT GFNI IBPB LAHF MOVBE OSXSAVE SHA SPEC_CTRL_SSBD STIBP SYSCALL SYSEE VAES VMX VPCLMULQDQ X87 "
          "XGETBV1 XSAVE XSAVEC XSAVEOPT XSAVES").split()
+# The operand deploy labels the operator adds to a GPU node (controllers/state_manager.go gpuStateLabels; v26.7.0 adds
+# `client`), mig-manager on MIG-capable GPUs.
 OPERANDS = ("container-toolkit", "dcgm", "dcgm-exporter", "device-plugin", "driver", "gpu-feature-discovery",
             "node-status-exporter", "operator-validator")
 
@@ -222,20 +226,49 @@ def _gfd_labels(spec: Spec, plan) -> dict[str, str]:
     return labels
 
 
-def _images(spec: Spec, count: int) -> list[dict]:
-    names = ["nvcr.io/nvidia/driver", "nvcr.io/nvidia/k8s-device-plugin", "nvcr.io/nvidia/k8s/dcgm-exporter",
-             "nvcr.io/nvidia/k8s/container-toolkit", "nvcr.io/nvidia/cloud-native/k8s-mig-manager",
-             "nvcr.io/nvidia/gpu-operator", "registry.k8s.io/nfd/node-feature-discovery",
-             "nvcr.io/nvidia/cloud-native/gpu-operator-validator", "nvcr.io/nvidia/pytorch",
-             "nvcr.io/nvidia/tritonserver",
-             "registry.k8s.io/kube-proxy", "docker.io/calico/node", "docker.io/calico/cni", "registry.k8s.io/pause"]
-    out = []
+#: The NFD subchart each chart vendors (gpu-operator-facts §2): its worker runs on every node.
+NFD_VERSION = {"v26.7.0": "v0.19.0", "v26.3.3": "v0.18.3"}
+#: Images of workloads and of the cluster itself, after the operator's own.
+OTHER_IMAGES = ("nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/tritonserver", "registry.k8s.io/kube-proxy",
+                "docker.io/calico/node", "docker.io/calico/cni", "registry.k8s.io/pause", "docker.io/library/busybox")
+
+
+def _image(name: str, tag: str, seed: str) -> dict:
+    digest = _h(seed, name)
+    return {"names": [f"{name}@sha256:{digest}", f"{name}:{tag}"], "sizeBytes": int(digest[:7], 16) * 97}
+
+
+def _images(spec: Spec, plan, count: int) -> list[dict]:
+    """status.images: the operand images a GPU node pulled (the chart's defaults, through the mirror when one is
+    set: the validator is `<registry>/gpu-operator:<chart version>`, the chart's appVersion), NFD's worker on every
+    node, then `count` other images."""
+    from gpuconf import catalog
+
+    chart = plan.chart
+    images = []
+
+    def operand(key: str, version: str | None = None, suffix: str = "") -> None:
+        values = chart.defaults[key]
+        repository = plan.image_repository(values["repository"])
+        images.append(_image(f"{repository}/{values['image']}", (version or values.get("version") or
+                                                                 plan.chart_version) + suffix, spec.name))
+
+    if spec.model:
+        operand("validator")
+        operand("toolkit")
+        operand("devicePlugin")
+        operand("dcgmExporter")
+        if spec.pool is None or spec.pool.driver != "preinstalled":
+            operand("driver", spec.driver, "-ubuntu24.04")
+        if catalog.gpu_model(spec.model).mig_capable:
+            operand("migManager")
+    from gpuconf.render.values import NFD_IMAGE_REPOSITORY
+
+    images.append(_image(plan.image_repository(NFD_IMAGE_REPOSITORY), NFD_VERSION[plan.chart_version], spec.name))
     for i in range(count):
-        repo = names[i % len(names)] + ("" if i < len(names) else f"-{i // len(names)}")
-        digest = _h(spec.name, repo)
-        out.append({"names": [f"{repo}@sha256:{digest}", f"{repo}:v{i % 7}.{i % 5}.{i % 3}"],
-                    "sizeBytes": int(digest[:7], 16) * 97})
-    return out
+        repo = OTHER_IMAGES[i % len(OTHER_IMAGES)] + ("" if i < len(OTHER_IMAGES) else f"-{i // len(OTHER_IMAGES)}")
+        images.append(_image(repo, f"v{i % 7}.{i % 5}.{i % 3}", spec.name))
+    return images
 
 
 def node(spec: Spec, plan, images: int = 6) -> dict:
@@ -277,7 +310,7 @@ def node(spec: Spec, plan, images: int = 6) -> dict:
     if spec.model:
         model = catalog.gpu_model(spec.model)
         labels["nvidia.com/gpu.present"] = "true"
-        for operand in OPERANDS:
+        for operand in OPERANDS + (("client",) if plan.chart_version == "v26.7.0" else ()):
             labels[f"nvidia.com/gpu.deploy.{operand}"] = "true"
         if model.mig_capable:
             labels["nvidia.com/gpu.deploy.mig-manager"] = "true"
@@ -334,7 +367,7 @@ def node(spec: Spec, plan, images: int = 6) -> dict:
             "addresses": addresses, "allocatable": allocatable, "capacity": capacity, "conditions": conditions,
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "features": {"supplementalGroupsPolicy": True},
-            "images": _images(spec, images),
+            "images": _images(spec, plan, images),
             "nodeInfo": {"architecture": "amd64", "bootID": _h("boot", spec.name)[:36],
                          "containerRuntimeVersion": "containerd://2.0.5", "kernelVersion": "6.8.0-60-generic",
                          "kubeProxyVersion": "", "kubeletVersion": _kubelet(plan),
@@ -404,7 +437,7 @@ class Drift:
     index: int
     what: str
     change: Callable[[dict, object], dict | None]  # (node, plan) -> the node, or None to remove it
-    expect: tuple[tuple[str, str], ...]  # (code, severity) on that node; ("GA115", ...) lands on the pool
+    expect: tuple[tuple[str, str], ...]  # (code, severity) on that node; GA115 and GA122 land on the pool
 
 
 def _labels(n: dict) -> dict:
@@ -514,6 +547,65 @@ def _extra(pool: str, model: str, gpus: int, group: str, like: str | None = None
     return change
 
 
+def _taint(key: str, value: str, effect: str):
+    def change(n: dict, plan) -> dict:
+        n["spec"].setdefault("taints", []).append({"effect": effect, "key": key, **({"value": value} if value else {})})
+        return n
+    return change
+
+
+def _no_gpus(n: dict) -> None:
+    """The kubelet keeps a resource whose device plugin went away at zero allocatable."""
+    for resource in [r for r in n["status"]["allocatable"] if r.startswith("nvidia.com/")]:
+        n["status"]["allocatable"][resource] = "0"
+
+
+def _unlabelled(n: dict, plan) -> dict:
+    """The operator does not reconcile the node: its operand labels are gone, so no device plugin ever ran."""
+    labels = _labels(n)
+    for key in [k for k in labels if k.startswith("nvidia.com/gpu.deploy.")]:
+        del labels[key]
+    for resource in [r for r in n["status"]["allocatable"] if r.startswith("nvidia.com/")]:
+        del n["status"]["allocatable"][resource]
+        del n["status"]["capacity"][resource]
+    return n
+
+
+def _deploy(value: str, operands: tuple[str, ...], gpus_lost: bool = True):
+    """Operand deploy labels set to `false` (switched off) or a pause value; the GPUs go with the device plugin."""
+    def change(n: dict, plan) -> dict:
+        for operand in operands:
+            _labels(n)[f"nvidia.com/gpu.deploy.{operand}"] = value
+        if gpus_lost:
+            _no_gpus(n)
+        return n
+    return change
+
+
+def _upgrade_failed(n: dict, plan) -> dict:
+    """The driver pod did not come back: the driver manager's pause stays, the device plugin is gone."""
+    _labels(n)["nvidia.com/gpu-driver-upgrade-state"] = "upgrade-failed"
+    _deploy("paused-for-driver-upgrade", ("device-plugin", "gpu-feature-discovery"))(n, plan)
+    return n
+
+
+def _host_driver(n: dict, plan) -> dict:
+    """The node image brings its own driver: the driver manager labels the node pre-installed and GFD sees it."""
+    _labels(n)["nvidia.com/gpu.deploy.driver"] = "pre-installed"
+    return _set_driver(HOST_DRIVER)(n, plan)
+
+
+def _all_1g(n: dict, plan) -> dict:
+    """mig-manager applied all-1g.10gb slices (the mig-parted ConfigMap edited by hand under the pool's key)."""
+    labels = _labels(n)
+    for key in [k for k in labels if k.startswith(("nvidia.com/mig-2g", "nvidia.com/mig-3g"))]:
+        del labels[key]
+    labels["nvidia.com/mig-1g.10gb.count"] = "56"
+    allocatable = n["status"]["allocatable"]
+    allocatable.update({"nvidia.com/mig-1g.10gb": "56", "nvidia.com/mig-2g.20gb": "0", "nvidia.com/mig-3g.40gb": "0"})
+    return n
+
+
 DRIFTS: dict[str, tuple[Drift, ...]] = {
     "heterogeneous": (
         Drift("misc", 0, "a T4 node no pool asks for", _extra("misc", "T4", 4, "misc"), (("GA101", "error"),)),
@@ -540,6 +632,24 @@ DRIFTS: dict[str, tuple[Drift, ...]] = {
         Drift("notebooks-l4", 3, "GFD saw another replica count", _set("nvidia.com/gpu.replicas", "2"),
               (("GA112", "error"),)),
         Drift("notebooks-l4", 5, "a node is gone", _remove, (("GA115", "error"),)),
+        Drift("train-h100", 7, "the operator no longer labels the node: operand labels gone, no device plugin",
+              _unlabelled, (("GA107", "error"), ("GA117", "error"))),
+        Drift("train-h100", 8, "dcgm-exporter switched off: GPUs fine, metrics gone",
+              _deploy("false", ("dcgm-exporter",), gpus_lost=False), (("GA118", "warning"),)),
+        Drift("train-h100", 9, "an undeclared NoExecute taint evicts the operands",
+              _taint("maintenance.example.com/reboot", "", "NoExecute"), (("GA120", "error"),)),
+        Drift("train-h100", 10, "an undeclared NoSchedule taint", _taint("dedicated", "ml-research", "NoSchedule"),
+              (("GA120", "warning"),)),
+        Drift("train-h100", 11, "GKE's own GPU taint, which the operands' default tolerations cover: not drift",
+              _taint("nvidia.com/gpu", "present", "NoSchedule"), ()),
+        Drift("train-h100", 12, "a GPU fell off the bus: GFD counts 7, allocatable still says 8",
+              _set("nvidia.com/gpu.count", "7"), (("GA121", "error"),)),
+        Drift("train-h100", 13, "the driver upgrade failed and took the GPUs with it", _upgrade_failed,
+              (("GA107", "error"), ("GA116", "error"))),
+        Drift("infer-a100", 0, "all-1g slices instead of the mixed layout: surplus 1g, no 2g or 3g", _all_1g,
+              (("GA107", "error"),)),
+        Drift("notebooks-l4", 0, "the device plugin switched off by hand", _deploy("false", ("device-plugin",)),
+              (("GA107", "error"), ("GA118", "error"))),
     ),
     "hybrid": (
         Drift("legacy-a100", 1, "the driver deploy preset is missing on a preinstalled pool",
@@ -551,9 +661,24 @@ DRIFTS: dict[str, tuple[Drift, ...]] = {
         Drift("batch-h100", 1, "driver upgrade to the pinned version under way", _set_driver(
             "580.126.20", "upgrade-required"), (("GA108", "warning"),)),
         Drift("batch-h100", 2, "driver deploy label switched off on a managed pool",
-              _set("nvidia.com/gpu.deploy.driver", "false"), (("GA104", "error"),)),
+              _set("nvidia.com/gpu.deploy.driver", "false"), (("GA118", "error"),)),
         Drift("new-h200", 1, "MIG manager rebooting the node, no GPUs advertised meanwhile",
               _mig_rebooting_without_gpus, (("GA107", "warning"), ("GA110", "warning"))),
+        Drift("legacy-a100", 0, "the driver manager found the host driver and wrote pre-installed: what the pool "
+              "wants, not drift", _set("nvidia.com/gpu.deploy.driver", "pre-installed"), ()),
+        Drift("batch-h100", 3, "a node image with its own driver in a managed pool: the operator's driver is off",
+              _host_driver, (("GA108", "error"), ("GA118", "error"))),
+        Drift("new-h200", 0, "mig-manager reported success but left the operands paused",
+              _deploy("paused-for-mig-change", ("device-plugin", "gpu-feature-discovery", "dcgm", "dcgm-exporter")),
+              (("GA107", "error"), ("GA119", "error"))),
+    ),
+    "airgapped": (
+        Drift("dev-t4", 0, "kubelet stopped posting status", _not_ready, (("GA113", "info"),)),
+        Drift("dev-t4", 1, "kubelet stopped posting status", _not_ready, (("GA113", "info"),)),
+        Drift("dev-t4", 2, "cordoned: three of five nodes out, more than the default --max-unavailable 25%", _cordon,
+              (("GA114", "info"), ("GA122", "error"))),
+        Drift("analytics-a30", 0, "a driver reload left dcgm-exporter paused (the GPUs are fine)",
+              _deploy("paused-for-driver-upgrade", ("dcgm-exporter",), gpus_lost=False), (("GA119", "warning"),)),
     ),
 }
 
@@ -579,7 +704,7 @@ def expected_findings(example: str, plan) -> list[tuple[str, str, str, str]]:
     for drift in DRIFTS[example]:
         name = node_name(plan, drift.pool, drift.index)
         for code, severity in drift.expect:
-            if code == "GA115":
+            if code in ("GA115", "GA122"):  # pool-level findings
                 out.append((code, severity, "", drift.pool))
             else:
                 pool = {"GA101": "(no pool)", "GA102": "(several pools)"}.get(code, drift.pool)

@@ -32,23 +32,59 @@ TITLES = {
     "GA101": "a GPU node (NFD PCI label, nvidia.com/gpu.present or a GFD product) matches no pool",
     "GA102": "a node matches several pools",
     "GA103": "a pool node lacks a label the render sets (pool, device-plugin config, MIG config, driver deploy)",
-    "GA104": "a pool node carries a wrong value of a label the render sets, or has its operands switched off",
-    "GA105": "a pool node lacks a taint of its pool",
+    "GA104": "a pool node carries another value of a label the render sets",
+    "GA105": "a pool node lacks a taint of its pool (or has its key with another value or effect)",
     "GA106": "the GPU model on a node (GFD product label) is not its pool's (warning: the product is unknown)",
-    "GA107": "allocatable of the pool's resource absent, zero or below what its sharing promises, on a Ready node "
-             "(warning: above, or while MIG or the driver is being reconfigured)",
-    "GA108": "the node's driver (GFD driver labels) is not the pool's pinned version (warning: upgrade in progress)",
+    "GA107": "allocatable of a pool resource absent, zero or below what its sharing promises, per resource name, on "
+             "a Ready node (warning: above, or while MIG or a driver upgrade reconfigures the node)",
+    "GA108": "the node's driver (GFD driver labels) is not the pool's pinned version (warning: upgrade pending)",
     "GA109": "(warning) driver versions differ inside a pool that pins none (preinstalled drivers)",
     "GA110": "MIG reconfiguration failed (warning: pending or rebooting, which the labels cannot tell from stuck)",
     "GA111": "the GFD mig.strategy label disagrees with the cluster's MIG strategy",
     "GA112": "GFD's sharing labels (replicas, sharing-strategy) disagree with the pool's sharing profile",
-    "GA113": "(info) a pool node is NotReady: reported, not drift",
-    "GA114": "(info) a pool node is cordoned: reported, not drift",
+    "GA113": "(info) a pool node is NotReady: reported, not drift (see GA122)",
+    "GA114": "(info) a pool node is cordoned: reported, not drift (see GA122)",
     "GA115": "a pool has fewer matching nodes than it declares (warning: more)",
+    "GA116": "the operator's driver upgrade failed on the node (nvidia.com/gpu-driver-upgrade-state=upgrade-failed)",
+    "GA117": "the operator has not labelled a pool node (nvidia.com/gpu.present, operand deploy labels missing)",
+    "GA118": "an operand is switched off on a pool node (nvidia.com/gpu.deploy.<operand>=false, the driver's "
+             "pre-installed on a managed pool, gpu.deploy.operands=false; warning: monitoring operands)",
+    "GA119": "operands left paused (paused-for-mig-change, paused-for-driver-upgrade) with no reconfiguration "
+             "under way (warning: monitoring operands only)",
+    "GA120": "a pool node carries a NoExecute taint its pool does not declare (warning: NoSchedule)",
+    "GA121": "GFD's nvidia.com/gpu.count is not what the pool expects (warning: more, or while MIG is reconfigured)",
+    "GA122": "more of a pool's nodes are NotReady or cordoned than --max-unavailable allows",
 }
 
 MULTI = "(several pools)"
 NONE = "(no pool)"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """--max-unavailable: how many of a pool's declared nodes may be NotReady or cordoned before it is drift."""
+
+    value: int
+    percent: bool
+
+    #: The default: the share of nodes the chart's driver upgrade takes out at once by default
+    #: (driver.upgradePolicy.maxUnavailable: 25%), so an upgrade wave alone never fails the audit.
+    DEFAULT = "25%"
+
+    @classmethod
+    def parse(cls, text: str) -> "Threshold":
+        """A node count ("2") or a percentage of the pool's declared nodes ("25%", 0-100)."""
+        m = re.fullmatch(r"(\d{1,9})(%?)", text.strip())
+        if m is None or (m.group(2) and int(m.group(1)) > 100):
+            raise ValueError(f"{text!r} is not a node count or a percentage from 0% to 100%")
+        return cls(int(m.group(1)), bool(m.group(2)))
+
+    def exceeded(self, unavailable: int, declared: int) -> bool:
+        """More unavailable nodes than the threshold allows (a percentage is compared exactly, not rounded)."""
+        return unavailable * 100 > self.value * declared if self.percent else unavailable > self.value
+
+    def __str__(self) -> str:
+        return f"{self.value}%" if self.percent else str(self.value)
 
 
 @dataclass(frozen=True)
@@ -114,21 +150,23 @@ class AuditResult:
         """True when no finding is an error."""
         return not any(f.severity == ERROR for f in self.findings)
 
-    @property
-    def expected_units(self) -> int:
-        """GPU resource units the intent's pools should advertise in total."""
-        return sum(sum(p.expected.values()) for p in self.pools)
+    def resources(self) -> dict[str, dict[str, int]]:
+        """Per resource name: units the pools should advertise, and units Ready, schedulable pool nodes advertise.
 
-    @property
-    def advertised_units(self) -> int:
-        """Units of the pools' resources advertised by Ready, schedulable pool nodes."""
-        return sum(sum(p.advertised.get(r, 0) for r in p.expected) for p in self.pools)
+        Only units of one name are added up: a 1g MIG slice is not a 3g slice, nor a time-sliced replica a GPU.
+        """
+        out: dict[str, dict[str, int]] = {}
+        for pool in self.pools:
+            for resource, expected in pool.expected.items():
+                entry = out.setdefault(resource, {"advertised": 0, "expected": 0})
+                entry["expected"] += expected
+                entry["advertised"] += pool.advertised.get(resource, 0)
+        return dict(sorted(out.items()))
 
     def summary(self) -> dict:
         """The counts of the summary line."""
         return {"nodesSeen": self.nodes_seen, "gpuNodes": self.gpu_nodes, "healthy": self.healthy,
-                "drifting": self.drifting, "unavailable": self.unavailable,
-                "gpuUnitsAdvertised": self.advertised_units, "gpuUnitsExpected": self.expected_units,
+                "drifting": self.drifting, "unavailable": self.unavailable, "resources": self.resources(),
                 "errors": sum(1 for f in self.findings if f.severity == ERROR),
                 "warnings": sum(1 for f in self.findings if f.severity == WARNING)}
 
@@ -150,7 +188,12 @@ class _Pool:
     hostname: re.Pattern | None
     machine: str | None  # the sanitised DMI product GFD publishes as gpu.machine
     node_labels: Mapping[str, str]
+    mig: bool  # the pool's sharing has a MIG layout
+    single_mig: bool  # ... and the cluster's strategy is single: GFD counts MIG devices
+    gpu_count: int  # GFD's nvidia.com/gpu.count on a healthy node
+    operands: tuple[str, ...]  # operand deploy labels the operator sets on the pool's nodes (mig-manager aside)
     drivers: dict[str, list[str]] = field(default_factory=dict)  # preinstalled pools: version -> nodes
+    down: list[str] = field(default_factory=list)  # nodes NotReady or cordoned
 
     @property
     def name(self) -> str:
@@ -184,7 +227,7 @@ def _expected_sharing_labels(pool: P.PoolPlan, strategy: str | None) -> dict[str
     return {N.GFD_REPLICAS: str(replicas), N.GFD_SHARING: kind}
 
 
-def _pools(plan: P.Plan) -> list[_Pool]:
+def _pools(plan: P.Plan, strategy: str | None) -> list[_Pool]:
     default_driver = plan.intent.spec.driver.version or plan.chart.defaults.get("driver", {}).get("version")
     out = []
     for pp in plan.pools:
@@ -192,6 +235,9 @@ def _pools(plan: P.Plan) -> list[_Pool]:
         expected = {r: n * pool.nodes for r, n in pp.capacity.per_node.items()}
         report = PoolReport(pp.name, pool.gpu, pool.gpus_per_node, P.sharing_kind(pp.profile), pool.nodes, expected)
         pin = None if pp.driver == "preinstalled" else default_driver if pp.driver == "cluster" else pp.driver
+        layout = P.mig_layout(pp.profile, pp.model) or {}
+        single = bool(layout) and strategy == "single"
+        operands = tuple(op for op in N.GPU_OPERANDS if op != "driver" or pin is not None) + N.MONITORING_OPERANDS
         out.append(_Pool(
             plan=pp, report=report, labels=dict(pp.labels),
             taints=tuple((t.key, t.value, t.effect) for t in pool.taints),
@@ -200,6 +246,10 @@ def _pools(plan: P.Plan) -> list[_Pool]:
             hostname=re.compile(pool.match.hostname) if pool.match.hostname else None,
             machine=N.sanitise(pool.match.dmi_product) if pool.match.dmi_product else None,
             node_labels=dict(pool.match.node_labels),
+            mig=bool(layout), single_mig=single,
+            # GFD counts MIG devices under the single strategy, whole GPUs otherwise (nvidia-formats-facts §2.1).
+            gpu_count=sum(layout.values()) * pool.gpus_per_node if single else pool.gpus_per_node,
+            operands=operands,
         ))
     return out
 
@@ -210,13 +260,14 @@ def _pools(plan: P.Plan) -> list[_Pool]:
 class Auditor:
     """Feed nodes one at a time with add(); finish() runs the pool-level checks and returns the result."""
 
-    def __init__(self, plan: P.Plan, source: str) -> None:
+    def __init__(self, plan: P.Plan, source: str, max_unavailable: Threshold | None = None) -> None:
         self.plan = plan
         self.result = AuditResult(plan.name, plan.source, source)
-        self.pools = _pools(plan)
-        self.result.pools = [p.report for p in self.pools]
         # The MIG strategy GFD publishes: the rendered one, else the chart's default (mig.strategy: single).
         self.strategy = plan.strategy or plan.chart.defaults.get("mig", {}).get("strategy")
+        self.max_unavailable = max_unavailable
+        self.pools = _pools(plan, self.strategy)
+        self.result.pools = [p.report for p in self.pools]
         self._by_name = {p.name: p for p in self.pools}
         self._nfd_by_model: dict[str, list[_Pool]] = {}
         self._label_index: dict[str, dict[str, list[_Pool]]] = {}
@@ -358,20 +409,24 @@ class Auditor:
         def add(severity: str, code: str, message: str, evidence: Mapping[str, Any], hint: str | None = None):
             out.append(Drift(severity, code, name, pname, message, evidence, hint))
 
+        mig_state = labels.get(N.MIG_STATE) if pool.plan.mig_key is not None else None
+        upgrade_state = labels.get(N.UPGRADE_STATE) or None  # "" is the library's "not processed yet"
+        # A driver upgrade that changes the node: not when done, failed, or only waiting for its wave.
+        upgrading = upgrade_state not in (None, N.UPGRADE_DONE, N.UPGRADE_FAILED, N.UPGRADE_REQUIRED)
+        in_flux = mig_state in N.MIG_IN_PROGRESS or upgrading
+        causes: list[str] = []  # findings that explain missing capacity, for GA107's hint
+
         # Labels the render sets (NodeFeatureRule or node-group template).
         missing: dict[str, str] = {}
         wrong: dict[str, tuple[str, str]] = {}
         for k, v in pool.labels.items():
             actual = labels.get(k)
-            if actual != v:
-                if actual is None:
-                    missing[k] = v
-                else:
-                    wrong[k] = (actual, v)
-        if pool.driver_pin is not None and labels.get(P.DRIVER_DEPLOY_LABEL) == "false":
-            wrong[P.DRIVER_DEPLOY_LABEL] = ("false", "absent or true (the operator installs this pool's driver)")
-        if labels.get(N.DEPLOY_OPERANDS) == "false":
-            wrong[N.DEPLOY_OPERANDS] = ("false", "absent or true (no GPU operand runs on this node)")
+            if actual == v or (k == N.DEPLOY_DRIVER and actual == N.DRIVER_PREINSTALLED):
+                continue  # pre-installed: what the driver manager writes on finding the host driver, same as false
+            if actual is None:
+                missing[k] = v
+            else:
+                wrong[k] = (actual, v)
         if missing:
             add(ERROR, "GA103", f"missing label{'s' if len(missing) > 1 else ''} {', '.join(sorted(missing))}",
                 {"expected": dict(sorted(missing.items())), "source": self._label_source(pool)},
@@ -381,12 +436,10 @@ class Auditor:
                 {k: {"actual": a, "expected": e} for k, (a, e) in sorted(wrong.items())},
                 "a hand-set label overrides the rendered one: `kubectl label node --overwrite` it back, or fix the "
                 "intent if the node is right")
+        # The operator's state labels: which operands run on the node.
+        causes += self._operands(pool, node, mig_state, upgrade_state, add)
         # Taints.
-        lost = [t for t in pool.taints if t not in node.taints]
-        if lost:
-            add(ERROR, "GA105", "missing taint " + ", ".join(_taint(t) for t in lost),
-                {"expected": [_taint(t) for t in lost], "actual": [_taint(t) for t in node.taints]},
-                "without the taint, pods that do not tolerate it land on the pool's GPUs")
+        self._taints(pool, node, add)
         # GPU model.
         product = labels.get(N.GFD_PRODUCT)
         if model is not None and model != pool.plan.model.id:
@@ -397,47 +450,47 @@ class Auditor:
             what = f"GFD product {product!r} maps to no catalogue model" if product else "no GFD product label"
             add(WARNING, "GA106", f"{what}: cannot confirm the pool's model {pool.plan.model.id}",
                 {N.GFD_PRODUCT: product, "expected": pool.plan.model.id})
-        # MIG state and whether an operand restart explains missing capacity.
-        mig_state = labels.get(N.MIG_STATE) if pool.plan.mig_key is not None else None
-        upgrading = labels.get(N.UPGRADE_STATE, N.UPGRADE_DONE) != N.UPGRADE_DONE
-        in_flux = mig_state in ("pending", "rebooting") or upgrading
+        # A failed driver upgrade: the operator stops the node's upgrade there and waits for a person.
+        if upgrade_state == N.UPGRADE_FAILED:
+            evidence = {N.UPGRADE_STATE: upgrade_state}
+            version = N.driver_version(labels)
+            if version is not None:
+                evidence[N.DRIVER_FULL] = version
+            evidence.update(self._paused(labels))
+            add(ERROR, "GA116", "the driver upgrade failed", evidence,
+                "read the driver pod's log on the node (and the upgrade controller's events); after fixing the "
+                "cause, delete the driver pod or set the label to upgrade-required to retry")
+            causes.append("GA116")
+        # GFD's GPU count: GPUs the driver sees now, whatever the kubelet still advertises.
+        count = labels.get(N.GFD_COUNT)
+        if count is not None and count != str(pool.gpu_count):
+            got = node.label_int(N.GFD_COUNT)
+            severity = WARNING if (got is not None and got > pool.gpu_count) or in_flux else ERROR
+            what = "MIG devices" if pool.single_mig else "GPUs"
+            add(severity, "GA121", f"GFD counts {count if got is not None else repr(count)} {what}, the pool "
+                f"expects {pool.gpu_count}",
+                {N.GFD_COUNT: count, "expected": pool.gpu_count, "allocatable": N.nvidia_resources(node.allocatable)},
+                "a GPU fell off the bus or failed (nvidia-smi and the kernel log show it; the kubelet's allocatable "
+                "lags until the device plugin restarts)" if got is not None and got < pool.gpu_count else
+                "the node has more GPUs than the pool declares: fix gpusPerNode, or the node" if got is not None
+                else "GFD's label is not a number: check the gpu-feature-discovery pod")
+            if severity == ERROR:
+                causes.append("GA121")
         # Allocatable (only meaningful while the kubelet reports).
         if node.is_ready:
-            short, extra = {}, {}
-            for resource, want in sorted(pool.resources.items()):
-                got = node.units(resource)
-                if got is None or got < want:
-                    short[resource] = {"allocatable": node.allocatable.get(resource), "expected": want}
-                elif got > want:
-                    extra[resource] = {"allocatable": node.allocatable.get(resource), "expected": want}
-            if short or extra:
-                severity = ERROR if short and not in_flux else WARNING
-                what = []
-                for resource, e in short.items():
-                    state = "absent" if e["allocatable"] is None else "zero" if node.units(resource) == 0 else "below"
-                    what.append(f"{resource} {state} ({e['allocatable'] or 0} of {e['expected']})")
-                what += [f"{r} above ({e['allocatable']} of {e['expected']})" for r, e in extra.items()]
-                evidence = {**short, **extra, "allocatable": N.nvidia_resources(node.allocatable)}
-                if in_flux:
-                    evidence["reconfiguring"] = {k: labels[k] for k in (N.MIG_STATE, N.UPGRADE_STATE)
-                                                 if labels.get(k) not in (None, "success", N.UPGRADE_DONE)}
-                hint = ("the node is being reconfigured (MIG or driver upgrade): audit again when that is done"
-                        if short and in_flux else
-                        "check the device plugin pod on the node and the config its label selects" if short else
-                        "the node advertises more than the intent's sharing promises: quotas are computed from the "
-                        "intent")
-                add(severity, "GA107", "; ".join(what), evidence, hint)
+            self._allocatable(pool, node, in_flux, causes, add)
         # Driver version.
         version = N.driver_version(labels)
         if version is not None:
             if pool.driver_pin is not None and not N.version_matches(version, pool.driver_pin):
                 evidence = {N.DRIVER_FULL: version, "expected": pool.driver_pin}
-                if upgrading:
-                    evidence[N.UPGRADE_STATE] = labels[N.UPGRADE_STATE]
-                failed = labels.get(N.UPGRADE_STATE) == "upgrade-failed"
-                add(WARNING if upgrading and not failed else ERROR, "GA108",
-                    f"driver {version}, pool pins {pool.driver_pin}", evidence,
-                    "the operator's driver upgrade is under way" if upgrading and not failed else
+                pending = upgrade_state not in (None, N.UPGRADE_DONE, N.UPGRADE_FAILED)
+                if upgrade_state is not None:
+                    evidence[N.UPGRADE_STATE] = upgrade_state
+                add(WARNING if pending else ERROR, "GA108", f"driver {version}, pool pins {pool.driver_pin}",
+                    evidence,
+                    "the operator's driver upgrade is under way" if pending else
+                    "the driver upgrade failed (GA116)" if upgrade_state == N.UPGRADE_FAILED else
                     "check the driver daemon set (or NVIDIADriver) that owns the node")
             elif pool.driver_pin is None:
                 pool.drivers.setdefault(version, []).append(name)
@@ -445,7 +498,7 @@ class Auditor:
         if mig_state == "failed":
             add(ERROR, "GA110", "MIG reconfiguration failed", self._mig_evidence(labels),
                 "read the nvidia-mig-manager pod's log on the node; the layout or its device filter may not fit")
-        elif mig_state in ("pending", "rebooting"):
+        elif mig_state in N.MIG_IN_PROGRESS:
             add(WARNING, "GA110", f"MIG reconfiguration {mig_state}", self._mig_evidence(labels),
                 f"the labels carry no timestamp, so in progress and stuck look alike: if it is still {mig_state} on "
                 "the next audit, a GPU pod probably blocks the teardown (drain the node); see the "
@@ -462,7 +515,7 @@ class Auditor:
             add(ERROR, "GA112", "sharing labels " + ", ".join(f"{k}={e['actual']} (expected {e['expected']})"
                                                               for k, e in off.items()),
                 off, "the device plugin runs another config than the pool's: check the config label and ConfigMap")
-        # Availability: reported, not drift.
+        # Availability: reported, not drift (unless too much of the pool is out: GA122 in finish()).
         if not node.is_ready:
             reason = f", {node.ready_reason}" if node.ready_reason else ""
             add(INFO, "GA113", f"node is NotReady (Ready={node.ready}{reason})",
@@ -472,20 +525,158 @@ class Auditor:
             if N.UPGRADE_STATE in labels:
                 evidence[N.UPGRADE_STATE] = labels[N.UPGRADE_STATE]
             add(INFO, "GA114", "node is cordoned", evidence)
+        if not node.is_ready or node.cordoned:
+            pool.down.append(name)
         return out
+
+    def _operands(self, pool: _Pool, node: N.NodeFacts, mig_state: str | None, upgrade_state: str | None,
+                  add: Any) -> list[str]:
+        """GA117-GA119 from the operator's deploy labels; returns the codes found (causes of lost capacity)."""
+        labels = node.labels
+        found: list[str] = []
+        if labels.get(N.DEPLOY_OPERANDS) == "false":  # the operator then removes every other deploy label
+            add(ERROR, "GA118", "every GPU operand is switched off (nvidia.com/gpu.deploy.operands=false)",
+                {N.DEPLOY_OPERANDS: "false"},
+                "the label removes the driver, device plugin and the rest from the node: remove the label (`kubectl "
+                "label node NAME nvidia.com/gpu.deploy.operands-`) unless the node is meant to be out of service")
+            return ["GA118"]
+        expected = pool.operands
+        if labels.get("nvidia.com/mig.capable", "true" if pool.plan.model.mig_capable else "false") == "true":
+            expected = (*expected, N.MIG_MANAGER)
+        absent = [op for op in expected if N.DEPLOY_PREFIX + op not in labels]
+        present = labels.get(N.GPU_PRESENT)
+        if absent or present != "true":
+            evidence: dict[str, Any] = {N.GPU_PRESENT: present}
+            if absent:
+                evidence["missing"] = [N.DEPLOY_PREFIX + op for op in absent]
+            what = [f"{N.GPU_PRESENT} is {present!r}" if present is not None else f"no {N.GPU_PRESENT}"] \
+                if present != "true" else []
+            what += [f"{len(absent)} operand label{'s' if len(absent) != 1 else ''} missing"] if absent else []
+            add(ERROR, "GA117", "the operator has not labelled the node: " + ", ".join(what), evidence,
+                "the operator adds these labels to every node NFD reports with an NVIDIA PCI device and keeps them; "
+                "missing ones mean it does not reconcile the node: check the gpu-operator pod's log, the "
+                "ClusterPolicy's state and NFD's feature.node.kubernetes.io/pci-10de.present label")
+            found.append("GA117")
+        off_error, off_warning = {}, {}
+        for op in expected:
+            value = labels.get(N.DEPLOY_PREFIX + op)
+            if value == "false" or (op == "driver" and value == N.DRIVER_PREINSTALLED):
+                needed = op in N.GPU_OPERANDS or (op == N.MIG_MANAGER and pool.mig)
+                (off_error if needed else off_warning)[N.DEPLOY_PREFIX + op] = value
+        for severity, off in ((ERROR, off_error), (WARNING, off_warning)):
+            if not off:
+                continue
+            names = ", ".join(k.removeprefix(N.DEPLOY_PREFIX) for k in sorted(off))
+            if off.get(N.DEPLOY_DRIVER) == N.DRIVER_PREINSTALLED:
+                hint = ("the driver manager found a driver on the host and switched the operator's off "
+                        f"({N.DEPLOY_DRIVER}=pre-installed): use a node image without a driver, or declare the pool "
+                        "driver: {preinstalled: true}")
+            elif severity == ERROR:
+                hint = ("a deploy label set to false keeps that operand off the node, and the operator keeps the "
+                        "value: remove the label (the operator puts back true), unless the intent is wrong")
+            else:
+                hint = ("the GPUs work, but the node's metrics are missing: remove the label"
+                        + ("s" if len(off) > 1 else ""))
+            add(severity, "GA118", f"operand{'s' if len(off) > 1 else ''} switched off: {names}",
+                dict(sorted(off.items())), hint)
+            if severity == ERROR:
+                found.append("GA118")
+        paused = {k: v for k, v in self._paused(labels).get("paused operands", {}).items()
+                  if (v == N.PAUSED_FOR_MIG and mig_state not in (*N.MIG_IN_PROGRESS, "failed"))
+                  or (v == N.PAUSED_FOR_DRIVER and upgrade_state in (None, N.UPGRADE_DONE))}
+        if paused:
+            needed = any(k.removeprefix(N.DEPLOY_PREFIX) in N.GPU_OPERANDS for k in paused)
+            state = {N.MIG_STATE: mig_state} if mig_state is not None else {}
+            if upgrade_state is not None:
+                state[N.UPGRADE_STATE] = upgrade_state
+            who = "nvidia-mig-manager" if N.PAUSED_FOR_MIG in paused.values() else "the driver manager"
+            add(ERROR if needed else WARNING, "GA119",
+                f"operand{'s' if len(paused) > 1 else ''} left paused: "
+                + ", ".join(k.removeprefix(N.DEPLOY_PREFIX) for k in sorted(paused)),
+                {"paused operands": dict(sorted(paused.items())), **state},
+                f"{who} pauses operands while it reconfigures and restores them when done; its work is over, so it "
+                "did not finish: read its log on the node, then set the labels back to true")
+            if needed:
+                found.append("GA119")
+        return found
+
+    def _taints(self, pool: _Pool, node: N.NodeFacts, add: Any) -> None:
+        """GA105 (a declared taint missing or with another value) and GA120 (a taint the pool does not declare)."""
+        lost = [t for t in pool.taints if t not in node.taints]
+        extra = [t for t in node.taints if t not in pool.taints and not t[0].startswith(N.SYSTEM_TAINT_PREFIXES)
+                 and t[2] in ("NoSchedule", "NoExecute") and (t[0], t[2]) != N.GPU_TAINT]
+        lost_keys = {t[0] for t in lost}
+        changed = [t for t in extra if t[0] in lost_keys]  # the declared key with another value or effect
+        if lost:
+            add(ERROR, "GA105", "missing taint " + ", ".join(_taint(t) for t in lost),
+                {"expected": [_taint(t) for t in lost], "actual": [_taint(t) for t in node.taints]},
+                "the node has the key with another value or effect: the pool's tolerations do not cover it" if changed
+                else "without the taint, pods that do not tolerate it land on the pool's GPUs")
+        for severity, effect in ((ERROR, "NoExecute"), (WARNING, "NoSchedule")):
+            undeclared = [t for t in extra if t[2] == effect and t not in changed]
+            if not undeclared:
+                continue
+            add(severity, "GA120", f"undeclared {effect} taint " + ", ".join(_taint(t) for t in undeclared),
+                {"undeclared": [_taint(t) for t in undeclared], "declared": [_taint(t) for t in pool.taints]},
+                "NoExecute evicts every pod that does not tolerate it, the GPU operands included (the rendered "
+                "tolerations cover only the pools' declared taints): add it to the pool's taints, or remove it"
+                if effect == "NoExecute" else
+                "new pods that do not tolerate it, GPU operands included (restarted or upgraded ones too), no longer "
+                "start on the node: add it to the pool's taints, or remove it")
+
+    def _allocatable(self, pool: _Pool, node: N.NodeFacts, in_flux: bool, causes: list[str], add: Any) -> None:
+        """GA107: each resource of the pool against what its sharing promises, per resource name."""
+        labels = node.labels
+        short, extra = {}, {}
+        for resource, want in sorted(pool.resources.items()):
+            got = node.units(resource)
+            if got is None or got < want:
+                short[resource] = {"allocatable": node.allocatable.get(resource), "expected": want}
+            elif got > want:
+                extra[resource] = {"allocatable": node.allocatable.get(resource), "expected": want}
+        if not (short or extra):
+            return
+        explained = short and in_flux and not causes
+        what = []
+        for resource, e in short.items():
+            state = "absent" if e["allocatable"] is None else "zero" if node.units(resource) == 0 else "below"
+            what.append(f"{resource} {state} ({e['allocatable'] or 0} of {e['expected']})")
+        what += [f"{r} above ({e['allocatable']} of {e['expected']})" for r, e in extra.items()]
+        evidence = {**short, **extra, "allocatable": N.nvidia_resources(node.allocatable)}
+        if in_flux:
+            evidence["reconfiguring"] = {k: labels[k] for k in (N.MIG_STATE, N.UPGRADE_STATE)
+                                         if labels.get(k) not in (None, "", "success", N.UPGRADE_DONE)}
+        if not short:
+            hint = "the node advertises more than the intent's sharing promises: quotas are computed from the intent"
+        elif causes:
+            hint = f"explained by {', '.join(dict.fromkeys(causes))} on this node"
+        elif explained:
+            hint = "the node is being reconfigured (MIG or driver upgrade): audit again when that is done"
+        elif pool.mig:
+            hint = ("the pool's MIG layout is not in place: check nvidia.com/mig.config.state and the "
+                    "nvidia-mig-manager log on the node (it applies the layout; the device plugin only advertises "
+                    "what exists)")
+        else:
+            hint = "check the device plugin pod on the node and the config its label selects"
+        add(ERROR if short and not explained else WARNING, "GA107", "; ".join(what), evidence, hint)
 
     @staticmethod
     def _label_source(pool: _Pool) -> str:
         return (f"NodeFeatureRule gpuconf-pool-{pool.name}" if pool.nfd
                 else f"node-group template ({pool.name}.kubelet.env / NodePool)")
 
-    @staticmethod
-    def _mig_evidence(labels: Mapping[str, str]) -> dict:
+    @classmethod
+    def _mig_evidence(cls, labels: Mapping[str, str]) -> dict:
         evidence = {k: labels[k] for k in (N.MIG_STATE, P.MIG_LABEL) if k in labels}
-        paused = sorted(k for k, v in labels.items() if k.startswith(N.DEPLOY_PREFIX) and v == N.PAUSED_FOR_MIG)
-        if paused:
-            evidence["paused operands"] = paused
+        evidence.update(cls._paused(labels))
         return evidence
+
+    @staticmethod
+    def _paused(labels: Mapping[str, str]) -> dict:
+        """{"paused operands": {label: value}} for the deploy labels mig-manager or the driver manager paused."""
+        paused = {k: v for k, v in sorted(labels.items())
+                  if v in (N.PAUSED_FOR_MIG, N.PAUSED_FOR_DRIVER) and k.startswith(N.DEPLOY_PREFIX)}
+        return {"paused operands": paused} if paused else {}
 
     # -- the pools ----------------------------------------------------------------------------------------------
 
@@ -502,6 +693,17 @@ class Auditor:
                     f"{report.declared}", {"matched": report.matched, "declared": report.declared},
                     "nodes missing from the pool are missing GPUs: see GA101/GA102 for nodes that match no or "
                     "several pools" if fewer else "update the pool's node count: quotas and reports use it"))
+            limit = self.max_unavailable
+            if limit is not None and pool.down and limit.exceeded(len(pool.down), report.declared):
+                result.findings.append(Drift(
+                    ERROR, "GA122", "", pool.name,
+                    f"{len(pool.down)} of {report.declared} nodes are NotReady or cordoned, more than "
+                    f"--max-unavailable {limit} allows",
+                    {"unavailable": len(pool.down), "declared": report.declared, "maxUnavailable": str(limit),
+                     "nodes": sorted(pool.down)[:10] + ([f"... ({len(pool.down) - 10} more)"]
+                                                         if len(pool.down) > 10 else [])},
+                    "the pool has lost that much capacity: see the GA113/GA114 lines for each node (raise "
+                    "--max-unavailable for planned maintenance)"))
             if len(pool.drivers) > 1:
                 ranked = sorted(pool.drivers, key=lambda v: (-len(pool.drivers[v]), [-x for x in N.version_key(v)]))
                 common = ranked[0]
@@ -525,9 +727,10 @@ def _taint(t: tuple[str, str, str]) -> str:
     return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
 
 
-def audit(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], source: str) -> AuditResult:
+def audit(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], source: str,
+          max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT)) -> AuditResult:
     """Audit a stream of Node objects against a valid intent's plan."""
-    auditor = Auditor(plan, source)
+    auditor = Auditor(plan, source, max_unavailable)
     for node in nodes:
         auditor.add(node)
     return auditor.finish()
@@ -547,11 +750,11 @@ def format_json(result: AuditResult) -> str:
 
 
 def summary_line(result: AuditResult) -> str:
-    """nodes seen, GPU nodes, healthy, drifting, GPUs advertised vs expected."""
+    """nodes seen, GPU nodes, healthy, drifting; per resource name the units advertised of those expected."""
     s = result.summary()
+    units = ", ".join(f"{r} {e['advertised']}/{e['expected']}" for r, e in s["resources"].items()) or "none"
     return (f"summary: {s['nodesSeen']} nodes seen, {s['gpuNodes']} GPU nodes, {s['healthy']} healthy, "
-            f"{s['drifting']} drifting, {s['unavailable']} unavailable; GPU resources advertised "
-            f"{s['gpuUnitsAdvertised']} of {s['gpuUnitsExpected']} expected; "
+            f"{s['drifting']} drifting, {s['unavailable']} unavailable; advertised/expected: {units}; "
             f"{s['errors']} error{'s' if s['errors'] != 1 else ''}, "
             f"{s['warnings']} warning{'s' if s['warnings'] != 1 else ''}")
 
@@ -582,13 +785,21 @@ def _finding_rows(findings: list[Drift]) -> list[str]:
     width = max(len(f.node or "(pool)") for f in findings)
     rows = []
     for f in findings:
-        rows.append(f"  {(f.node or '(pool)').ljust(width)}  {f.severity:<7} {f.code}  {f.message}")
+        rows.append(_safe(f"  {(f.node or '(pool)').ljust(width)}  {f.severity:<7} {f.code}  {f.message}"))
         pad = " " * (width + 4)
         if f.evidence:
-            rows.append(f"{pad}evidence: {_evidence_text(f.evidence)}")
+            rows.append(_safe(f"{pad}evidence: {_evidence_text(f.evidence)}"))
         if f.hint:
-            rows.append(f"{pad}hint: {f.hint}")
+            rows.append(_safe(f"{pad}hint: {f.hint}"))
     return rows
+
+
+def _safe(line: str) -> str:
+    """One line of text output: label values come from the nodes, so line breaks (also U+2028) and control
+    characters in them are escaped rather than allowed to start lines of their own."""
+    if line.isprintable():
+        return line
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
 
 
 def _evidence_text(evidence: Mapping[str, Any]) -> str:
@@ -598,7 +809,8 @@ def _evidence_text(evidence: Mapping[str, Any]) -> str:
                      for k, v in evidence.items())
 
 
-def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str):
+def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str,
+               max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT)):
     """Validate the intent file and, when it is valid, audit the nodes against its plan.
 
     Returns (validation, result); result is None when the intent is invalid. Raises NodeSourceError when the nodes
@@ -610,4 +822,4 @@ def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str
     if not validation.ok:
         return validation, None
     plan = P.build(validation.intent, intent_path, validation.document)
-    return validation, audit(plan, nodes, source)
+    return validation, audit(plan, nodes, source, max_unavailable)
