@@ -69,12 +69,15 @@ def test_draft_reads_what_the_nodes_tell(run):
     pools = {p.name: p for p in intent.spec.pools}
     assert intent.spec.cluster.kubernetes_version == "1.31" and intent.spec.cluster.distribution == "rke2"
     assert pools["legacy-a100"].driver.preinstalled is True
-    assert intent.spec.driver.version == "595.91.07" and pools["new-h200"].driver.version == "580.126.20"
+    # Wave mode gives every managed pool its own NVIDIADriver: each keeps its version.
+    assert {name: pool.driver.version for name, pool in pools.items() if name != "legacy-a100"} == {
+        "batch-h100": "595.91.07", "new-h200": "580.126.20", "viz-l40s": "580.126.20"}
+    assert 'version: "580.126.20"' in text and 'version: "595.91.07"' in text  # quoted: a version is no number
     assert [(t.key, t.effect) for t in pools["batch-h100"].taints] == [("hpc.example.com/batch", "NoExecute")]
     assert intent.spec.sharing_profiles[pools["new-h200"].sharing].mig.preset == "all-1g.18gb"
     # What cannot be read off a node is said so.
     assert "# not inferred: containerd's config and socket paths" in text
-    assert "chartVersion: v26.7.0  # not inferred" in text
+    assert "chartVersion: v26.7.0  # the gpu-operator image (the validator) the GPU nodes run" in text
     # The mixed strategy's per-profile resources tell the layout exactly: nothing is assumed.
     assert "migStrategy: mixed # the nodes' GFD mig.strategy" in text and "# assumed" not in text
     hetero = _validated(run("import", "--nodes", str(FIXTURES / "heterogeneous.json")).stdout).intent
@@ -119,7 +122,7 @@ def test_same_model_pools_without_node_groups_are_told_apart_by_name():
         n["metadata"]["labels"].pop("gpuconf.dev/pool")
     intent = _validated(_draft(nodes + shared).text).intent
     matches = sorted((p.match.hostname, p.sharing, p.nodes) for p in intent.spec.pools)
-    assert matches == [("^l40s-0", "exclusive", 3), ("^lab-ts-0", "ts-x4", 3)]
+    assert matches == [("^l40s-", "exclusive", 3), ("^lab-ts-", "ts-x4", 3)]
 
 
 def test_indistinguishable_pools_are_merged_and_said_so():
@@ -170,3 +173,107 @@ def test_single_strategy_layout_comes_from_a_preset_mig_config_label():
     intent = _validated(draft.text).intent
     pool, = intent.spec.pools
     assert (pool.gpus_per_node, intent.spec.sharing_profiles[pool.sharing].mig.preset) == (8, "all-1g.18gb")
+
+
+# --- round trip: a draft audits its own cluster clean, and renders the nodes' own config keys -----------------------
+
+
+@pytest.mark.parametrize("example", NL.EXAMPLES)
+def test_import_then_audit_of_the_same_cluster_is_clean(run, tmp_path, example):
+    """`gpuconf import` of a healthy cluster, then `gpuconf audit DRAFT` against the same nodes: no finding at all.
+    The draft names its sharing profiles after the nodes' content-addressed config keys and reproduces their
+    content (failRequestsGreaterThanOne and single-strategy MIG layouts are on no label: the key's hash decides), so
+    its render selects exactly the keys the nodes carry and applying it relabels no node."""
+    from gpuconf import plan as P
+
+    nodes = str(FIXTURES / f"{example}.json")
+    draft = tmp_path / "draft.yaml"
+    assert run("import", "--nodes", nodes, "--name", example, "-o", str(draft)).exit_code == 0
+    audited = run("audit", str(draft), "--nodes", nodes, "--format", "json")
+    assert audited.exit_code == 0, audited.stdout
+    doc = json.loads(audited.stdout)
+    assert doc["findings"] == [] and doc["summary"]["errors"] == doc["summary"]["warnings"] == 0
+    # The same keys as the example renders: the profile names and contents came back.
+    result = _validated(draft.read_text(encoding="utf-8"))
+    mine = P.build(result.intent, "draft.yaml")
+    original = NL.load_plan(example)
+    assert sorted(mine.device_plugin_configs) == sorted(original.device_plugin_configs)
+    assert sorted(mine.mig_configs) == sorted(original.mig_configs)
+    assert sorted(mine.intent.spec.sharing_profiles) == sorted(original.intent.spec.sharing_profiles)
+    assert {p.name: p.labels for p in mine.pools} == {p.name: p.labels for p in original.pools}
+
+
+def test_config_keys_of_another_content_are_named_but_said_to_change():
+    """A profile whose nodes' key does not hash to anything the labels allow keeps the name, says it will relabel."""
+    nodes = _nodes("heterogeneous")
+    for n in nodes:
+        labels = n["metadata"]["labels"]
+        if labels.get("gpuconf.dev/pool") == "notebooks-l4":
+            labels["nvidia.com/device-plugin.config"] = "notebooks-x4-00000000"
+    draft = _draft(nodes)
+    intent = _validated(draft.text).intent
+    pool = next(p for p in intent.spec.pools if p.name == "notebooks-l4")
+    assert pool.sharing == "notebooks-x4"
+    assert "whose content this draft does not reproduce: rendering it gives new keys" in draft.text
+
+
+def test_chart_version_and_registry_come_from_the_validator_image():
+    def draft_with(images: list[str]):
+        nodes = _nodes("single-pool")
+        for n in nodes:
+            n["status"]["images"] = [{"names": [name], "sizeBytes": 1} for name in images]
+        return _draft(nodes)
+
+    text = draft_with(["nvcr.io/nvidia/gpu-operator:v26.3.3"]).text
+    assert "chartVersion: v26.3.3  # the gpu-operator image (the validator) the GPU nodes run" in text
+    assert "registry:" not in text
+    text = draft_with(["mirror.example:5000/nvidia/gpu-operator:v26.7.0",
+                       "mirror.example:5000/nvidia/gpu-operator@sha256:" + "0" * 64]).text
+    intent = _validated(text).intent
+    assert intent.spec.operator.chart_version == "v26.7.0"
+    assert intent.spec.operator.registry == "mirror.example:5000/nvidia"
+    assert "# not inferred: imagePullSecrets" in text
+    text = draft_with(["nvcr.io/nvidia/gpu-operator:v25.10.1"]).text
+    assert "not inferred: the GPU nodes run gpu-operator v25.10.1, which gpuconf has no defaults for" in text
+    text = draft_with(["nvcr.io/nvidia/gpu-operator:v26.3.3", "nvcr.io/nvidia/gpu-operator:v26.7.0"]).text
+    assert "not inferred: the GPU nodes run gpu-operator v26.3.3, v26.7.0 (an upgrade under way?)" in text
+    # A tag no registry accepts never reaches the draft (here it would end the comment and add a key).
+    text = draft_with(["nvcr.io/nvidia/gpu-operator:v26.3.3\nspec: {}"]).text
+    assert "not inferred: the chart version you run" in text and "spec: {}" not in text
+    _validated(text)
+
+
+def test_hostname_patterns_are_kept_only_where_the_names_prove_them():
+    hybrid = _validated(_draft(_nodes("hybrid")).text).intent
+    assert {p.name: p.match.hostname for p in hybrid.spec.pools} == {
+        "batch-h100": "^batch-h100-", "legacy-a100": "^legacy-a100-", "new-h200": "^gpu-h200-",
+        "viz-l40s": "^viz-l40s-"}
+    # EKS names (ip-10-...) are shared by every pool: no pattern.
+    hetero = _validated(_draft(_nodes("heterogeneous")).text).intent
+    assert all(p.match.hostname is None for p in hetero.spec.pools)
+    # One node proves no pattern; nor does a prefix another GPU node shares.
+    nodes = _nodes("single-pool")
+    assert _validated(_draft(nodes[:1]).text).intent.spec.pools[0].match.hostname is None
+    odd = copy.deepcopy(nodes[0])
+    odd["metadata"]["name"] = "l40s-spare"
+    odd["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-L4"
+    odd["metadata"]["labels"].pop("gpuconf.dev/pool")
+    pools = {p.gpu: p.match.hostname for p in _validated(_draft(nodes + [odd]).text).intent.spec.pools}
+    assert pools == {"L40S": "^l40s-0", "L4": None}  # cut back to ^l40s- it would take in l40s-spare
+
+
+def test_the_clusters_driver_is_what_nodes_without_their_own_nvidiadriver_run():
+    """Only batch-h100 has an NVIDIADriver of its own (595.91.07, 8 nodes); the 5 nodes of the chart's default
+    NVIDIADriver run 580.126.20: that is the cluster's version, though fewer nodes run it."""
+    nodes = _nodes("hybrid")
+    for n in nodes:
+        labels = n["metadata"]["labels"]
+        if labels.get("gpuconf.dev/pool") in ("new-h200", "viz-l40s"):
+            labels["nvidia.com/gpu-operator.driver.owner"] = "default"
+    draft = _draft(nodes)
+    intent = _validated(draft.text).intent
+    pools = {p.name: p for p in intent.spec.pools}
+    assert intent.spec.driver.version == "580.126.20"
+    assert pools["batch-h100"].driver.version == "595.91.07"
+    assert pools["new-h200"].driver is None and pools["viz-l40s"].driver is None
+    assert "the version most managed GPU nodes run without a pool's own NVIDIADriver" in draft.text

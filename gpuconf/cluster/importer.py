@@ -4,16 +4,19 @@ What the nodes tell, and how it is read:
   - pools: GPU nodes grouped by GPU model (GFD product label, mapped to the catalogue by nodefacts.model_for_product),
     GPUs per node, sharing, taints and driver kind; a group's name is its gpuconf.dev/pool label when a previous
     render set one, else its node group (NODE_GROUP_LABELS: EKS, GKE, AKS, Karpenter, Cluster API), else its model;
-  - match: the node-group label when there is one, else `pciDevice: true`; two groups of one model without a node
-    group are told apart by their node names' common prefix (`hostname: ^prefix`), or merged with a comment;
+  - match: the node-group label when there is one, else `pciDevice: true`, with `hostname: ^prefix` when the
+    nodes' names share a prefix no other GPU node's has; two groups of one model without a node group are told
+    apart by such prefixes, or merged with a comment;
   - sharing: MIG from the mixed strategy's nvidia.com/mig-<profile>.count labels (layout = count / GPUs) or from the
     single strategy's "<model>-MIG-<profile>" product (assumed the all-<profile> preset: count / max instances);
     otherwise GFD's sharing-strategy and replicas labels (time-slicing or MPS), renamed when the node advertises
-    nvidia.com/gpu.shared; exclusive when none;
-  - driver: preinstalled where the operator's driver is switched off (gpu.deploy.driver=false), else the version
-    GFD reports (the most common one for the cluster, a pool's own when it differs);
+    nvidia.com/gpu.shared; exclusive when none. Profiles are named after gpuconf's config keys on the nodes
+    (<profile>-<hash>), and what no label shows is settled by which value reproduces the key;
+  - driver: preinstalled where the operator's driver is switched off (gpu.deploy.driver false or pre-installed),
+    else the version GFD reports (the cluster's: the most common one on nodes without a pool's own NVIDIADriver);
+  - operator: chart version and registry from the gpu-operator (validator) image in the nodes' status.images;
   - cluster: Kubernetes minor from the kubelets, distribution from provider labels.
-Everything else (chart version, teams, access, monitoring) is not on a node: the draft says so in comments.
+Everything else (teams, access, monitoring, the upgrade policy) is not on a node: the draft says so in comments.
 """
 
 from __future__ import annotations
@@ -22,18 +25,24 @@ import io
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from .. import catalog
+from .. import plan as P
 from . import nodefacts as N
 from ..intent.model import KUBERNETES_VERSIONS
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-#: Taints the kubelet, the control plane, autoscalers and drains set: never a pool's own.
-SYSTEM_TAINT_PREFIXES = ("node.kubernetes.io/", "node-role.kubernetes.io/", "node.cloudprovider.kubernetes.io/",
-                         "ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler",
-                         "karpenter.sh/disrupted", "karpenter.sh/unregistered")
+#: The operator's record of which NVIDIADriver drives a node (gpu-operator-facts §7): `default` is the chart's own,
+#: any other name a pool's (gpuconf renders one per pool with its own driver version).
+DRIVER_OWNER = "nvidia.com/gpu-operator.driver.owner"
+#: gpuconf's content-addressed config names (plan.config_key): <profile name>-<8 hex digits of the content's hash>.
+CONFIG_KEY = re.compile(r"(?P<base>[a-z0-9]([-a-z0-9]*[a-z0-9])?)-[0-9a-f]{8}")
+#: An image reference's parts as registries accept them (the distribution spec's grammar, simplified): what is read
+#: off a node goes into the draft only when it has this shape.
+_IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_IMAGE_REPOSITORY = re.compile(r"[a-z0-9]([a-z0-9._:/-]{0,250}[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -45,20 +54,25 @@ class Sharing:
     rename: bool = False
     layout: tuple[tuple[str, int], ...] = ()
     note: str = ""  # what had to be assumed
+    fail: bool = False  # time-slicing's failRequestsGreaterThanOne: on no label, only in the config key's hash
 
     def profile(self, model: catalog.GpuModel) -> dict:
         """The intent's sharingProfiles entry."""
         if self.kind == "time-slicing":
-            return {"timeSlicing": {"replicas": self.replicas, **({"renameByDefault": True} if self.rename else {})}}
+            return {"timeSlicing": self._time_slicing()}
         if self.kind == "mps":
             return {"mps": {"replicas": self.replicas, **({} if self.rename else {"renameByDefault": False})}}
         if self.kind == "mig":
             preset = self.preset(model)
             out: dict = {"mig": {"preset": preset} if preset else {"layout": dict(self.layout)}}
             if self.replicas > 1:
-                out["timeSlicing"] = {"replicas": self.replicas, **({"renameByDefault": True} if self.rename else {})}
+                out["timeSlicing"] = self._time_slicing()
             return out
         return {"exclusive": {}}
+
+    def _time_slicing(self) -> dict:
+        return {"replicas": self.replicas, **({"renameByDefault": True} if self.rename else {}),
+                **({"failRequestsGreaterThanOne": True} if self.fail else {})}
 
     def preset(self, model: catalog.GpuModel) -> str | None:
         """The mig-manager preset (all-balanced, all-<profile>) the MIG layout equals, if any."""
@@ -91,12 +105,22 @@ class Group:
     pool_label: str | None
     group_labels: tuple[tuple[str, str], ...]  # every node-group label the nodes carry (NODE_GROUP_LABELS)
     plugin_config: str | None  # the nvidia.com/device-plugin.config the nodes select (a ConfigMap key)
+    mig_config: str | None = None  # the nvidia.com/mig.config they select (a mig-parted config name)
+    mig_devices: int | None = None  # single MIG strategy: GFD's count of MIG devices per node
     node_group: tuple[str, str] | None = None  # the one chosen to select the pool
     nodes: list[str] = field(default_factory=list)
     drivers: Counter = field(default_factory=Counter)
+    owners: Counter = field(default_factory=Counter)  # nvidia.com/gpu-operator.driver.owner values
     name: str = ""
+    profile: str = ""  # the sharing profile's name in the draft
+    keys_kept: bool = False  # the draft renders the nodes' config keys (the content hashes matched)
     match: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def labels_keys(self) -> tuple[str | None, str | None]:
+        """The device-plugin and MIG config keys the nodes select (what a render must reproduce)."""
+        return self.plugin_config, self.mig_config
 
 
 @dataclass
@@ -182,7 +206,7 @@ def read_sharing(node: N.NodeFacts, model: catalog.GpuModel) -> tuple[Sharing, i
 
 
 def _pool_taints(node: N.NodeFacts) -> tuple[tuple[str, str, str], ...]:
-    return tuple(sorted(t for t in node.taints if not t[0].startswith(SYSTEM_TAINT_PREFIXES)))
+    return tuple(sorted(t for t in node.taints if not t[0].startswith(N.SYSTEM_TAINT_PREFIXES)))
 
 
 # --- grouping ----------------------------------------------------------------------------------------------------
@@ -201,7 +225,8 @@ class Importer:
         self.kubelets: Counter = Counter()
         self.distributions: Counter = Counter()
         self.strategies: Counter = Counter()
-        self.node_names: dict[str, list[str]] = {}
+        self.gpu_names: list[str] = []  # every GPU node, to prove that a hostname prefix is a pool's own
+        self.operator_images: Counter = Counter()  # (repository, tag) of gpu-operator images -> GPU nodes
 
     def add(self, raw: Mapping[str, Any]) -> None:
         """Read one Node object."""
@@ -213,6 +238,8 @@ class Importer:
         if not node.gpu:
             return
         self.gpu_nodes += 1
+        self.gpu_names.append(node.name)
+        self.operator_images.update(_operator_images(raw))
         labels = node.labels
         model_id = N.node_model(labels)
         if model_id is None:
@@ -224,19 +251,25 @@ class Importer:
         sharing, gpus = read_sharing(node, model)
         if N.GFD_MIG_STRATEGY in labels:
             self.strategies[labels[N.GFD_MIG_STRATEGY]] += 1
-        preinstalled = labels.get("nvidia.com/gpu.deploy.driver") == "false"
+        # The operator's driver is off: preset false, or pre-installed (the driver manager found the host's driver).
+        preinstalled = labels.get(N.DEPLOY_DRIVER) in ("false", N.DRIVER_PREINSTALLED)
         group_labels = tuple((k, labels[k]) for k in N.NODE_GROUP_LABELS if labels.get(k))
-        pool_label = labels.get("gpuconf.dev/pool")
-        plugin_config = labels.get("nvidia.com/device-plugin.config")
-        key = (pool_label, group_labels, plugin_config, model_id, gpus, sharing, _pool_taints(node), preinstalled)
+        pool_label = labels.get(P.POOL_LABEL)
+        plugin_config = labels.get(P.DEVICE_PLUGIN_LABEL)
+        mig_config = labels.get(P.MIG_LABEL)
+        key = (pool_label, group_labels, plugin_config, mig_config, model_id, gpus, sharing, _pool_taints(node),
+               preinstalled)
         group = self.groups.get(key)
         if group is None:
+            single = sharing.kind == "mig" and N.mig_profile_of_product(labels.get(N.GFD_PRODUCT, "")) is not None
             group = self.groups[key] = Group(model_id, gpus, sharing, preinstalled, _pool_taints(node), pool_label,
-                                             group_labels, plugin_config)
+                                             group_labels, plugin_config, mig_config,
+                                             node.label_int(N.GFD_COUNT) if single else None)
         group.nodes.append(node.name)
         version = N.driver_version(labels)
         if version:
             group.drivers[version] += 1
+        group.owners[labels.get(DRIVER_OWNER)] += 1
 
     # -- the draft ----------------------------------------------------------------------------------------------
 
@@ -247,14 +280,9 @@ class Importer:
         groups = self._merged(groups)
         self._name(groups)
         self._match(groups)
+        self._profiles(groups)
         text = self._render(groups)
-        from ..intent.loader import LoadError, load_text
-        from ..intent.validate import validate_document
-
-        try:
-            findings = validate_document(load_text(text, "<draft>")).findings
-        except LoadError as exc:  # pragma: no cover - the emitter writes plain YAML
-            findings = [exc.finding]
+        findings = _validated(text)[0].findings
         return Draft(text, self.source, self.nodes_seen, self.gpu_nodes, groups, self.skipped, findings)
 
     @staticmethod
@@ -288,6 +316,7 @@ class Importer:
             head = members[0]
             for other in members[1:]:
                 diffs = [what for what, a, b in (("device-plugin config", head.plugin_config, other.plugin_config),
+                                                  ("MIG config", head.mig_config, other.mig_config),
                                                   ("GPUs per node", head.gpus, other.gpus),
                                                   ("sharing", head.sharing, other.sharing),
                                                   ("taints", head.taints, other.taints),
@@ -297,6 +326,7 @@ class Importer:
                                   "counted here")
                 head.nodes.extend(other.nodes)
                 head.drivers.update(other.drivers)
+                head.owners.update(other.owners)
             out.append(head)
         return sorted(out, key=lambda g: (g.name or "", sorted(g.nodes)[0]))
 
@@ -322,8 +352,7 @@ class Importer:
             used.add(name)
         groups.sort(key=lambda g: g.name)
 
-    @staticmethod
-    def _match(groups: list[Group]) -> None:
+    def _match(self, groups: list[Group]) -> None:
         by_model: dict[str, list[Group]] = {}
         for g in groups:
             if g.node_group:
@@ -333,12 +362,21 @@ class Importer:
                 by_model.setdefault(g.model, []).append(g)
         for members in by_model.values():
             if len(members) < 2:
+                prefix = self._own_prefix(members[0])
+                if prefix:
+                    members[0].match["hostname"] = "^" + prefix
+                    members[0].notes.append(f"hostname: every node's name starts with {prefix!r}, no other GPU node's "
+                                            "does")
                 continue
             # Node names are DNS subdomains: the prefix stops before the first "." so it needs no escaping, which
-            # keeps it a literal prefix that validation (GC303) can prove disjoint.
-            prefixes = [os.path.commonprefix(sorted(g.nodes)).split(".")[0] for g in members]
-            distinct = all(p and not any(q.startswith(p) or p.startswith(q)
-                                         for j, q in enumerate(prefixes) if j != i) for i, p in enumerate(prefixes))
+            # keeps it a literal prefix that validation (GC303) can prove disjoint. Cut back to the last "-" when
+            # that still tells the pools apart (l40s-00..l40s-09 gives ^l40s-, which also takes in l40s-10).
+            for prefixes in ([_cut(_common_prefix(g.nodes)) for g in members],
+                             [_common_prefix(g.nodes) for g in members]):
+                distinct = all(p and not any(q.startswith(p) or p.startswith(q)
+                                             for j, q in enumerate(prefixes) if j != i) for i, p in enumerate(prefixes))
+                if distinct:
+                    break
             if distinct:
                 for g, prefix in zip(members, prefixes):
                     g.match = {"pciDevice": True, "hostname": "^" + prefix}
@@ -351,15 +389,79 @@ class Importer:
                                       "with node labels")
                     head.nodes.extend(other.nodes)
                     head.drivers.update(other.drivers)
+                    head.owners.update(other.owners)
                     groups.remove(other)
+
+    def _own_prefix(self, group: Group) -> str | None:
+        """The name prefix all of a pool's nodes share and no other GPU node has (what the nodes prove), if any."""
+        if len(group.nodes) < 2:
+            return None
+        members = set(group.nodes)
+        others = [n for n in self.gpu_names if n not in members]
+        full = _common_prefix(group.nodes)
+        for prefix in dict.fromkeys((_cut(full), full)):
+            if prefix and not any(n.startswith(prefix) for n in others):
+                return prefix
+        return None
+
+    def _profiles(self, groups: list[Group]) -> None:
+        """Name each sharing profile after the config keys its nodes carry, and settle what only a key's hash says.
+
+        gpuconf's keys are <profile>-<hash of the content> (plan.config_key): the profile name comes back from the
+        label, and a draft that renders the same content renders the same key, so applying it changes no node.
+        What GFD does not publish (failRequestsGreaterThanOne; the per-GPU layout under the single MIG strategy) is
+        chosen among the few possible values by which one gives the nodes' key.
+        """
+        used: dict[str, dict] = {}
+        for g in sorted(groups, key=lambda g: (-len(g.nodes), g.name)):
+            model = catalog.gpu_model(g.model)
+            if g.sharing.kind == "exclusive":
+                g.profile = "exclusive"
+                continue
+            content = g.sharing.profile(model)
+            base = _key_base(g.mig_config if g.sharing.kind == "mig" else g.plugin_config)
+            for name in (base, g.sharing.name(model), f"{g.sharing.name(model)}-{g.name}"[:63].rstrip("-")):
+                if name and name != "exclusive" and used.get(name, content) == content:
+                    break
+            g.profile = name
+            used[name] = content
+        if not any(_key_base(g.plugin_config) or _key_base(g.mig_config) for g in groups):
+            return  # no gpuconf keys on the nodes: nothing to keep
+        keys = self._keys(groups)
+        for name in sorted({g.profile for g in groups}):
+            members = [g for g in groups if g.profile == name]
+            if keys is None or all(keys.get(g.name) == g.labels_keys for g in members):
+                continue
+            original = [(g.sharing, g.gpus) for g in members]
+            for variant in _variants(members):
+                for g, (sharing, gpus) in zip(members, variant):
+                    g.sharing, g.gpus = sharing, gpus
+                found = self._keys(groups)
+                if found is not None and all(found.get(g.name) == g.labels_keys for g in members):
+                    keys = found
+                    break
+            else:
+                for g, (sharing, gpus) in zip(members, original):
+                    g.sharing, g.gpus = sharing, gpus
+        for g in groups:
+            g.keys_kept = keys is not None and keys.get(g.name) == g.labels_keys
+            if g.keys_kept and g.mig_devices and g.sharing.note.startswith("assumed"):
+                (profile, n), = g.sharing.layout
+                g.sharing = replace(g.sharing, note=_proven_layout(profile, n))
+
+    def _keys(self, groups: list[Group]) -> dict[str, tuple] | None:
+        """Pool name -> (device-plugin key, MIG key) as the draft renders them; None if the draft is invalid."""
+        result, plan = _validated(self._render(groups))
+        if plan is None:
+            return None
+        return {pp.name: (pp.device_plugin_key, pp.mig_key) for pp in plan.pools}
 
     # -- writing ------------------------------------------------------------------------------------------------
 
     def _render(self, groups: list[Group]) -> str:
         from ruamel.yaml import YAML
         from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-        from ..catalog import chart_versions
+        from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
         comments_before: list[tuple[Any, Any, str, int]] = []
 
@@ -379,14 +481,17 @@ class Importer:
         if distribution in ("rke2", "k3s", "microk8s"):
             note(cluster, "distribution", "not inferred: containerd's config and socket paths "
                  "(spec.cluster.containerRuntime) for this distribution", 4)
-        operator = CommentedMap([("chartVersion", chart_versions()[-1])])
-        operator.yaml_add_eol_comment("not inferred: the chart version you run (`gpuconf catalog` lists them)",
-                                      "chartVersion")
+        operator = self._operator(note)
 
-        managed = Counter()
+        # The cluster's driver: what most managed nodes run that no pool pins. A pool with its own NVIDIADriver
+        # shows as a driver owner other than the chart's `default`.
+        pinned = {id(g) for g in groups if _own_driver(g)}
+        managed, unpinned = Counter(), Counter()
         for g in groups:
             if not g.preinstalled:
                 managed.update(g.drivers)
+                if id(g) not in pinned:
+                    unpinned.update(g.drivers)
         all_preinstalled = all(g.preinstalled for g in groups) and groups
         driver = CommentedMap()
         cluster_version = None
@@ -394,17 +499,23 @@ class Importer:
             driver["preinstalled"] = True
             driver.yaml_add_eol_comment("every GPU node has the operator's driver switched off", "preinstalled")
         elif managed:
-            cluster_version = _valid_version(_most_common(managed))
+            cluster_version = _valid_version(_most_common(unpinned or managed))
             if cluster_version:
-                driver["version"] = cluster_version
-                driver.yaml_add_eol_comment("the version most managed GPU nodes run", "version")
+                driver["version"] = DoubleQuotedScalarString(cluster_version)
+                chart = catalog.chart(operator["chartVersion"])
+                default = chart.defaults.get("driver", {}).get("version") if chart else None
+                driver.yaml_add_eol_comment("the version most managed GPU nodes run" + (
+                    " without a pool's own NVIDIADriver" if pinned and unpinned else
+                    " (every pool has its own NVIDIADriver)" if pinned else "") + (
+                    f" (the default of chart {operator['chartVersion']}: without it the driver follows the chart)"
+                    if cluster_version == default else ""), "version")
 
         profiles = CommentedMap()
         pools = CommentedSeq()
         for g in groups:
             model = catalog.gpu_model(g.model)
-            profile_name = g.sharing.name(model)
-            if g.sharing.kind != "exclusive" and profile_name not in profiles:
+            profile_name = g.profile or g.sharing.name(model)
+            if profile_name != "exclusive" and profile_name not in profiles:
                 profiles[profile_name] = _plain(g.sharing.profile(model))
             pool = CommentedMap([("name", g.name), ("gpu", g.model)])
             pool["gpusPerNode"] = g.gpus if g.gpus and 1 <= g.gpus <= 16 else 1
@@ -418,8 +529,9 @@ class Importer:
             version = _valid_version(_most_common(g.drivers)) if g.drivers else None
             if g.preinstalled and not all_preinstalled:
                 pool["driver"] = {"preinstalled": True}
-            elif not g.preinstalled and version and cluster_version and version != cluster_version:
-                pool["driver"] = {"version": version}
+            elif not g.preinstalled and version and cluster_version and (version != cluster_version or
+                                                                         id(g) in pinned):
+                pool["driver"] = {"version": DoubleQuotedScalarString(version)}
             lines = [f"{len(g.nodes)} nodes: {_names(g.nodes)}"]
             if not (g.gpus and 1 <= g.gpus <= 16):
                 lines.append("not inferred: GPUs per node (no GFD gpu.count label); 1 is a placeholder")
@@ -427,7 +539,10 @@ class Importer:
                 lines.append(f"match: no node-group label; pciDevice selects every {g.model} node")
             if g.sharing.note:
                 lines.append(g.sharing.note)
-            if g.plugin_config and not g.pool_label:
+            if (_key_base(g.plugin_config) or _key_base(g.mig_config)) and not g.keys_kept:
+                lines.append(f"the nodes select the configs {g.plugin_config!r} and {g.mig_config!r}, whose content "
+                             "this draft does not reproduce: rendering it gives new keys, and the nodes are relabelled")
+            elif g.plugin_config and not CONFIG_KEY.fullmatch(g.plugin_config):
                 lines.append(f"the nodes select device-plugin config {g.plugin_config!r}: gpuconf renders its own "
                              "(the sharing above), under a new key")
             if len(g.drivers) > 1:
@@ -465,6 +580,35 @@ class Importer:
             "# quotas, access, monitoring, overrides, the driver upgrade policy. Then: gpuconf validate THIS-FILE\n")
         return header + buf.getvalue()
 
+    def _operator(self, note: Any) -> Any:
+        """spec.operator: the chart version and the registry, from the gpu-operator images the GPU nodes run."""
+        from ruamel.yaml.comments import CommentedMap
+
+        from ..catalog import chart_versions
+
+        known = chart_versions()
+        tags = sorted({tag for _, tag in self.operator_images})
+        registries = sorted({repo.removesuffix("/gpu-operator") for repo, _ in self.operator_images
+                             if repo.endswith("/gpu-operator")})
+        if len(tags) == 1 and tags[0] in known:
+            operator = CommentedMap([("chartVersion", tags[0])])
+            why = "the gpu-operator image (the validator) the GPU nodes run"
+        else:
+            operator = CommentedMap([("chartVersion", known[-1])])
+            if len(tags) == 1:
+                why = (f"not inferred: the GPU nodes run gpu-operator {tags[0]}, which gpuconf has no defaults for "
+                       "(`gpuconf catalog` lists the versions it has)")
+            elif tags:
+                why = f"not inferred: the GPU nodes run gpu-operator {', '.join(tags)} (an upgrade under way?)"
+            else:
+                why = "not inferred: the chart version you run (`gpuconf catalog` lists them)"
+        operator.yaml_add_eol_comment(why, "chartVersion")
+        if len(registries) == 1 and registries[0] != "nvcr.io/nvidia":
+            operator["registry"] = registries[0]
+            operator.yaml_add_eol_comment("the registry the GPU nodes pull the gpu-operator image from", "registry")
+            note(operator, "registry", "not inferred: imagePullSecrets (by name), if the mirror needs credentials", 4)
+        return operator
+
     def _kubernetes_version(self) -> tuple[str, str]:
         if not self.kubelets:
             return KUBERNETES_VERSIONS[-1], "not inferred: no kubelet version on the nodes"
@@ -488,6 +632,86 @@ class Importer:
         derived = "single" if all(len(layout) == 1 for layout in layouts) else "mixed"
         seen = _most_common(self.strategies)
         return seen if seen in ("single", "mixed") and seen != derived else None
+
+
+def _validated(text: str) -> tuple[Any, P.Plan | None]:
+    """The draft's validation, and its render plan when it is valid."""
+    from ..intent.loader import LoadError, load_text
+    from ..intent.validate import Validation, validate_document
+
+    try:
+        result = validate_document(load_text(text, "<draft>"))
+    except LoadError as exc:  # pragma: no cover - the emitter writes plain YAML
+        return Validation("<draft>", findings=[exc.finding]), None
+    return result, (P.build(result.intent, "<draft>", result.document) if result.ok else None)
+
+
+def _key_base(value: str | None) -> str | None:
+    """The profile name in one of gpuconf's config keys (notebooks-x4-1a2b3c4d -> notebooks-x4), else None."""
+    m = CONFIG_KEY.fullmatch(value or "")
+    return m.group("base") if m and m.group("base") != "exclusive" else None
+
+
+def _common_prefix(names: list[str]) -> str:
+    """The node names' common prefix, up to the first "." (a literal that needs no escaping in a regex)."""
+    return os.path.commonprefix(sorted(names)).split(".")[0]
+
+
+def _cut(prefix: str) -> str:
+    """The prefix up to and including its last "-" (gpu-h200-0 -> gpu-h200-), or "" when that leaves no name."""
+    cut = prefix[:prefix.rfind("-") + 1]
+    return cut if any(ch.isalnum() for ch in cut) else ""
+
+
+def _proven_layout(profile: str, n: int) -> str:
+    return f"the layout ({n} x {profile} per GPU) is the one the nodes' {P.MIG_LABEL} key was made from (its hash)"
+
+
+def _variants(members: list[Group]):
+    """Other readings of what GFD does not publish, for all groups of one profile at once: lists of (sharing, GPUs
+    per node), one per group. failRequestsGreaterThanOne is on no label; under the single MIG strategy only the
+    number of MIG devices is, not how many each GPU holds."""
+    head = members[0].sharing
+    shared = head.kind == "time-slicing" or (head.kind == "mig" and head.replicas > 1)
+    fails = (False, True) if shared else (head.fail,)
+    per_gpu: list[int | None] = [None]
+    models = {g.model for g in members}
+    if head.kind == "mig" and len(head.layout) == 1 and len(models) == 1 and all(g.mig_devices for g in members):
+        profile = head.layout[0][0]
+        most = catalog.gpu_model(models.pop()).mig_profiles[profile].max_instances
+        per_gpu = [n for n in range(1, most + 1)
+                   if all(g.mig_devices % n == 0 and 1 <= g.mig_devices // n <= 16 for g in members)]
+    for fail in fails:
+        for n in per_gpu:
+            variant = []
+            for g in members:
+                sharing, gpus = replace(g.sharing, fail=fail), g.gpus
+                if n is not None:
+                    profile = g.sharing.layout[0][0]
+                    sharing = replace(sharing, layout=((profile, n),), note=_proven_layout(profile, n))
+                    gpus = g.mig_devices // n
+                variant.append((sharing, gpus))
+            yield variant
+
+
+def _own_driver(group: Group) -> bool:
+    """True when most of the group's nodes are driven by an NVIDIADriver of their own (not the chart's default)."""
+    owner = _most_common(group.owners) if group.owners else None
+    return owner not in (None, "default")
+
+
+def _operator_images(raw: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """(repository, tag) of the node's gpu-operator images: the validator runs on every GPU node, from
+    `<registry>/gpu-operator:<chart appVersion>` (values validator.repository/image/version), and a released chart's
+    appVersion is its version."""
+    out = set()
+    for image in (raw.get("status") or {}).get("images") or ():
+        for ref in image.get("names") or ():
+            repository, sep, tag = ref.rpartition(":")
+            if sep and _IMAGE_TAG.fullmatch(tag) and _IMAGE_REPOSITORY.fullmatch(repository) and \
+                    repository.endswith(("/gpu-operator", "/gpu-operator-validator")):
+                out.add((repository, tag))
+    return out
 
 
 def _most_common(counter: Counter) -> Any:
