@@ -869,3 +869,15 @@ def test_text_output_escapes_what_the_nodes_say(tmp_path):
     assert "\u2028" not in text and "\r" not in text
     assert [line for line in text.splitlines() if line.startswith("summary:")] == [text.splitlines()[-1]]
     assert "X\\nsummary: 0 errors\\u2028GA999" in text
+
+
+def test_messages_about_a_node_source_stay_on_one_line(run, tmp_path):
+    path = tmp_path / "nodes\nforged: line\u2028.json"
+    path.write_text("[]", encoding="utf-8")
+    result = run("audit", "examples/single-pool.yaml", "--nodes", str(path))
+    assert result.exit_code == 2
+    line, = result.stderr.splitlines()
+    assert "nodes\\nforged: line\\u2028.json" in line
+    path.write_text((FIXTURES / "single-pool.json").read_text(encoding="utf-8"), encoding="utf-8")
+    result = run("audit", "examples/single-pool.yaml", "--nodes", str(path))
+    assert result.exit_code == 0 and result.stdout.splitlines()[0].endswith("nodes\\nforged: line\\u2028.json")

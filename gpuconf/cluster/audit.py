@@ -776,7 +776,8 @@ def format_text(result: AuditResult) -> str:
             lines.append(f"{title}:")
             lines += _finding_rows(by_pool[group])
     lines.append(summary_line(result))
-    return "\n".join(lines) + "\n"
+    # Values read off the nodes (and the paths) may hold line breaks: each line is escaped into one line.
+    return "\n".join(N.printable(line) for line in lines) + "\n"
 
 
 def _finding_rows(findings: list[Drift]) -> list[str]:
@@ -785,21 +786,15 @@ def _finding_rows(findings: list[Drift]) -> list[str]:
     width = max(len(f.node or "(pool)") for f in findings)
     rows = []
     for f in findings:
-        rows.append(_safe(f"  {(f.node or '(pool)').ljust(width)}  {f.severity:<7} {f.code}  {f.message}"))
+        rows.append(f"  {(f.node or '(pool)').ljust(width)}  {f.severity:<7} {f.code}  {f.message}")
         pad = " " * (width + 4)
         if f.evidence:
-            rows.append(_safe(f"{pad}evidence: {_evidence_text(f.evidence)}"))
+            rows.append(f"{pad}evidence: {_evidence_text(f.evidence)}")
         if f.hint:
-            rows.append(_safe(f"{pad}hint: {f.hint}"))
+            rows.append(f"{pad}hint: {f.hint}")
     return rows
 
 
-def _safe(line: str) -> str:
-    """One line of text output: label values come from the nodes, so line breaks (also U+2028) and control
-    characters in them are escaped rather than allowed to start lines of their own."""
-    if line.isprintable():
-        return line
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
 
 
 def _evidence_text(evidence: Mapping[str, Any]) -> str:

@@ -269,6 +269,14 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else _EMPTY
 
 
+def printable(text: str) -> str:
+    """Text for one line of output: line breaks (U+2028 too) and control characters escaped. Label values, names and
+    paths come from the user's environment, and must not start lines of their own in a report or a message."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def nvidia_resources(resources: Mapping[str, Any]) -> dict[str, Any]:
     """The nvidia.com/* entries of a resource list, sorted (evidence)."""
     return {k: resources[k] for k in sorted(resources) if k.startswith("nvidia.com/")}

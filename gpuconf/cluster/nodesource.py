@@ -13,7 +13,7 @@ import json
 import re
 from typing import IO, Any, Iterator
 
-from .nodefacts import check_node
+from .nodefacts import check_node, printable
 
 #: Read size; doubled while a single value does not fit, so a huge item costs amortised linear time.
 CHUNK = 1 << 20
@@ -29,7 +29,11 @@ _DECODER = json.JSONDecoder()
 
 
 class NodeSourceError(Exception):
-    """The nodes could not be read (bad file, unreachable cluster, no permission): a message for the user."""
+    """The nodes could not be read (bad file, unreachable cluster, no permission): a message for the user, on one
+    line (paths and server messages are the environment's, and may hold line breaks)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 class NodeListReader:
