@@ -277,3 +277,14 @@ def test_the_clusters_driver_is_what_nodes_without_their_own_nvidiadriver_run():
     assert pools["batch-h100"].driver.version == "595.91.07"
     assert pools["new-h200"].driver is None and pools["viz-l40s"].driver is None
     assert "the version most managed GPU nodes run without a pool's own NVIDIADriver" in draft.text
+
+
+def test_images_of_another_shape_are_ignored():
+    """The audit never reads status.images, so the reader does not check them: the importer takes only what has the
+    shape of an image reference."""
+    nodes = _nodes("single-pool")
+    nodes[0]["status"]["images"] = [{"names": "nvcr.io/nvidia/gpu-operator:v26.3.3"}, 7, {"names": [1, None]}]
+    nodes[1]["status"]["images"] = {"names": []}
+    draft = _draft(nodes)
+    assert "chartVersion: v26.3.3  # the gpu-operator image" in draft.text  # from the third node
+    _validated(draft.text)

@@ -674,6 +674,9 @@ class Auditor:
     @staticmethod
     def _paused(labels: Mapping[str, str]) -> dict:
         """{"paused operands": {label: value}} for the deploy labels mig-manager or the driver manager paused."""
+        values = labels.values()
+        if N.PAUSED_FOR_MIG not in values and N.PAUSED_FOR_DRIVER not in values:  # the common case, in C
+            return {}
         paused = {k: v for k, v in sorted(labels.items())
                   if v in (N.PAUSED_FOR_MIG, N.PAUSED_FOR_DRIVER) and k.startswith(N.DEPLOY_PREFIX)}
         return {"paused operands": paused} if paused else {}

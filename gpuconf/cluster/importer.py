@@ -705,8 +705,12 @@ def _operator_images(raw: Mapping[str, Any]) -> set[tuple[str, str]]:
     `<registry>/gpu-operator:<chart appVersion>` (values validator.repository/image/version), and a released chart's
     appVersion is its version."""
     out = set()
-    for image in (raw.get("status") or {}).get("images") or ():
-        for ref in image.get("names") or ():
+    images = (raw.get("status") or {}).get("images")
+    for image in images if isinstance(images, list) else ():
+        names = image.get("names") if isinstance(image, dict) else None
+        for ref in names if isinstance(names, list) else ():
+            if not isinstance(ref, str):
+                continue
             repository, sep, tag = ref.rpartition(":")
             if sep and _IMAGE_TAG.fullmatch(tag) and _IMAGE_REPOSITORY.fullmatch(repository) and \
                     repository.endswith(("/gpu-operator", "/gpu-operator-validator")):
