@@ -79,6 +79,32 @@ def load_plan(example: str):
     return P.build(result.intent, f"examples/{example}.yaml", result.document)
 
 
+#: A cluster no example has: the single MIG strategy with a layout that is not a preset (4 of the H200's 7 1g.18gb
+#: slices per GPU). GFD then counts MIG devices, not GPUs, and shows no per-GPU layout.
+SINGLE_MIG = """apiVersion: gpuconf.dev/v1alpha1
+kind: ClusterIntent
+metadata: {name: mig-lab}
+spec:
+  cluster: {kubernetesVersion: "1.33"}
+  operator: {chartVersion: v26.7.0}
+  sharingProfiles:
+    quarter: {mig: {layout: {"1g.18gb": 4}}}
+  pools:
+    - {name: h200, gpu: H200, gpusPerNode: 8, nodes: 2, match: {pciDevice: true}, sharing: quarter}
+"""
+
+
+def plan_of(text: str, source: str = "intent.yaml"):
+    """The render plan of an intent given as text."""
+    from gpuconf import plan as P
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    result = validate_document(load_text(text, source))
+    assert result.ok, [f.text() for f in result.findings]
+    return P.build(result.intent, source, result.document)
+
+
 # --- one node ----------------------------------------------------------------------------------------------------
 
 

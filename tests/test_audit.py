@@ -783,35 +783,10 @@ def test_undeclared_taints_and_a_declared_key_with_another_value():
         ("GA120", "warning", "undeclared NoSchedule taint b:NoSchedule")]
 
 
-#: A cluster whose MIG strategy is single: GFD counts MIG devices, not GPUs, and shows no per-GPU layout.
-SINGLE_MIG = """apiVersion: gpuconf.dev/v1alpha1
-kind: ClusterIntent
-metadata: {name: mig-lab}
-spec:
-  cluster: {kubernetesVersion: "1.33"}
-  operator: {chartVersion: v26.7.0}
-  sharingProfiles:
-    quarter: {mig: {layout: {"1g.18gb": 4}}}
-  pools:
-    - {name: h200, gpu: H200, gpusPerNode: 8, nodes: 2, match: {pciDevice: true}, sharing: quarter}
-"""
-
-
-def plan_of(text: str):
-    """The render plan of an intent given as text."""
-    from gpuconf import plan as P
-    from gpuconf.intent.loader import load_text
-    from gpuconf.intent.validate import validate_document
-
-    result = validate_document(load_text(text, "intent.yaml"))
-    assert result.ok, [f.text() for f in result.findings]
-    return P.build(result.intent, "intent.yaml", result.document)
-
-
 def test_gfd_gpu_count_is_judged_as_gfd_counts():
     from gpuconf.cluster.audit import audit
 
-    plan = plan_of(SINGLE_MIG)
+    plan = NL.plan_of(NL.SINGLE_MIG)
     assert plan.strategy == "single"
     node = NL.clean_nodes(plan)[0]
     labels = node["metadata"]["labels"]

@@ -288,3 +288,21 @@ def test_images_of_another_shape_are_ignored():
     draft = _draft(nodes)
     assert "chartVersion: v26.3.3  # the gpu-operator image" in draft.text  # from the third node
     _validated(draft.text)
+
+
+def test_a_single_strategy_mig_layout_comes_back_from_the_config_keys_hash():
+    """Under the single strategy GFD shows 32 MIG devices per node and nothing per GPU: 4 slices on 8 GPUs and 8 on 4
+    look alike (and 7 per GPU, the all-1g.18gb guess, does not divide 32). The nodes' nvidia.com/mig.config key
+    decides: only 4 per GPU hashes to it."""
+    from gpuconf.cluster.audit import audit
+
+    plan = NL.plan_of(NL.SINGLE_MIG)
+    nodes = NL.clean_nodes(plan)
+    draft = _draft(nodes, "mig-lab")
+    result = _validated(draft.text)
+    pool, = result.intent.spec.pools
+    profile = result.intent.spec.sharing_profiles[pool.sharing]
+    assert (pool.sharing, pool.gpus_per_node, dict(profile.mig.layout)) == ("quarter", 8, {"1g.18gb": 4})
+    assert "the layout (4 x 1g.18gb per GPU) is the one the nodes' nvidia.com/mig.config key was made from" in draft.text
+    mine = NL.plan_of(draft.text, "draft.yaml")
+    assert audit(mine, nodes, "t").findings == []
