@@ -191,7 +191,8 @@ class _Pool:
     mig: bool  # the pool's sharing has a MIG layout
     single_mig: bool  # ... and the cluster's strategy is single: GFD counts MIG devices
     gpu_count: int  # GFD's nvidia.com/gpu.count on a healthy node
-    operands: tuple[str, ...]  # operand deploy labels the operator sets on the pool's nodes (mig-manager aside)
+    operands: tuple[str, ...]  # operands whose deploy labels the operator sets on the pool's nodes (mig-manager aside)
+    operand_labels: tuple[str, ...]  # ... and those labels
     drivers: dict[str, list[str]] = field(default_factory=dict)  # preinstalled pools: version -> nodes
     down: list[str] = field(default_factory=list)  # nodes NotReady or cordoned
 
@@ -249,7 +250,7 @@ def _pools(plan: P.Plan, strategy: str | None) -> list[_Pool]:
             mig=bool(layout), single_mig=single,
             # GFD counts MIG devices under the single strategy, whole GPUs otherwise (nvidia-formats-facts §2.1).
             gpu_count=sum(layout.values()) * pool.gpus_per_node if single else pool.gpus_per_node,
-            operands=operands,
+            operands=operands, operand_labels=tuple(N.DEPLOY_PREFIX + op for op in operands),
         ))
     return out
 
@@ -540,10 +541,11 @@ class Auditor:
                 "the label removes the driver, device plugin and the rest from the node: remove the label (`kubectl "
                 "label node NAME nvidia.com/gpu.deploy.operands-`) unless the node is meant to be out of service")
             return ["GA118"]
-        expected = pool.operands
+        expected, keys = pool.operands, pool.operand_labels
         if labels.get("nvidia.com/mig.capable", "true" if pool.plan.model.mig_capable else "false") == "true":
-            expected = (*expected, N.MIG_MANAGER)
-        absent = [op for op in expected if N.DEPLOY_PREFIX + op not in labels]
+            expected, keys = (*expected, N.MIG_MANAGER), (*keys, N.DEPLOY_PREFIX + N.MIG_MANAGER)
+        values = [labels.get(k) for k in keys]
+        absent = [op for op, value in zip(expected, values) if value is None] if None in values else []
         present = labels.get(N.GPU_PRESENT)
         if absent or present != "true":
             evidence: dict[str, Any] = {N.GPU_PRESENT: present}
@@ -558,8 +560,7 @@ class Auditor:
                 "ClusterPolicy's state and NFD's feature.node.kubernetes.io/pci-10de.present label")
             found.append("GA117")
         off_error, off_warning = {}, {}
-        for op in expected:
-            value = labels.get(N.DEPLOY_PREFIX + op)
+        for op, value in zip(expected, values) if "false" in values or N.DRIVER_PREINSTALLED in values else ():
             if value == "false" or (op == "driver" and value == N.DRIVER_PREINSTALLED):
                 needed = op in N.GPU_OPERANDS or (op == N.MIG_MANAGER and pool.mig)
                 (off_error if needed else off_warning)[N.DEPLOY_PREFIX + op] = value
@@ -581,7 +582,10 @@ class Auditor:
                 dict(sorted(off.items())), hint)
             if severity == ERROR:
                 found.append("GA118")
-        paused = {k: v for k, v in self._paused(labels).get("paused operands", {}).items()
+        # Both managers pause every operand they find deployed in one update: a paused label among the expected
+        # ones shows that there are any.
+        maybe = N.PAUSED_FOR_MIG in values or N.PAUSED_FOR_DRIVER in values
+        paused = {k: v for k, v in (self._paused(labels).get("paused operands", {}) if maybe else {}).items()
                   if (v == N.PAUSED_FOR_MIG and mig_state not in (*N.MIG_IN_PROGRESS, "failed"))
                   or (v == N.PAUSED_FOR_DRIVER and upgrade_state in (None, N.UPGRADE_DONE))}
         if paused:
@@ -674,12 +678,8 @@ class Auditor:
     @staticmethod
     def _paused(labels: Mapping[str, str]) -> dict:
         """{"paused operands": {label: value}} for the deploy labels mig-manager or the driver manager paused."""
-        values = labels.values()
-        if N.PAUSED_FOR_MIG not in values and N.PAUSED_FOR_DRIVER not in values:  # the common case, in C
-            return {}
-        paused = {k: v for k, v in sorted(labels.items())
-                  if v in (N.PAUSED_FOR_MIG, N.PAUSED_FOR_DRIVER) and k.startswith(N.DEPLOY_PREFIX)}
-        return {"paused operands": paused} if paused else {}
+        paused = {k: labels[k] for k in N.PAUSABLE if labels.get(k) in (N.PAUSED_FOR_MIG, N.PAUSED_FOR_DRIVER)}
+        return {"paused operands": dict(sorted(paused.items()))} if paused else {}
 
     # -- the pools ----------------------------------------------------------------------------------------------
 

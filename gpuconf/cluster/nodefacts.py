@@ -70,6 +70,9 @@ GPU_OPERANDS = ("driver", "container-toolkit", "device-plugin", "gpu-feature-dis
 MONITORING_OPERANDS = ("dcgm", "dcgm-exporter", "node-status-exporter")
 #: Added only on MIG-capable GPUs (state_manager.go hasMIGCapableGPU: nvidia.com/mig.capable=true).
 MIG_MANAGER = "mig-manager"
+#: Every deploy label mig-manager or the driver manager may pause on a container-workload node (their operand lists:
+#: mig-parted pkg/mig/reconfigure, k8s-driver-manager cmd/driver-manager), read by label, not by scanning them all.
+PAUSABLE = tuple(DEPLOY_PREFIX + op for op in (*GPU_OPERANDS, *MONITORING_OPERANDS, MIG_MANAGER, "client", "nvsm"))
 #: The operator's driver upgrade state machine (gpu-operator-facts §7; k8s-operator-libs pkg/upgrade/consts.go):
 #: "upgrade-done" when idle, "" (or no label) when the node was never processed, "upgrade-failed" after a failure.
 #: In "upgrade-required" the node only waits for its wave: nothing has been done to it yet.
@@ -190,7 +193,7 @@ def check_node(node: Mapping[str, Any]) -> str | None:
     if name is not None and not (type(name) is str and len(name) <= 253 and _NODE_NAME.fullmatch(name)):
         shown = repr(name[:80]) + ("..." if len(name) > 80 else "") if isinstance(name, str) else _kind(name)
         return f"metadata.name {shown} is not a node name (a DNS-1123 subdomain of at most 253 characters)"
-    for where, parent, key in (("metadata", meta, "labels"), ("metadata", meta, "annotations"),
+    for where, parent, key in (("metadata", meta, "labels"),
                                ("status", status, "allocatable"), ("status", status, "capacity")):
         value = parent.get(key)
         if value is None:
