@@ -854,3 +854,28 @@ def test_messages_about_a_node_source_stay_on_one_line(run, tmp_path):
     path.write_text((FIXTURES / "single-pool.json").read_text(encoding="utf-8"), encoding="utf-8")
     result = run("audit", "examples/single-pool.yaml", "--nodes", str(path))
     assert result.exit_code == 0 and result.stdout.splitlines()[0].endswith("nodes\\nforged: line\\u2028.json")
+
+
+def test_the_clients_log_lines_become_gpuconf_lines(tmp_path):
+    """The kubeconfig loader logs a failed exec credential plugin through the root logger, which also makes logging
+    print urllib3's retries; a real process (not the in-process runner, whose logging pytest captures) prints
+    neither, only gpuconf's own lines."""
+    import yaml
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "a",
+              "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+              "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}],
+              "users": [{"name": "u", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                                        "command": sys.executable,
+                                                        "args": ["-c", "raise SystemExit(1)"]}}}]}
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "gpuconf", "audit", "examples/single-pool.yaml", "--kubeconfig",
+                           str(path)], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2
+    note, error = done.stderr.splitlines()
+    assert note == "gpuconf: warning: the Kubernetes client reported: exec: process returned 1"
+    assert error.startswith(f"gpuconf: cannot reach the cluster at http://127.0.0.1:{port}: ")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import logging
 import re
 from typing import IO, Any, Iterator
 
@@ -294,6 +295,17 @@ class _TimedBody:
                 pass
 
 
+class _Records(logging.Handler):
+    """Keeps the log records it is given."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__(level)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:  # noqa: D102 - logging API
+        self.records.append(record)
+
+
 class ClusterNodes:
     """The nodes of a live cluster, listed with the official client: read-only, nodes only, `limit`/`continue` pages.
 
@@ -315,12 +327,33 @@ class ClusterNodes:
     def __iter__(self) -> Iterator[dict]:
         import warnings
 
+        # The client logs too: kubernetes' kubeconfig loader through the root logger (an exec plugin that fails), which
+        # would also make logging print urllib3's retries. A handler of our own on the root logger takes the records
+        # (and keeps logging from configuring a stderr handler of its own).
+        capture = _Records(logging.WARNING)
+        records = capture.records
+        root = logging.getLogger()
+        root.addHandler(capture)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 yield from self._nodes()
             finally:
+                root.removeHandler(capture)
                 self._note(caught)
+                self._log_notes(records)
+
+    def _log_notes(self, records: list) -> None:
+        """The client's log lines of warning level and above, once each, in gpuconf's words; urllib3's retries are
+        left out (the outcome of the request is what gpuconf reports)."""
+        seen = set()
+        for record in records:
+            if record.name.startswith("urllib3") and "Retrying" in str(record.msg):
+                continue
+            text = _one_line(record.getMessage())
+            if text and text not in seen:
+                seen.add(text)
+                self.notes.append(f"warning: the Kubernetes client reported: {text}")
 
     def _note(self, caught: list) -> None:
         """One line per kind of library warning; warnings of other code are passed on unchanged."""
