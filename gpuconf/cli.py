@@ -286,6 +286,7 @@ _request_timeout = click.option("--request-timeout", "timeout", type=click.Float
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_KUBECONFIG_HELP)
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
 @_request_timeout
+# The default is audit.Threshold.DEFAULT, written out so that --help imports nothing heavy (a test holds them equal).
 @click.option("--max-unavailable", "max_unavailable", default="25%", show_default=True, metavar="N|N%",
               callback=lambda ctx, param, value: _threshold(value),
               help="How many of a pool's declared nodes may be NotReady or cordoned (a count, or a percentage "

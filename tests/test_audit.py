@@ -813,6 +813,11 @@ def test_max_unavailable_turns_lost_capacity_into_drift(run):
                                 "nodes": ["dev-t4-00", "dev-t4-01", "dev-t4-02"]}
     for value, code in (("60%", 0), ("59%", 1), ("3", 0), ("2", 1), ("100%", 0), ("0", 1)):
         assert run("audit", "examples/airgapped.yaml", "--nodes", nodes, "--max-unavailable", value).exit_code == code
+    from gpuconf.cli import audit as command
+    from gpuconf.cluster.audit import Threshold
+
+    option, = [o for o in command.params if o.name == "max_unavailable"]
+    assert option.default == Threshold.DEFAULT  # the documented default is the one the CLI uses
     for bad in ("101%", "-1", "a lot", "2.5"):
         result = run("audit", "examples/airgapped.yaml", "--nodes", nodes, "--max-unavailable", bad)
         assert result.exit_code == 2 and "--max-unavailable" in result.stderr

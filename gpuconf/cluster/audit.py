@@ -459,8 +459,9 @@ class Auditor:
                 evidence[N.DRIVER_FULL] = version
             evidence.update(self._paused(labels))
             add(ERROR, "GA116", "the driver upgrade failed", evidence,
-                "read the driver pod's log on the node (and the upgrade controller's events); after fixing the "
-                "cause, delete the driver pod or set the label to upgrade-required to retry")
+                "read the driver pod's log on the node (and the upgrade controller's events); the operator leaves "
+                "the state once the node's driver pod runs the wanted driver and is Ready (k8s-operator-libs "
+                "ProcessUpgradeFailedNodes): fix the cause, then delete the driver pod so that it starts again")
             causes.append("GA116")
         # GFD's GPU count: GPUs the driver sees now, whatever the kubelet still advertises.
         count = labels.get(N.GFD_COUNT)
