@@ -52,11 +52,32 @@ class GpuModel:
     legacy_profile_names: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     confidence: str = ""
+    pci_subsystem_ids: tuple[str, ...] = ()  # 0x<SUBDEVICE><SUBVENDOR>; empty: any subsystem
+    product_labels: tuple[str, ...] = ()  # GFD nvidia.com/gpu.product values, where known
+    declared: bool = False  # declared by the intent (spec.gpuModels), not a catalogue model
 
     def nfd_device_ids(self) -> tuple[str, ...]:
         """The PCI device ids in NFD's pci.device form: "0x233010DE" -> "2330"."""
         # mig-parted's filter is 0x<DEVICE><VENDOR>; NFD matches lower-case hex without 0x (facts §5).
         return tuple(f"{int(pci, 16) >> 16:04x}" for pci in self.pci_device_ids)
+
+    def nfd_subsystems(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(subsystem vendors, subsystem devices) in NFD's pci.device form, both empty for any subsystem."""
+        vendors = sorted({f"{int(sub, 16) & 0xFFFF:04x}" for sub in self.pci_subsystem_ids})
+        devices = sorted({f"{int(sub, 16) >> 16:04x}" for sub in self.pci_subsystem_ids})
+        return tuple(vendors), tuple(devices)
+
+    def pci_identities(self) -> str:
+        """The PCI ids as `gpuconf catalog` shows them: `0x25B610DE (subsystem 0x157E10DE)`."""
+        ids = " ".join(self.pci_device_ids)
+        return f"{ids} (subsystem {' '.join(self.pci_subsystem_ids)})" if self.pci_subsystem_ids else ids
+
+    def disjoint_from(self, other: "GpuModel") -> bool:
+        """True when no GPU can be both models: no shared device id, or shared ids told apart by subsystem ids."""
+        if not set(self.pci_device_ids) & set(other.pci_device_ids):
+            return True
+        return bool(self.pci_subsystem_ids and other.pci_subsystem_ids
+                    and not set(self.pci_subsystem_ids) & set(other.pci_subsystem_ids))
 
 
 @dataclass(frozen=True)
@@ -138,6 +159,8 @@ def _model(model_id: str, raw: dict[str, Any]) -> GpuModel:
         legacy_profile_names=tuple(raw["legacyProfileNames"]),
         sources=tuple(raw["sources"]),
         confidence=raw["confidence"],
+        pci_subsystem_ids=tuple(raw["pciSubsystemIds"]),
+        product_labels=tuple(raw["productLabels"]),
     )
 
 
@@ -427,6 +450,59 @@ def chart_path_status(version: str, path: str) -> tuple[PathStatus, str | None]:
     ):
         return "open-map", None
     return "unknown", suggest(path, candidates)
+
+
+# --- model names -----------------------------------------------------------------------------------------------
+
+#: Words that name the vendor or a product line, not the GPU: "NVIDIA A10G", "Tesla T4", "Tesla-V100-SXM2-16GB".
+VENDOR_WORDS = frozenset({"NVIDIA", "TESLA"})
+
+
+def name_tokens(text: str) -> list[str]:
+    """A GPU name cut into upper-case alphanumeric tokens, vendor words dropped: "NVIDIA-H100-80GB" -> H100, 80GB."""
+    import re
+
+    return [t for t in re.split(r"[^A-Z0-9]+", text.upper()) if t and t not in VENDOR_WORDS]
+
+
+def family_token(tokens: Iterable[str]) -> str | None:
+    """The first token with a digit in it: the GPU's model number (A100, H100, L40S, V100S, 6000)."""
+    return next((t for t in tokens if any(ch.isdigit() for ch in t)), None)
+
+
+def model_names(model: GpuModel) -> tuple[str, ...]:
+    """Every name a model goes by: its id, marketing name, GFD product labels and pci.ids/driver device names."""
+    return (model.id, model.name, *model.product_labels, *model.pci_devices.values())
+
+
+def _spelling(tokens: Iterable[str]) -> list[str]:
+    """Tokens with memory sizes spelt one way (80G, 80GIB -> 80GB), so spellings of one size compare equal."""
+    import re
+
+    return [re.sub(r"^(\d+)G(?:I?B)?$", r"\1GB", t) for t in tokens]
+
+
+def model_suggestions(word: str, models: Iterable[GpuModel]) -> list[str]:
+    """Models that `word` is a spelling of, never another GPU: ids sorted, empty when none fits.
+
+    A spelling keeps the model number: the tokens of `word` joined equal one of a model's names joined ("a10g",
+    "NVIDIA A10G", "Tesla V100-SXM2-16GB"), or they are all tokens of one of its names with the same model number
+    ("H100" names the three H100 models, "V100 32GB" the two 32 GB V100s). A100 is never offered for A10G, nor
+    L40S for L40: their model numbers differ, and the catalogue cannot know which GPU a typo meant.
+    """
+    wanted = _spelling(name_tokens(word))
+    family = family_token(wanted)
+    if not wanted or family is None:
+        return []
+    exact, partial = set(), set()
+    for model in models:
+        for name in model_names(model):
+            tokens = _spelling(name_tokens(name))
+            if "".join(tokens) == "".join(wanted):
+                exact.add(model.id)
+            elif family_token(tokens) == family and set(wanted) <= set(tokens):
+                partial.add(model.id)
+    return sorted(exact) if exact else sorted(partial)
 
 
 # --- did-you-mean ----------------------------------------------------------------------------------------------

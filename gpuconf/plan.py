@@ -15,6 +15,29 @@ GPU_SHARED = "nvidia.com/gpu.shared"
 BUILTIN_PROFILES = {"exclusive": SharingProfile.model_validate({"exclusive": {}})}
 
 
+def declared_models(intent: ClusterIntent) -> Mapping[str, catalog.GpuModel]:
+    """The GPU models the intent declares (spec.gpuModels), as catalogue models flagged `declared`."""
+    out = {}
+    for model_id, decl in intent.spec.gpu_models.items():
+        out[model_id] = catalog.GpuModel(
+            id=model_id, name=decl.name or model_id, pci_device_ids=tuple(decl.pci_device_ids),
+            memory_gib=decl.memory_gib, compute_capability=decl.compute_capability, family="",
+            mig_capable=False, memory_slots=0, mig_profiles={}, balanced_layout={},
+            pci_devices={pci: decl.name or model_id for pci in decl.pci_device_ids},
+            sources=("declared in the intent (spec.gpuModels)",), confidence="user-declared",
+            pci_subsystem_ids=tuple(decl.pci_subsystem_ids), product_labels=tuple(decl.product_labels),
+            declared=True)
+    return out
+
+
+def gpu_model(intent: ClusterIntent, model_id: str) -> catalog.GpuModel | None:
+    """A pool's GPU model: the catalogue's, else one the intent declares; None when neither has it."""
+    found = catalog.gpu_model(model_id)
+    if found is not None or not intent.spec.gpu_models:
+        return found
+    return declared_models(intent).get(model_id)
+
+
 def profiles(intent: ClusterIntent) -> Mapping[str, SharingProfile]:
     """Declared sharing profiles plus the built-in `exclusive`."""
     return {**BUILTIN_PROFILES, **intent.spec.sharing_profiles}
@@ -41,7 +64,7 @@ def mig_pools(intent: ClusterIntent) -> list[tuple[Pool, dict[str, int]]]:
     """Pools that partition their GPUs with MIG, with their resolved layouts."""
     out = []
     for pool in intent.spec.pools:
-        layout = mig_layout(pool_profile(intent, pool), catalog.gpu_model(pool.gpu))
+        layout = mig_layout(pool_profile(intent, pool), gpu_model(intent, pool.gpu))
         if layout:
             out.append((pool, layout))
     return out
@@ -80,7 +103,7 @@ class PoolCapacity:
 def pool_capacity(intent: ClusterIntent, pool: Pool, strategy: str | None = None) -> PoolCapacity | None:
     """Resources a pool advertises under the MIG strategy in effect; None when its sharing cannot be resolved."""
     profile = pool_profile(intent, pool)
-    model = catalog.gpu_model(pool.gpu)
+    model = gpu_model(intent, pool.gpu)
     if profile is None or model is None:
         return None
     strategy = strategy if strategy is not None else mig_strategy(intent)
@@ -317,7 +340,7 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
     mig_entries: dict[str, dict[str, dict]] = {}
     for pool in intent.spec.pools:
         profile = pool_profile(intent, pool)
-        model = catalog.gpu_model(pool.gpu)
+        model = gpu_model(intent, pool.gpu)
         layout = mig_layout(profile, model)
         if layout:
             mig_entries.setdefault(pool.sharing, {})[model.id] = {
@@ -338,7 +361,7 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
     waves = wave_versions(intent, chart.defaults["driver"]["version"])
     for index, pool in enumerate(intent.spec.pools):
         profile = pool_profile(intent, pool)
-        model = catalog.gpu_model(pool.gpu)
+        model = gpu_model(intent, pool.gpu)
         layouts = [dict(e["mig-devices"]) for e in mig_entries.get(pool.sharing, {}).values()]
         content = device_plugin_config(profile, layouts, strategy)
         key = default_key if content == plain else config_key(pool.sharing, content)

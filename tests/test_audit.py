@@ -389,6 +389,29 @@ def test_hostname_and_dmi_product_selectors(tmp_path):
     assert sorted((f.code, f.node) for f in found) == [("GA101", "l40s-01"), ("GA101", "other-00"), ("GA115", "")]
 
 
+def test_a_declared_gpu_model_is_recognised_by_its_product_label():
+    from gpuconf.cluster.audit import audit
+    from gpuconf.intent.loader import load_text
+    from gpuconf import plan as P
+    from gpuconf.intent.validate import validate_document
+
+    text = (ROOT / "examples" / "single-pool.yaml").read_text(encoding="utf-8").replace(
+        "      gpu: L40S", "      gpu: LAB-GPU").replace(
+        "  pools:", "  gpuModels:\n    LAB-GPU:\n      name: Lab GPU 40GB\n      pciDeviceIds: [\"0x20F910DE\"]\n"
+        "      memoryGiB: 40\n      productLabels: [Lab-GPU-40GB]\n  pools:")
+    result = validate_document(load_text(text, "declared.yaml"))
+    assert result.ok, result.findings
+    plan = P.build(result.intent, "declared.yaml", result.document)
+    nodes = [n for n in copy.deepcopy(_clean("single-pool")) if "nvidia.com/gpu.product" in n["metadata"]["labels"]]
+    for node in nodes:
+        node["metadata"]["labels"]["nvidia.com/gpu.product"] = "Lab-GPU-40GB"
+    assert [f.code for f in audit(plan, copy.deepcopy(nodes), "t").findings] == []
+    # An L40S is the catalogue's model, not the declared one: the pool's NodeFeatureRule (PCI id) does not select it.
+    nodes[0]["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-L40S"
+    found = audit(plan, nodes, "t").findings
+    assert sorted((f.code, f.node) for f in found) == [("GA101", nodes[0]["metadata"]["name"]), ("GA115", "")]
+
+
 def test_more_nodes_than_declared_is_a_warning():
     nodes = _clean("single-pool")
     extra = copy.deepcopy(nodes[0])
@@ -418,7 +441,15 @@ def test_driver_branch_pin_and_version_labels():
     ("NVIDIA-L4", "L4"), ("NVIDIA-L4-SHARED", "L4"), ("NVIDIA-L40S", "L40S"), ("Tesla-T4", "T4"),
     ("Tesla-T4-SHARED", "T4"), ("NVIDIA-A30", "A30"), ("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "RTX-PRO-6000"),
     ("NVIDIA-PG506-232", "PG506-96GB"), ("NVIDIA-A100-SXM4-80GB-MIG-INVALID", "A100-80GB"),
-    ("NVIDIA-A10", None), ("NVIDIA-A100", None), ("NVIDIA-GeForce-RTX-4090", None), ("", None),
+    # gpu-models-extra.md: the product labels seen on nodes or derived from the driver's names.
+    ("NVIDIA-A10", "A10"), ("NVIDIA-A10G", "A10G"), ("NVIDIA-A10G-SHARED", "A10G"), ("NVIDIA-A16", "A16"),
+    ("NVIDIA-A2", "A2"), ("NVIDIA-A40", "A40"), ("NVIDIA-L40", "L40"), ("NVIDIA-L20", "L20"),
+    ("Tesla-V100-SXM2-16GB", "V100-SXM2-16GB"), ("Tesla-V100-SXM2-32GB", "V100-SXM2-32GB"),
+    ("Tesla-V100-PCIE-16GB", "V100-PCIE-16GB"), ("Tesla-V100-PCIE-32GB", "V100-PCIE-32GB"),
+    ("Tesla-V100S-PCIE-32GB", "V100S-PCIE-32GB"), ("NVIDIA-T4G", "T4G"), ("NVIDIA-RTX-A6000", "RTX-A6000"),
+    ("NVIDIA-RTX-A5000", "RTX-A5000"), ("NVIDIA-RTX-6000-Ada-Generation", "RTX-6000-ADA"),
+    # Ambiguous or unknown: no guess. (Tesla-V100-SXM2 without a size is one of two V100 SXM2 models.)
+    ("NVIDIA-A100", None), ("Tesla-V100-SXM2", None), ("NVIDIA-GeForce-RTX-4090", None), ("", None),
 ])
 def test_gfd_product_names_map_to_catalogue_models(product, model):
     from gpuconf.cluster.nodefacts import model_for_product

@@ -68,16 +68,87 @@ def test_catalogue_also_carries_the_other_curated_models() -> None:
 
 def test_pci_ids_are_unique_across_models_and_a800_h800_are_folded() -> None:
     owners = collections.Counter(pci for m in catalog.gpu_models().values() for pci in m.pci_device_ids)
-    assert max(owners.values()) == 1
+    # A2 and A16 share one device id; only their subsystem ids tell them apart (gpu-models-extra.md §1).
+    assert {pci for pci, n in owners.items() if n > 1} == {"0x25B610DE"}
+    for a, b in itertools.combinations(catalog.gpu_models().values(), 2):
+        assert a.disjoint_from(b) and b.disjoint_from(a), (a.id, b.id)
     assert "0x20F610DE" in model("A100-40GB").pci_device_ids  # A800 40GB PCIe
     assert "0x232410DE" in model("H100-80GB").pci_device_ids  # H800
     assert model("H100-80GB").pci_devices["0x232410DE"] == "H800"
 
 
+# gpu-models-extra.md §1: id -> (PCI device ids, subsystem ids, GiB, compute capability, GFD product label).
+EXTRA_MODELS = {
+    "A10G": (["0x223710DE"], [], 24, "8.6", "NVIDIA-A10G"),
+    "A10": (["0x223610DE"], [], 24, "8.6", "NVIDIA-A10"),
+    "A16": (["0x25B610DE"], ["0x14A910DE"], 16, "8.6", "NVIDIA-A16"),
+    "A2": (["0x25B610DE"], ["0x157E10DE"], 16, "8.6", "NVIDIA-A2"),
+    "A40": (["0x223510DE"], [], 48, "8.6", "NVIDIA-A40"),
+    "L40": (["0x26B510DE"], [], 48, "8.9", "NVIDIA-L40"),
+    "L20": (["0x26B710DE", "0x26BA10DE"], [], 48, "8.9", "NVIDIA-L20"),
+    "V100-SXM2-16GB": (["0x1DB110DE", "0x1DF510DE"], [], 16, "7.0", "Tesla-V100-SXM2-16GB"),
+    "V100-SXM2-32GB": (["0x1DB510DE"], [], 32, "7.0", "Tesla-V100-SXM2-32GB"),
+    "V100-PCIE-16GB": (["0x1DB410DE"], [], 16, "7.0", "Tesla-V100-PCIE-16GB"),
+    "V100-PCIE-32GB": (["0x1DB610DE"], [], 32, "7.0", "Tesla-V100-PCIE-32GB"),
+    "V100S-PCIE-32GB": (["0x1DF610DE"], [], 32, "7.0", "Tesla-V100S-PCIE-32GB"),
+    "T4G": (["0x1EB410DE"], [], 16, "7.5", "NVIDIA-T4G"),
+    "RTX-A6000": (["0x223010DE"], [], 48, "8.6", "NVIDIA-RTX-A6000"),
+    "RTX-6000-ADA": (["0x26B110DE"], [], 48, "8.9", "NVIDIA-RTX-6000-Ada-Generation"),
+    "RTX-A5000": (["0x223110DE"], [], 24, "8.6", "NVIDIA-RTX-A5000"),
+}
+
+
+@pytest.mark.parametrize("model_id", sorted(EXTRA_MODELS))
+def test_extra_models_carry_the_fact_sheet(model_id: str) -> None:
+    pci, subsystems, memory, cc, product = EXTRA_MODELS[model_id]
+    m = model(model_id)
+    assert list(m.pci_device_ids) == pci and list(m.pci_subsystem_ids) == subsystems
+    assert (m.memory_gib, m.compute_capability, m.product_labels) == (memory, cc, (product,))
+    assert not m.mig_capable and not m.mig_profiles and catalog.mig_presets(m) == {}
+    assert m.confidence in ("low", "medium") and m.sources
+
+
+def test_a2_and_a16_are_told_apart_by_their_subsystem() -> None:
+    a2, a16, a10 = model("A2"), model("A16"), model("A10")
+    assert a2.nfd_device_ids() == a16.nfd_device_ids() == ("25b6",)
+    assert a2.nfd_subsystems() == (("10de",), ("157e",)) and a16.nfd_subsystems() == (("10de",), ("14a9",))
+    assert a2.disjoint_from(a16) and a2.disjoint_from(a10) and not a2.disjoint_from(a2)
+    assert a2.pci_identities() == "0x25B610DE (subsystem 0x157E10DE)"
+    assert a10.nfd_subsystems() == ((), ())
+
+
+@pytest.mark.parametrize(("word", "expected"), [
+    # Spellings of one model: case, separators, vendor words, GFD labels, memory written 80G or 80GB.
+    ("a10g", ["A10G"]), ("NVIDIA A10G", ["A10G"]), ("nvidia-l40", ["L40"]), ("Tesla T4", ["T4"]),
+    ("Tesla-V100-SXM2-16GB", ["V100-SXM2-16GB"]), ("h100 80g", ["H100-80GB"]), ("rtx6000ada", ["RTX-6000-ADA"]),
+    ("NVIDIA-RTX-6000-Ada-Generation", ["RTX-6000-ADA"]), ("A6000", ["RTX-A6000"]),
+    # A model number alone names every model that carries it.
+    ("H100", ["H100-80GB", "H100-96GB", "H100-NVL"]), ("A100", ["A100-40GB", "A100-80GB"]),
+    ("V100 32GB", ["V100-PCIE-32GB", "V100-SXM2-32GB"]),
+    # Never another GPU: A10G is not an A100, L40 not an L40S, a typo is not guessed.
+    ("A10X", []), ("L40X", []), ("H10-80GB", []), ("GeForce RTX 4090", []), ("", []), ("NVIDIA", []),
+])
+def test_model_suggestions_are_spellings_of_the_same_model(word: str, expected: list[str]) -> None:
+    assert catalog.model_suggestions(word, catalog.gpu_models().values()) == expected
+
+
+def test_model_suggestions_never_steer_to_another_model_number() -> None:
+    # Without A10G and L40 in the catalogue (as before gpu-models-extra.md), nothing is offered for them.
+    without = [m for m in catalog.gpu_models().values() if m.id not in ("A10G", "L40")]
+    assert catalog.model_suggestions("A10G", without) == []
+    assert catalog.model_suggestions("L40", without) == []
+    for m in catalog.gpu_models().values():
+        for name in catalog.model_names(m):
+            offered = catalog.model_suggestions(name, catalog.gpu_models().values())
+            number = catalog.family_token(catalog.name_tokens(name))
+            assert all(catalog.family_token(catalog.name_tokens(o)) == number or o == m.id for o in offered), name
+
+
 @pytest.mark.parametrize(("model_id", "family"), [
     ("T4", "turing"), ("A100-80GB", "ampere"), ("A30", "ampere"), ("L4", "ada-lovelace"), ("L40S", "ada-lovelace"),
     ("H100-80GB", "hopper"), ("GH200", "hopper"), ("B200", "blackwell"), ("B300", "blackwell"),
-    ("RTX-PRO-6000", "blackwell"),
+    ("RTX-PRO-6000", "blackwell"), ("V100-SXM2-16GB", "volta"), ("T4G", "turing"), ("A10G", "ampere"),
+    ("L40", "ada-lovelace"), ("RTX-6000-ADA", "ada-lovelace"),
 ])
 def test_family_follows_gfd_naming(model_id: str, family: str) -> None:
     assert model(model_id).family == family
@@ -513,3 +584,32 @@ def test_script_parses_nvidia_smi_text() -> None:
                                    "jpeg": 2, "ofa": 0, "starts": [0, 2, 4], "size": 2}]
     with pytest.raises(derive.DeriveError):
         derive.parse_h200_smi(text.replace("GPU  0 Profile ID 14", "GPU  0 Profile ID 15"))
+
+
+@pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is absent (a user's clone)")
+@pytest.mark.parametrize(("old", "new", "error"), [
+    ("| NVIDIA A10G | 0x223710DE | 24 |", "| NVIDIA A10G | 0x223710DE | 23 |", "memory"),
+    ("| NVIDIA A10G | 0x223710DE |", "| NVIDIA A10G | 0x223810DE |", "device ids"),
+    ("| NVIDIA L40 | 0x26B510DE | 48 | Ada Lovelace (AD102GL) | 8.9 | no |",
+     "| NVIDIA L40 | 0x26B510DE | 48 | Ada Lovelace (AD102GL) | 8.9 | yes |", "MIG"),
+    ("`NVIDIA-T4G`", "`NVIDIA-T4-G`", "product label"),
+    ("**+ subsystem 0x157E**", "", "subsystem"),
+])
+def test_extra_models_fail_when_the_fact_sheet_disagrees(old: str, new: str, error: str) -> None:
+    derive = _derive_module()
+    text = (REFERENCE / derive.EXTRA_GPUS).read_text(encoding="utf-8")
+    assert old in text
+    with pytest.raises(derive.DeriveError, match=error):
+        derive.build_extra_models(text.replace(old, new))
+
+
+def test_a_device_id_shared_without_subsystems_fails_the_derivation() -> None:
+    derive = _derive_module()
+    models = json.loads((REPO_ROOT / "profiles" / "gpus.json").read_text(encoding="utf-8"))["models"]
+    derive.check_pci_ids(models)  # the committed catalogue passes
+    models["A2"] = {**models["A2"], "pciSubsystemIds": []}
+    with pytest.raises(derive.DeriveError, match="0x25B610DE belongs to A16, A2, and no subsystem id tells them apart"):
+        derive.check_pci_ids(models)
+    models["A2"] = {**models["A2"], "pciSubsystemIds": list(models["A16"]["pciSubsystemIds"])}
+    with pytest.raises(derive.DeriveError, match="no subsystem id tells them apart"):
+        derive.check_pci_ids(models)

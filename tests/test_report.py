@@ -630,3 +630,33 @@ def test_templates_look_up_dict_keys_as_stock_jinja2_does():
     assert _environment().from_string(source).render(**context) == stock == "x False 3 True 3"
     with pytest.raises(jinja2.UndefinedError):
         _environment().from_string("{{ d.missing }}").render(d={})
+
+
+def test_a_declared_gpu_model_is_flagged_and_rendered_like_a_catalogue_one(tmp_path):
+    from gpuconf.pipeline import render_path
+
+    declared = LAB.replace("      gpu: L40S", "      gpu: LAB-GPU").replace("  pools:", """  gpuModels:
+    LAB-GPU:
+      name: Lab GPU 40GB
+      pciDeviceIds: ["0x20F910DE"]
+      memoryGiB: 40
+      computeCapability: "8.0"
+  pools:""")
+    path = tmp_path / "declared.yaml"
+    path.write_text(declared, encoding="utf-8")
+    tree = render_path(str(path), "out").tree
+    report = json.loads(tree.files["report.json"])
+    [row] = report["gpuModels"]
+    assert (row["id"], row["pciDeviceIds"], row["memoryGiB"], row["pools"]) == ("LAB-GPU", ["0x20F910DE"], 40, ["l40s"])
+    assert report["pools"][0]["modelDeclared"] is True
+    markdown = tree.files["REPORT.md"]
+    assert "| LAB-GPU (user-declared) |" in markdown and "`spec.gpuModels`" in markdown
+    # NFD recognises the pool by the declared PCI id, as it would a catalogue model's.
+    [rule] = [d for d in YAML11.load_all(tree.files["manifests/node-feature-rules.yaml"]) if d]
+    device = rule["spec"]["rules"][0]["matchFeatures"][0]["matchExpressions"]["device"]
+    assert device == {"op": "In", "value": ["20f9"]}
+    # A catalogue model is not flagged.
+    (tmp_path / "plain.yaml").write_text(LAB, encoding="utf-8")
+    plain = render_path(str(tmp_path / "plain.yaml"), "out").tree
+    assert json.loads(plain.files["report.json"])["gpuModels"] == []
+    assert "user-declared" not in plain.files["REPORT.md"]

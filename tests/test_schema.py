@@ -30,7 +30,9 @@ def test_schema_enums_come_from_the_catalogue():
     from gpuconf import catalog
 
     schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
-    assert schema["$defs"]["Pool"]["properties"]["gpu"]["enum"] == sorted(catalog.gpu_models())
+    assert schema["$defs"]["Pool"]["properties"]["gpu"]["anyOf"][0]["enum"] == sorted(catalog.gpu_models())
+    [when] = schema["$defs"]["Spec"]["allOf"]
+    assert when["then"]["properties"]["pools"]["items"]["properties"]["gpu"]["enum"] == sorted(catalog.gpu_models())
     assert schema["$defs"]["Operator"]["properties"]["chartVersion"]["enum"] == list(catalog.chart_versions())
 
 
@@ -53,3 +55,15 @@ def test_schema_rejects_what_the_model_rejects(mutation):
     data = YAML(typ="safe").load((ROOT / "examples" / "single-pool.yaml").read_text(encoding="utf-8"))
     data["spec"]["pools"][0].update(mutation)
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(data))
+
+
+def test_schema_accepts_a_declared_model_only_where_the_intent_declares_it():
+    import jsonschema
+    from ruamel.yaml import YAML
+
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    data = YAML(typ="safe").load((ROOT / "examples" / "single-pool.yaml").read_text(encoding="utf-8"))
+    data["spec"]["pools"][0]["gpu"] = "LAB-GPU"
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(data))  # not a catalogue model
+    data["spec"]["gpuModels"] = {"LAB-GPU": {"pciDeviceIds": ["0x20F910DE"], "memoryGiB": 40}}
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(data)) == []

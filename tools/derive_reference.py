@@ -157,8 +157,134 @@ NON_MIG_SOURCES = (
     "nvidia-smi --query-gpu=name,compute_cap and deviceQuery output on real cards (public repositories)",
 )
 
+# Models of platforms/gpu-models-extra.md §1, none of them MIG-capable. Each spec names its table row; the script
+# checks every fact below against that row (PCI ids, subsystem, memory, compute capability, MIG, GFD product label,
+# device names), so a changed fact sheet fails the derivation instead of drifting from it. Confidence: "medium"
+# where PCI id, memory and compute capability all have a source in the row, "low" where the row says the memory
+# (or, for T4G/A10G/L20, the compute capability) could not be verified offline (gpu-models-extra.md §4).
+EXTRA_GPUS = "platforms/gpu-models-extra.md"
+
+
+@dataclass(frozen=True)
+class ExtraSpec:
+    """One row of gpu-models-extra.md §1 as a catalogue model."""
+
+    row: str  # the table's model cell
+    pci_devices: dict[str, str]  # device id -> the name the row quotes for it (driver or pci.ids)
+    memory_gib: float
+    compute_capability: str
+    products: tuple[str, ...]  # GFD nvidia.com/gpu.product labels, observed or derived (see the row)
+    confidence: str
+    subsystem_ids: tuple[str, ...] = ()  # 0x<SUBDEVICE><SUBVENDOR>, for device ids that two models share
+
+
+EXTRA_MODELS: dict[str, ExtraSpec] = {
+    "A10G": ExtraSpec("NVIDIA A10G", {"0x223710DE": "NVIDIA A10G"}, 24, "8.6", ("NVIDIA-A10G",), "low"),
+    "A10": ExtraSpec("NVIDIA A10", {"0x223610DE": "NVIDIA A10"}, 24, "8.6", ("NVIDIA-A10",), "medium"),
+    "A16": ExtraSpec("NVIDIA A16", {"0x25B610DE": "NVIDIA A16"}, 16, "8.6", ("NVIDIA-A16",), "low",
+                     ("0x14A910DE",)),
+    "A2": ExtraSpec("NVIDIA A2", {"0x25B610DE": "NVIDIA A2"}, 16, "8.6", ("NVIDIA-A2",), "low", ("0x157E10DE",)),
+    "A40": ExtraSpec("NVIDIA A40", {"0x223510DE": "NVIDIA A40"}, 48, "8.6", ("NVIDIA-A40",), "low"),
+    "L40": ExtraSpec("NVIDIA L40", {"0x26B510DE": "NVIDIA L40"}, 48, "8.9", ("NVIDIA-L40",), "low"),
+    # Both pci.ids device ids are an L20; the driver's list names only 0x26BA (the row says so).
+    "L20": ExtraSpec("NVIDIA L20", {"0x26BA10DE": "L20", "0x26B710DE": "L20"}, 48, "8.9", ("NVIDIA-L20",), "low"),
+    "V100-SXM2-16GB": ExtraSpec("Tesla V100 SXM2 16GB", {"0x1DB110DE": "Tesla V100 SXM2 16GB",
+                                                         "0x1DF510DE": "Tesla V100 SXM2 16GB"},
+                                16, "7.0", ("Tesla-V100-SXM2-16GB",), "medium"),
+    "V100-SXM2-32GB": ExtraSpec("Tesla V100 SXM2 32GB", {"0x1DB510DE": "Tesla V100 SXM2 32GB"}, 32, "7.0",
+                                ("Tesla-V100-SXM2-32GB",), "medium"),
+    "V100-PCIE-16GB": ExtraSpec("Tesla V100 PCIe 16GB", {"0x1DB410DE": "Tesla V100 PCIe 16GB"}, 16, "7.0",
+                                ("Tesla-V100-PCIE-16GB",), "medium"),
+    "V100-PCIE-32GB": ExtraSpec("Tesla V100 PCIe 32GB", {"0x1DB610DE": "Tesla V100 PCIe 32GB"}, 32, "7.0",
+                                ("Tesla-V100-PCIE-32GB",), "medium"),
+    "V100S-PCIE-32GB": ExtraSpec("Tesla V100S PCIe 32GB", {"0x1DF610DE": "Tesla V100S PCIe 32GB"}, 32, "7.0",
+                                 ("Tesla-V100S-PCIE-32GB",), "medium"),
+    "T4G": ExtraSpec("NVIDIA T4G", {"0x1EB410DE": "T4G"}, 16, "7.5", ("NVIDIA-T4G",), "low"),
+    "RTX-A6000": ExtraSpec("NVIDIA RTX A6000", {"0x223010DE": "NVIDIA RTX A6000"}, 48, "8.6",
+                           ("NVIDIA-RTX-A6000",), "medium"),
+    "RTX-6000-ADA": ExtraSpec("NVIDIA RTX 6000 Ada Generation", {"0x26B110DE": "NVIDIA RTX 6000 Ada Generation"},
+                              48, "8.9", ("NVIDIA-RTX-6000-Ada-Generation",), "medium"),
+    "RTX-A5000": ExtraSpec("NVIDIA RTX A5000", {"0x223110DE": "NVIDIA RTX A5000"}, 24, "8.6",
+                           ("NVIDIA-RTX-A5000",), "low"),
+}
+EXTRA_HEADER = "model (marketing name)"
+
+
+def markdown_tables(text: str, where: str) -> list[list[list[str]]]:
+    """Every pipe table of a Markdown text as rows of stripped cells (header first, the |---| line dropped)."""
+    tables: list[list[list[str]]] = []
+    current: list[list[str]] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|") and line.rstrip().endswith("|"):
+            cells = [cell.strip() for cell in line.strip()[1:-1].split("|")]
+            if all(re.fullmatch(r":?-+:?", cell) for cell in cells):
+                continue
+            if current and len(cells) != len(current[0]):
+                raise DeriveError(f"{where}: table row {line!r} has {len(cells)} cells, the header {len(current[0])}")
+            current.append(cells)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def markdown_table(text: str, where: str, first_header: str) -> list[dict[str, str]]:
+    """The rows (header cell -> cell) of the one table whose first header cell is first_header."""
+    found = [t for t in markdown_tables(text, where) if t[0][0] == first_header]
+    if len(found) != 1:
+        raise DeriveError(f"{where}: expected one table headed {first_header!r}, found {len(found)}")
+    header, *rows = found[0]
+    return [dict(zip(header, row)) for row in rows]
+
+
+def build_extra_models(text: str) -> dict[str, dict[str, Any]]:
+    """Catalogue JSON of the extra models, each checked against its row of gpu-models-extra.md §1."""
+    rows = {row[EXTRA_HEADER]: row for row in markdown_table(text, EXTRA_GPUS, EXTRA_HEADER)}
+    models: dict[str, dict[str, Any]] = {}
+    for model_id, spec in EXTRA_MODELS.items():
+        row = rows.get(spec.row)
+        where = f"{EXTRA_GPUS} row {spec.row!r}"
+        if row is None:
+            raise DeriveError(f"{where}: not in the table (rows: {', '.join(sorted(rows))})")
+        ids_cell = row["PCI device id(s)"].upper()
+        listed = set(re.findall(r"(?<!:)0X([0-9A-F]{4})10DE\b", ids_cell))  # not the :0x<SUB> of a filter
+        if listed != {pci[2:6] for pci in spec.pci_devices}:
+            raise DeriveError(f"{where}: the row lists device ids {sorted(listed)}, the spec {sorted(spec.pci_devices)}")
+        for sub in spec.subsystem_ids:  # the row quotes a subsystem as 0x<SUBDEVICE>
+            if f"SUBSYSTEM {sub[:6].upper()}" not in ids_cell:
+                raise DeriveError(f"{where}: subsystem {sub[:6]} is not in the row's ids ({row['PCI device id(s)']})")
+        if "SUBSYSTEM" in ids_cell and not spec.subsystem_ids:
+            raise DeriveError(f"{where}: the row names a subsystem id, the spec none")
+        memory = re.match(r"(\d+(?:\.\d+)?)", row["mem GiB"])
+        if memory is None or float(memory.group(1)) != spec.memory_gib:
+            raise DeriveError(f"{where}: memory {row['mem GiB']!r} is not {spec.memory_gib}")
+        if row["CC"] != spec.compute_capability:
+            raise DeriveError(f"{where}: compute capability {row['CC']!r} is not {spec.compute_capability}")
+        if row["MIG"] != "no":
+            raise DeriveError(f"{where}: MIG is {row['MIG']!r}; only non-MIG models are derived from this table")
+        label_cell = row["`nvidia.com/gpu.product`"]
+        if list(spec.products) != re.findall(r"`([^`]+)`", label_cell)[:1]:
+            raise DeriveError(f"{where}: product label {label_cell!r} is not {list(spec.products)}")
+        for name in spec.pci_devices.values():
+            if name != spec.row and f'"{name}"' not in row["sources"]:
+                raise DeriveError(f"{where}: the device name {name!r} is quoted nowhere in the row")
+        _confidence_rank(spec.confidence)  # raises for an unknown word
+        label_origin = "observed on nodes" if "OBS" in label_cell else "derived from the driver name"
+        models[model_id] = {
+            "balancedLayout": {}, "computeCapability": spec.compute_capability, "confidence": spec.confidence,
+            "family": family_for_cc(spec.compute_capability), "legacyProfileNames": [],
+            "memoryGiB": spec.memory_gib, "migCapable": False, "migGeometry": None, "migProfiles": {},
+            "name": spec.row, "pciDeviceIds": sorted(spec.pci_devices),
+            "pciDevices": dict(sorted(spec.pci_devices.items())), "pciSubsystemIds": list(spec.subsystem_ids),
+            "productLabels": list(spec.products),
+            "sources": [f"{EXTRA_GPUS} §1, GFD product label {label_origin}: {row['sources']}"],
+        }
+    return models
+
+
 MODEL_ID_RE = re.compile(r"^[A-Z0-9][A-Z0-9-]*$")
 PCI_ID_RE = re.compile(r"^0x[0-9A-F]{4}10DE$")
+SUBSYSTEM_ID_RE = re.compile(r"^0x[0-9A-F]{8}$")
 PLACEMENTS_RE = re.compile(r"^\{(\d+(?:,\d+)*)\}:(\d+)$")
 PROFILE_RE = re.compile(r"^(\d+)g\.(\d+)gb")
 
@@ -262,6 +388,8 @@ def _mig_model(model_id: str, spec: ModelSpec, group: dict[str, Any]) -> dict[st
         "name": spec.name,
         "pciDeviceIds": list(spec.pci_ids),
         "pciDevices": {pci: str(names[pci]) for pci in spec.pci_ids},
+        "pciSubsystemIds": [],
+        "productLabels": [],
         "sources": [str(s) for s in _require(group, "sources", where)]
         + [f"compute capability: {spec.cc_evidence}"],
     }
@@ -309,7 +437,27 @@ def _check_against_mig_parted(models: dict[str, dict[str, Any]], config: dict[st
                                       f"the catalogue says {layout}")
 
 
-def build_gpus(curated: dict[str, Any], mig_parted: dict[str, Any]) -> dict[str, Any]:
+def check_pci_ids(models: dict[str, dict[str, Any]]) -> None:
+    """Fail on malformed ids, and on a device id two models share unless disjoint subsystem ids separate them."""
+    owners: dict[str, list[str]] = {}
+    for model_id, model in models.items():
+        if not MODEL_ID_RE.match(model_id):
+            raise DeriveError(f"model id {model_id!r} does not match {MODEL_ID_RE.pattern}")
+        for sub in model["pciSubsystemIds"]:
+            if not SUBSYSTEM_ID_RE.match(sub):
+                raise DeriveError(f"{model_id}: subsystem id {sub!r} is not in 0x<SUBDEVICE><SUBVENDOR> form")
+        for pci in model["pciDeviceIds"]:
+            if not PCI_ID_RE.match(pci):
+                raise DeriveError(f"{model_id}: PCI id {pci!r} is not in 0x<DEVICE>10DE form")
+            owners.setdefault(pci, []).append(model_id)
+    for pci, ids in owners.items():
+        # A device id that several models share (A2 and A16) must be told apart by disjoint subsystem ids.
+        subsystems = [set(models[m]["pciSubsystemIds"]) for m in ids]
+        if len(ids) > 1 and (not all(subsystems) or sum(map(len, subsystems)) != len(set().union(*subsystems))):
+            raise DeriveError(f"PCI id {pci} belongs to {', '.join(ids)}, and no subsystem id tells them apart")
+
+
+def build_gpus(curated: dict[str, Any], mig_parted: dict[str, Any], extra: str) -> dict[str, Any]:
     """The models map of profiles/gpus.json."""
     groups = _require(curated, "gpus", CURATED_MIG)
     by_pci: dict[str, dict[str, Any]] = {}
@@ -341,19 +489,14 @@ def build_gpus(curated: dict[str, Any], mig_parted: dict[str, Any]) -> dict[str,
             "balancedLayout": {}, "computeCapability": spec.compute_capability, "confidence": spec.confidence,
             "family": _family(model_id, spec), "legacyProfileNames": [], "memoryGiB": spec.memory_gib,
             "migCapable": False, "migGeometry": None, "migProfiles": {}, "name": spec.name,
-            "pciDeviceIds": list(spec.pci_ids), "pciDevices": dict(names),
+            "pciDeviceIds": list(spec.pci_ids), "pciDevices": dict(names), "pciSubsystemIds": [], "productLabels": [],
             "sources": [*NON_MIG_SOURCES, f"compute capability: {spec.cc_evidence}"],
         }
-    seen: dict[str, str] = {}
-    for model_id, model in models.items():
-        if not MODEL_ID_RE.match(model_id):
-            raise DeriveError(f"model id {model_id!r} does not match {MODEL_ID_RE.pattern}")
-        for pci in model["pciDeviceIds"]:
-            if not PCI_ID_RE.match(pci):
-                raise DeriveError(f"{model_id}: PCI id {pci!r} is not in 0x<DEVICE>10DE form")
-            if pci in seen:
-                raise DeriveError(f"PCI id {pci} belongs to both {seen[pci]} and {model_id}")
-            seen[pci] = model_id
+    for model_id, entry in build_extra_models(extra).items():
+        if model_id in models:
+            raise DeriveError(f"{EXTRA_GPUS}: model id {model_id} is already in the catalogue")
+        models[model_id] = entry
+    check_pci_ids(models)
     _check_against_mig_parted(models, mig_parted)
     return dict(sorted(models.items()))
 
@@ -756,13 +899,13 @@ class Reference:
 def derive(reference: Path) -> dict[str, bytes]:
     """Every output file (repository-relative path -> bytes) derived from the reference folder."""
     ref = Reference(reference)
-    models = build_gpus(ref.yaml(CURATED_MIG), ref.yaml(MIG_PARTED_DEFAULT))
+    models = build_gpus(ref.yaml(CURATED_MIG), ref.yaml(MIG_PARTED_DEFAULT), ref.text(EXTRA_GPUS))
     fixture = parse_h200_smi(ref.text(H200_SMI))
     _check_h200(fixture, models)
     crd_spec = _crd_spec(ref.yaml(CP_CRD))
     outputs: dict[str, bytes] = {}
     gpus = {
-        "generated": _header(ref.take(CURATED_MIG, MIG_PARTED_DEFAULT, H200_SMI),
+        "generated": _header(ref.take(CURATED_MIG, MIG_PARTED_DEFAULT, H200_SMI, EXTRA_GPUS),
                              "gpuconf's GPU catalogue, keyed by the model ids users write in an intent."),
         "notes": {
             "memoryGiB": "nominal board memory as NVIDIA names the part (80 for an 80GB part); nvidia-smi reports "
@@ -772,8 +915,12 @@ def derive(reference: Path) -> dict[str, bytes]:
                            "-lgipp notation {starts}:size)",
             "pciDeviceIds": "mig-parted device-filter form 0x<DEVICE><VENDOR>; NFD's pci.device uses the lower-case "
                             "device part only (gpuconf.catalog.GpuModel.nfd_device_ids)",
-            "pciDevices": "the pci.ids name of each device id; A800/H800 variants are folded into the A100/H100 "
-                          "model whose MIG profiles they share",
+            "pciDevices": "the pci.ids (or driver) name of each device id; A800/H800 variants are folded into the "
+                          "A100/H100 model whose MIG profiles they share",
+            "pciSubsystemIds": "0x<SUBDEVICE><SUBVENDOR>: the model is its device ids with one of these subsystems "
+                               "(A2 and A16 share device 0x25B6); empty: any subsystem",
+            "productLabels": "GFD nvidia.com/gpu.product values of the model (the NVML name, sanitised), where the "
+                             "reference gives them",
         },
         "models": models,
     }

@@ -269,6 +269,8 @@ class Auditor:
         self.max_unavailable = max_unavailable
         self.pools = _pools(plan, self.strategy)
         self.result.pools = [p.report for p in self.pools]
+        # GPUs the intent declares (spec.gpuModels) are recognised by their product labels like catalogue models.
+        self.declared_models = tuple(P.declared_models(plan.intent).values())
         self._by_name = {p.name: p for p in self.pools}
         self._nfd_by_model: dict[str, list[_Pool]] = {}
         self._label_index: dict[str, dict[str, list[_Pool]]] = {}
@@ -335,7 +337,7 @@ class Auditor:
         gpu = node.gpu
         if gpu:
             result.gpu_nodes += 1
-        model = N.node_model(node.labels)
+        model = N.node_model(node.labels, self.declared_models)
         matched = self._match(node, model)
         if not matched:
             if gpu:

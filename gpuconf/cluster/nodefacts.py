@@ -337,36 +337,26 @@ def mig_profile_of_product(product: str) -> str | None:
 #
 # GFD's product label is the NVML device name ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "Tesla T4"), not a
 # PCI id, and the catalogue keys models by PCI id. The bridge is made of names: every model contributes token sets
-# from its id (H100-80GB), its marketing name (NVIDIA H100 80GB) and each of its pci.ids device names (H100 SXM5 80GB,
-# H100 PCIe, H800). Names are cut into upper-case alphanumeric tokens; the vendor words NVIDIA and TESLA are dropped.
-# A model matches a product when one of its token sets is contained in the product's tokens; the model with the
+# from its id (H100-80GB), its marketing name (NVIDIA H100 80GB), its GFD product labels where known and each of its
+# pci.ids device names (H100 SXM5 80GB, H100 PCIe, H800); a model the intent declares contributes the same. Names
+# are cut into upper-case alphanumeric tokens; the vendor words NVIDIA and TESLA are dropped. A model matches a product when one of its token sets is contained in the product's tokens; the model with the
 # largest such set wins (so H200 NVL beats H200 for "NVIDIA-H200-NVL", and "NVIDIA-H20" never matches H200: tokens
 # compare whole). When no set fits, a model whose family token (the first token with a digit: A100, H100, PG506) is
 # the product's, and whose memory does not contradict a memory token of the product or GFD's gpu.memory label, is
 # taken when it is the only one. Anything else is "unknown" rather than a guess.
 
-_VENDOR_WORDS = frozenset({"NVIDIA", "TESLA"})
+Models = tuple  # of catalog.GpuModel: the catalogue's, plus those an intent declares (spec.gpuModels)
 
 
 def _tokens(text: str) -> frozenset[str]:
-    return frozenset(t for t in re.split(r"[^A-Z0-9]+", text.upper()) if t and t not in _VENDOR_WORDS)
-
-
-def _family(ordered: list[str]) -> str | None:
-    """The first token with a digit in it: the GPU family (A100, H100, L40S, PG506)."""
-    return next((t for t in ordered if any(ch.isdigit() for ch in t)), None)
-
-
-def _ordered_tokens(text: str) -> list[str]:
-    return [t for t in re.split(r"[^A-Z0-9]+", text.upper()) if t and t not in _VENDOR_WORDS]
+    return frozenset(catalog.name_tokens(text))
 
 
 @functools.cache
-def _model_token_sets() -> tuple[tuple[str, frozenset[str]], ...]:
+def _model_token_sets(models: Models) -> tuple[tuple[str, frozenset[str]], ...]:
     out = []
-    for model in catalog.gpu_models().values():
-        names = [model.id, model.name, *model.pci_devices.values()]
-        for name in names:
+    for model in models:
+        for name in catalog.model_names(model):
             tokens = _tokens(name)
             if tokens:
                 out.append((model.id, tokens))
@@ -374,39 +364,45 @@ def _model_token_sets() -> tuple[tuple[str, frozenset[str]], ...]:
 
 
 @functools.cache
-def _families() -> dict[str, tuple[str, ...]]:
+def _families(models: Models) -> dict[str, tuple[str, ...]]:
     out: dict[str, set[str]] = {}
-    for model in catalog.gpu_models().values():
-        family = _family(_ordered_tokens(model.id))
+    for model in models:
+        family = catalog.family_token(catalog.name_tokens(model.id))
         if family:
             out.setdefault(family, set()).add(model.id)
     return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
+def known_models(declared: Models = ()) -> Models:
+    """The catalogue's models followed by the declared ones: what a product label may name."""
+    return (*catalog.gpu_models().values(), *declared)
+
+
 @functools.cache
-def model_for_product(product: str, memory_mib: int | None = None) -> str | None:
-    """The catalogue model id of a GFD product label, or None when the name maps to no single model."""
+def model_for_product(product: str, memory_mib: int | None = None, declared: Models = ()) -> str | None:
+    """The model id of a GFD product label, or None when the name maps to no single model."""
     if not product:
         return None
+    models = known_models(declared)
     base = base_product(product)
     tokens = _tokens(base)
     best: dict[str, int] = {}
-    for model_id, model_tokens in _model_token_sets():
+    for model_id, model_tokens in _model_token_sets(models):
         if model_tokens <= tokens:
             best[model_id] = max(best.get(model_id, 0), len(model_tokens))
     if best:
         top = max(best.values())
         winners = sorted(m for m, n in best.items() if n == top)
         return winners[0] if len(winners) == 1 else None
-    family = _family(_ordered_tokens(base))
-    candidates = [m for m in _families().get(family or "", ()) if _memory_fits(m, tokens, memory_mib)]
+    family = catalog.family_token(catalog.name_tokens(base))
+    by_id = {m.id: m for m in models}
+    candidates = [m for m in _families(models).get(family or "", ()) if _memory_fits(by_id[m], tokens, memory_mib)]
     return candidates[0] if len(candidates) == 1 else None
 
 
-def _memory_fits(model_id: str, tokens: frozenset[str], memory_mib: int | None) -> bool:
+def _memory_fits(model: catalog.GpuModel, tokens: frozenset[str], memory_mib: int | None) -> bool:
     """False when the product's NNGB token or GFD's memory label contradicts the model's memory."""
-    model = catalog.gpu_model(model_id)
-    if model is None or model.memory_gib is None:
+    if model.memory_gib is None:
         return True
     for token in tokens:
         m = re.fullmatch(r"(\d+)GB?", token)
@@ -417,12 +413,12 @@ def _memory_fits(model_id: str, tokens: frozenset[str], memory_mib: int | None) 
     return True
 
 
-def node_model(labels: Mapping[str, str]) -> str | None:
-    """The catalogue model of a node's GPUs, from GFD's product (and memory) labels."""
+def node_model(labels: Mapping[str, str], declared: Models = ()) -> str | None:
+    """The model of a node's GPUs (catalogue or declared), from GFD's product (and memory) labels."""
     product = labels.get(GFD_PRODUCT)
     if not product:
         return None
     memory = labels.get(GFD_MEMORY)
     # Under the single MIG strategy gpu.memory is the MIG device's memory, not the GPU's: no use for the model.
     usable = memory and memory.isdigit() and "-MIG-" not in product
-    return model_for_product(product, int(memory) if usable else None)
+    return model_for_product(product, int(memory) if usable else None, declared)

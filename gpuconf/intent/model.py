@@ -237,6 +237,34 @@ class Pool(Strict):
     allow_quota_oversubscription: bool = Field(False, description="Allow team quotas to add up to more than the pool holds.")
 
 
+# --- GPU models the catalogue lacks -----------------------------------------------------------------------------
+
+MODEL_ID_PATTERN = r"^[A-Z0-9][A-Z0-9-]*$"
+ModelId = Annotated[str, Field(min_length=1, max_length=63, pattern=MODEL_ID_PATTERN,
+                               description="A GPU model id like the catalogue's: upper-case letters, digits and '-'.")]
+PciDeviceId = Annotated[str, Field(
+    pattern=r"^0x[0-9A-F]{4}10DE$",
+    description="PCI device id in mig-parted's 0x<DEVICE><VENDOR> form, upper-case hex, NVIDIA's vendor 10DE.",
+    examples=["0x233010DE"])]
+PciSubsystemId = Annotated[str, Field(
+    pattern=r"^0x[0-9A-F]{8}$", description="PCI subsystem in 0x<SUBDEVICE><SUBVENDOR> form, upper-case hex.",
+    examples=["0x157E10DE"])]
+
+
+class DeclaredGpu(Strict):
+    """A GPU model the catalogue lacks, declared with the facts gpuconf needs; never MIG-capable."""
+
+    name: Optional[NonEmpty] = Field(None, description="Marketing name, e.g. NVIDIA A800 40GB Active; default the id.")
+    pci_device_ids: List[PciDeviceId] = Field(min_length=1, description="PCI device ids of the GPU (NFD matches them).")
+    pci_subsystem_ids: List[PciSubsystemId] = Field(
+        default_factory=list, description="Subsystem ids, when the device id is shared with another GPU (like A2/A16).")
+    memory_gib: float = Field(gt=0, alias="memoryGiB", description="Memory per GPU in GiB (nominal), e.g. 48.")
+    compute_capability: Optional[Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+$")]] = Field(
+        None, description="CUDA compute capability, e.g. \"8.6\" (MPS allows 48 clients from 7.5, 16 below).")
+    product_labels: List[NonEmpty] = Field(
+        default_factory=list, description="GFD nvidia.com/gpu.product values of the GPU, so audit and import know it.")
+
+
 # --- teams, access, monitoring, overrides ----------------------------------------------------------------------
 
 
@@ -497,6 +525,8 @@ class Spec(Strict):
     cluster: Cluster
     operator: Operator
     driver: Driver = Field(default_factory=Driver)
+    gpu_models: Dict[ModelId, DeclaredGpu] = Field(
+        default_factory=dict, description="GPU models the catalogue lacks (no MIG), by id; pools name them in `gpu`.")
     sharing_profiles: Dict[Name, SharingProfile] = Field(default_factory=dict, description="Named sharing profiles pools refer to.")
     pools: List[Pool] = Field(min_length=1, description="GPU node pools.")
     teams: List[Team] = Field(default_factory=list)

@@ -138,29 +138,69 @@ def names_are_unique(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC304", "GPU model is in the catalogue")
 def gpu_model_known(ctx: Context) -> Iterator[Finding]:
-    models = list(catalog.gpu_models())
+    models = [*catalog.gpu_models().values(), *plan.declared_models(ctx.intent).values()]
     for i, pool in enumerate(ctx.intent.spec.pools):
-        if catalog.gpu_model(pool.gpu) is None:
-            family = sorted(m for m in models if m.lower().startswith(pool.gpu.lower()))
-            hint = (f"did you mean one of {', '.join(family)}?" if len(family) > 1
-                    else _hint_choices(pool.gpu, models, "models"))
-            yield ctx.finding("GC304", _pool_loc(i, "gpu"), f"unknown GPU model {pool.gpu!r}",
-                              hint + "; `gpuconf catalog` lists them" if len(family) <= 1 else hint)
+        if plan.gpu_model(ctx.intent, pool.gpu) is not None:
+            continue
+        offered = catalog.model_suggestions(pool.gpu, models)
+        if len(offered) == 1:
+            hint = f"did you mean '{offered[0]}'?"
+        elif offered:
+            hint = f"did you mean one of {', '.join(offered)}?"
+        else:
+            hint = ("`gpuconf catalog` lists the models; declare a GPU the catalogue lacks under spec.gpuModels "
+                    "(PCI device ids, memory)")
+        yield ctx.finding("GC304", _pool_loc(i, "gpu"), f"unknown GPU model {pool.gpu!r}", hint)
+
+
+@rule("GC344", "declared GPU models are new and tell themselves apart")
+def declared_models_valid(ctx: Context) -> Iterator[Finding]:
+    declared = plan.declared_models(ctx.intent)
+    used = {pool.gpu for pool in ctx.intent.spec.pools}
+    seen: list[catalog.GpuModel] = []
+    for model_id, model in declared.items():
+        loc = ("spec", "gpuModels", model_id)
+        builtin = catalog.gpu_model(model_id)
+        if builtin is not None:
+            yield ctx.finding("GC344", loc, f"{model_id} is already in gpuconf's catalogue ({builtin.name})",
+                              f"remove the declaration; `gpuconf catalog --gpu {model_id}` shows the catalogue's facts",
+                              at_key=True)
+            continue
+        decl = ctx.intent.spec.gpu_models[model_id]
+        for field, values in (("pciDeviceIds", decl.pci_device_ids), ("pciSubsystemIds", decl.pci_subsystem_ids)):
+            for j, value in enumerate(values):
+                if value in values[:j]:
+                    yield ctx.finding("GC344", (*loc, field, j), f"{value} is listed twice", None)
+        clash = next((m for m in [*catalog.gpu_models().values(), *seen] if not model.disjoint_from(m)), None)
+        if clash is not None:
+            shared = sorted(set(model.pci_device_ids) & set(clash.pci_device_ids))
+            where = "gpuconf's catalogue" if not clash.declared else "spec.gpuModels"
+            hint = (f"use gpu: {clash.id}" if not clash.declared else "declare one model per GPU")
+            if not model.pci_subsystem_ids:
+                hint += "; a GPU that shares its device id with another is told apart by pciSubsystemIds"
+            yield ctx.finding("GC344", (*loc, "pciDeviceIds"),
+                              f"PCI id {', '.join(shared)} is {clash.id} in {where}: a node with that GPU would be "
+                              f"both {clash.id} and {model_id}", hint)
+        seen.append(model)
+        if model_id not in used:
+            yield ctx.finding("GC344", loc, f"declared GPU model {model_id} is used by no pool",
+                              "remove it, or name it in a pool's gpu", severity=WARNING, at_key=True)
 
 
 @rule("GC303", "pool selectors are disjoint")
 def pools_disjoint(ctx: Context) -> Iterator[Finding]:
     pools = ctx.intent.spec.pools
-    for i, j in sorted(_overlap_candidates(pools)):
+    models = [plan.gpu_model(ctx.intent, pool.gpu) for pool in pools]
+    for i, j in sorted(_overlap_candidates(pools, models)):
         a, b = pools[i], pools[j]
-        if a.name != b.name and _could_overlap(a, b):  # same names are GC302's business
+        if a.name != b.name and _could_overlap(a, b, models[i], models[j]):  # same names are GC302's business
             yield ctx.finding("GC303", _pool_loc(j, "match"),
                               f"pools {a.name!r} and {b.name!r} could select the same node",
                               "give one of them a node label with a different value, a disjoint hostname prefix or a "
                               "different dmiProduct; a node in two pools gets conflicting configs and drivers")
 
 
-def _overlap_candidates(pools: Sequence[Pool]) -> Iterator[tuple[int, int]]:
+def _overlap_candidates(pools: Sequence[Pool], models: Sequence[catalog.GpuModel | None]) -> Iterator[tuple[int, int]]:
     """Index pairs worth comparing: same GPU model, and not told apart by the group's most common label key.
 
     Comparing every pair is quadratic; a 1,000-pool intent has half a million pairs but, bucketed like this, only the
@@ -168,9 +208,10 @@ def _overlap_candidates(pools: Sequence[Pool]) -> Iterator[tuple[int, int]]:
     """
     by_model: dict[str, list[int]] = {}
     for i, pool in enumerate(pools):
-        model = catalog.gpu_model(pool.gpu)
-        # Models never share PCI ids in the catalogue, so the model id stands for its id set; unknown models (GC304)
-        # are compared with everything of their own name only.
+        model = models[i]
+        # Two catalogue models never match one GPU (ids, or subsystem ids, differ), so the model id stands for its
+        # id set; a declared model clashing with another is GC344's. Unknown models (GC304) are compared with
+        # everything of their own name only.
         by_model.setdefault(model.id if model else "?" + pool.gpu, []).append(i)
     for members in by_model.values():
         counts: dict[str, int] = {}
@@ -191,10 +232,9 @@ def _overlap_candidates(pools: Sequence[Pool]) -> Iterator[tuple[int, int]]:
                 yield from ((min(i, j), max(i, j)) for j in bucket)
 
 
-def _could_overlap(a: Pool, b: Pool) -> bool:
+def _could_overlap(a: Pool, b: Pool, ma: catalog.GpuModel | None, mb: catalog.GpuModel | None) -> bool:
     """False only when no node can satisfy both pools' criteria (GPU model included)."""
-    ma, mb = catalog.gpu_model(a.gpu), catalog.gpu_model(b.gpu)
-    if ma is not None and mb is not None and not set(ma.pci_device_ids) & set(mb.pci_device_ids):
+    if ma is not None and mb is not None and ma.disjoint_from(mb):
         return False  # a node's GPUs are one model; drift from that is the audit's business
     la, lb = a.match.node_labels, b.match.node_labels
     if any(k in lb and lb[k] != v for k, v in la.items()):
@@ -350,7 +390,7 @@ def mps_replicas(ctx: Context) -> Iterator[Finding]:
             continue
         limit, culprit = MPS_MAX_REPLICAS, None
         for pool in ctx.intent.spec.pools:
-            model = catalog.gpu_model(pool.gpu)
+            model = plan.gpu_model(ctx.intent, pool.gpu)
             if pool.sharing == name and model and model.compute_capability and _cc(model.compute_capability) < (7, 5):
                 limit, culprit = MPS_MAX_REPLICAS_PRE_VOLTA_MPS, pool.name
         if replicas > limit:
@@ -385,12 +425,15 @@ def mps_not_with_mig(ctx: Context) -> Iterator[Finding]:
 def mig_capable(ctx: Context) -> Iterator[Finding]:
     for i, pool in enumerate(ctx.intent.spec.pools):
         prof = plan.pool_profile(ctx.intent, pool)
-        model = catalog.gpu_model(pool.gpu)
+        model = plan.gpu_model(ctx.intent, pool.gpu)
         if prof is not None and prof.mig is not None and model is not None and not model.mig_capable:
             mig_models = sorted(m for m, g in catalog.gpu_models().items() if g.mig_capable)
+            hint = f"use timeSlicing or mps; MIG models: {', '.join(mig_models)}"
+            if model.declared:
+                hint = ("a model declared in spec.gpuModels has no MIG: gpuconf checks MIG layouts against the "
+                        "catalogue's measured placements only; use timeSlicing or mps")
             yield ctx.finding("GC307", _pool_loc(i, "sharing"),
-                              f"pool uses MIG profile {pool.sharing!r} but {model.id} does not support MIG",
-                              f"use timeSlicing or mps; MIG models: {', '.join(mig_models)}")
+                              f"pool uses MIG profile {pool.sharing!r} but {model.id} does not support MIG", hint)
 
 
 @rule("GC305", "MIG profiles and presets exist on the pool's model")
@@ -462,7 +505,7 @@ def _mig_pools(ctx: Context) -> Iterator[tuple]:
     seen: set[tuple[str, str]] = set()
     for i, pool in enumerate(ctx.intent.spec.pools):
         prof = plan.pool_profile(ctx.intent, pool)
-        model = catalog.gpu_model(pool.gpu)
+        model = plan.gpu_model(ctx.intent, pool.gpu)
         if prof is None or prof.mig is None or model is None or not model.mig_capable:
             continue
         if (pool.sharing, model.id) in seen:
@@ -498,7 +541,7 @@ def quota_refs(ctx: Context) -> Iterator[Finding]:
                 yield ctx.finding("GC314", loc, f"quota names unknown pool {pool_name!r}",
                                   _hint_choices(pool_name, list(pools), "pools"), at_key=True)
                 continue
-            layout = plan.mig_layout(plan.pool_profile(ctx.intent, pool), catalog.gpu_model(pool.gpu))
+            layout = plan.mig_layout(plan.pool_profile(ctx.intent, pool), plan.gpu_model(ctx.intent, pool.gpu))
             if isinstance(value, dict):
                 if layout is None:
                     yield ctx.finding("GC314", loc, f"pool {pool_name!r} does not use MIG; give its quota as a count",

@@ -210,12 +210,20 @@ def _missing_hint(loc: tuple) -> str | None:
 
 def _pattern_hint(loc: tuple) -> str | None:
     last = loc[-1] if loc else ""
+    # The field a list item belongs to: admins[0] is an admin, pciDeviceIds[0] a PCI id.
+    field = next((part for part in reversed(loc) if isinstance(part, str)), "")
     if last == "version":
         return "a driver version looks like \"595.91.07\" (quoted)"
-    if last in ("admins", "observers") or isinstance(last, int):
+    if field in ("admins", "observers") or "developers" in loc:
         return "subjects look like group:NAME, user:NAME or serviceaccount:NAMESPACE:NAME"
     if last == "interval":
         return "a duration such as 30s or 1m"
+    if field == "pciDeviceIds":
+        return "PCI ids are written 0x<DEVICE>10DE in upper-case hex, e.g. 0x20F910DE (lspci -nn shows [10de:20f9])"
+    if field == "pciSubsystemIds":
+        return "subsystem ids are written 0x<SUBDEVICE><SUBVENDOR>, e.g. 0x157E10DE (lspci -vnn shows them)"
+    if len(loc) == 3 and loc[:2] == ("spec", "gpuModels"):
+        return "model ids are upper-case letters, digits and '-', like the catalogue's (A800-40GB)"
     return None
 
 

@@ -239,6 +239,7 @@ def pool_facts(plan: P.Plan) -> list[dict]:
             "name": pool.name,
             "line": plan.line(("spec", "pools", pool.index)),
             "model": pool.model.id,
+            "modelDeclared": pool.model.declared,
             "gpusPerNode": p.gpus_per_node,
             "nodes": p.nodes,
             "gpus": p.gpus_per_node * p.nodes,
@@ -252,6 +253,20 @@ def pool_facts(plan: P.Plan) -> list[dict]:
             "devicePluginConfig": pool.device_plugin_key,
             "migConfig": pool.mig_key,
             "probe": job_name(pool.name),
+        })
+    return rows
+
+
+def declared_model_facts(plan: P.Plan) -> list[dict]:
+    """The GPU models the intent declares (spec.gpuModels): facts gpuconf takes on trust, not from its catalogue."""
+    rows = []
+    for model_id, model in sorted(P.declared_models(plan.intent).items()):
+        rows.append({
+            "id": model_id, "line": plan.line(("spec", "gpuModels", model_id)), "name": model.name,
+            "pciDeviceIds": list(model.pci_device_ids), "pciSubsystemIds": list(model.pci_subsystem_ids),
+            "memoryGiB": model.memory_gib, "computeCapability": model.compute_capability,
+            "productLabels": list(model.product_labels),
+            "pools": [p.name for p in plan.pools if p.model.id == model_id],
         })
     return rows
 
@@ -764,6 +779,7 @@ def build_report(plan: P.Plan, values, command: str) -> dict:
         "chartNotes": chart_notes(plan),
         "findings": [f.as_dict() for f in override_findings(plan)],
         "pools": pool_facts(plan),
+        "gpuModels": declared_model_facts(plan),
         "teams": teams,
         "capacity": resources,
         "quotaCaveats": caveats,

@@ -48,16 +48,21 @@ def catalog_text(gpu_id: str | None) -> str | None:
             m = models[mid]
             mem = f"{m.memory_gib:g} GiB" if m.memory_gib else "?"
             mig = f"{len(m.mig_profiles)} profiles" if m.mig_capable else "no"
-            rows.append((mid, m.name, mem, mig, " ".join(m.pci_device_ids)))
+            rows.append((mid, m.name, mem, mig, m.pci_identities()))
         lines = _table(rows)
         lines.append("chart versions: " + ", ".join(catalog.chart_versions()))
         return "\n".join(lines) + "\n"
     model = models.get(gpu_id)
     if model is None:
         return None
-    lines = [f"{model.id}: {model.name}", f"  PCI device ids: {', '.join(model.pci_device_ids)}",
-             f"  memory: {model.memory_gib if model.memory_gib is not None else '?'} GiB, "
-             f"compute capability {model.compute_capability or '?'}, family {model.family}"]
+    lines = [f"{model.id}: {model.name}", f"  PCI device ids: {', '.join(model.pci_device_ids)}"]
+    if model.pci_subsystem_ids:
+        lines.append(f"  PCI subsystem ids: {', '.join(model.pci_subsystem_ids)} (the device id alone is shared)")
+    lines.append(f"  memory: {f'{model.memory_gib:g}' if model.memory_gib is not None else '?'} GiB, "
+                 f"compute capability {model.compute_capability or '?'}, family {model.family}")
+    if model.product_labels:
+        lines.append(f"  GFD product label: {', '.join(model.product_labels)}")
+    lines.append(f"  confidence: {model.confidence}")
     if model.mig_capable:
         rows = [("profile", "slices", "max", "placements")]
         for name, p in sorted(model.mig_profiles.items(), key=lambda kv: (kv[1].memory_slices, kv[1].compute_slices, kv[0])):

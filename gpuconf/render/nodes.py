@@ -30,13 +30,17 @@ def node_feature_rules(plan: P.Plan) -> list[dict]:
             continue
         # The PCI device is always part of the rule: a pool's nodes carry its GPU model, which is also what keeps
         # the rules of different models disjoint (validation rule GC303 assumes the same).
-        features = [{
-            "feature": "pci.device",
-            "matchExpressions": {
-                "vendor": {"op": "In", "value": [P.NVIDIA_PCI_VENDOR]},
-                "device": {"op": "In", "value": list(pool.model.nfd_device_ids())},
-            },
-        }]
+        device = {
+            "vendor": {"op": "In", "value": [P.NVIDIA_PCI_VENDOR]},
+            "device": {"op": "In", "value": list(pool.model.nfd_device_ids())},
+        }
+        vendors, subdevices = pool.model.nfd_subsystems()
+        if subdevices:
+            # A2 and A16 share one device id: only the subsystem (an attribute of NFD's pci.device feature,
+            # nvidia-formats-facts §5) tells them apart.
+            device["subsystem_vendor"] = {"op": "In", "value": list(vendors)}
+            device["subsystem_device"] = {"op": "In", "value": list(subdevices)}
+        features = [{"feature": "pci.device", "matchExpressions": device}]
         match = pool.pool.match
         if match.hostname:
             features.append({"feature": "system.name",

@@ -293,6 +293,6 @@ def derived_changes(intent) -> dict | None:
     if catalog.chart(intent.spec.operator.chart_version) is None:
         return None
     for pool in intent.spec.pools:
-        if catalog.gpu_model(pool.gpu) is None or P.pool_profile(intent, pool) is None:
+        if P.gpu_model(intent, pool.gpu) is None or P.pool_profile(intent, pool) is None:
             return None
     return dict(build_values(P.build(without_overrides(intent), "")).changes)
