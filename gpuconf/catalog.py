@@ -121,6 +121,11 @@ def _data_dir() -> Traversable:
         return importlib.resources.files("gpuconf").joinpath("..", "profiles")
 
 
+def data_file(name: str) -> Traversable:
+    """A file of profiles/ (gpus.json, platforms.json, charts/...), for the modules that read gpuconf's facts."""
+    return _data_dir().joinpath(name)
+
+
 @functools.cache
 def _gpus_json() -> dict[str, Any]:
     """profiles/gpus.json, parsed."""

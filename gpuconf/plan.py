@@ -277,6 +277,29 @@ def device_plugin_config(profile: SharingProfile, layouts: list[dict[str, int]],
     return config
 
 
+def eks_ami(intent: ClusterIntent) -> str | None:
+    """The EKS nodes' AMI (al2023 unless the intent says otherwise), or None off EKS."""
+    cluster = intent.spec.cluster
+    if cluster.distribution != "eks":
+        return None
+    return cluster.eks.ami if cluster.eks is not None else "al2023"
+
+
+def platform_preinstalled(intent: ClusterIntent) -> bool:
+    """Whether the platform's nodes bring the driver: GKE's driver installer, EKS's AL2023 and Bottlerocket AMIs."""
+    # platform-facts §1: Google's installer is the usual GKE setup; §2: the accelerated AMIs ship driver and toolkit.
+    return intent.spec.cluster.distribution == "gke" or eks_ami(intent) in ("al2023", "bottlerocket")
+
+
+def cluster_preinstalled(intent: ClusterIntent) -> bool:
+    """Whether the cluster's default driver is the host's: as the intent says, else managed when it pins a version,
+    else the platform's default."""
+    driver = intent.spec.driver
+    if driver.preinstalled is not None:
+        return driver.preinstalled
+    return False if driver.version else platform_preinstalled(intent)
+
+
 def pool_driver(intent: ClusterIntent, pool: Pool) -> str:
     """cluster, preinstalled, or the pool's own driver version."""
     if pool.driver is not None:
@@ -284,7 +307,7 @@ def pool_driver(intent: ClusterIntent, pool: Pool) -> str:
             return "preinstalled"
         if pool.driver.version:
             return pool.driver.version
-    return "preinstalled" if intent.spec.driver.preinstalled else "cluster"
+    return "preinstalled" if cluster_preinstalled(intent) else "cluster"
 
 
 def wave_mode(intent: ClusterIntent) -> bool:

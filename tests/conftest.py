@@ -9,7 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+#: The examples: examples/*.yaml, then one per platform in examples/platforms/ (stems are unique: golden trees and
+#: node fixtures are named after them).
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / "examples" / "platforms").glob("*.yaml"))
 CASES = ROOT / "tests" / "cases"
 
 

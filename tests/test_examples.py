@@ -19,8 +19,9 @@ def test_example_is_valid_without_findings(example):
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_example_starts_with_schema_line(example):
     first = example.read_text(encoding="utf-8").splitlines()[0]
-    assert first == "# yaml-language-server: $schema=../schemas/cluster-intent.schema.json"
-    assert (example.parent / "../schemas/cluster-intent.schema.json").resolve().is_file()
+    relative = "../" * (len(example.relative_to(ROOT / "examples").parts)) + "schemas/cluster-intent.schema.json"
+    assert first == f"# yaml-language-server: $schema={relative}"
+    assert (example.parent / relative).resolve() == ROOT / "schemas" / "cluster-intent.schema.json"
 
 
 def test_examples_validate_together(run):

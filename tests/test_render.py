@@ -21,7 +21,7 @@ def _render(example, out="out"):
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        rendered = render_path(f"examples/{example.name}", out)
+        rendered = render_path(str(example.relative_to(ROOT)), out)
     finally:
         os.chdir(cwd)
     assert rendered.ok, rendered.findings

@@ -48,7 +48,7 @@ def trees():
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        return {p.stem: render_path(f"examples/{p.name}", "out").tree for p in EXAMPLES}
+        return {p.stem: render_path(str(p.relative_to(ROOT)), "out").tree for p in EXAMPLES}
     finally:
         os.chdir(cwd)
 
@@ -80,7 +80,7 @@ def test_every_leaf_that_differs_from_the_defaults_is_in_the_report(example, tre
     values = YAML11.load(tree.files["values.yaml"]) or {}
     defaults = catalog.chart(tree.plan.chart_version).defaults
     report = {row["path"]: row for row in _report(tree)["overrides"]}
-    intent_lines = (ROOT / "examples" / f"{example}.yaml").read_text(encoding="utf-8").splitlines()
+    intent_lines = (ROOT / tree.plan.source).read_text(encoding="utf-8").splitlines()
     differing = []
     for parts, value in _leaves(values):
         node, present = defaults, True
@@ -98,7 +98,7 @@ def test_every_leaf_that_differs_from_the_defaults_is_in_the_report(example, tre
         if present:
             assert row["base"] == node
         assert len(row["reason"].split()) >= 2, row
-        assert re.fullmatch(rf"examples/{example}\.yaml:\d+", row["location"]), row
+        assert re.fullmatch(rf"{re.escape(tree.plan.source)}:\d+", row["location"]), row
         assert 1 <= row["line"] <= len(intent_lines) and intent_lines[row["line"] - 1].strip(), row
         assert row["origin"].startswith(("spec.", "metadata.")), row
     assert sorted(differing) == sorted(report), "the report lists exactly the deviating leaves"

@@ -42,12 +42,95 @@ class Strict(BaseModel):
 # --- cluster, operator, driver ---------------------------------------------------------------------------------
 
 
+# platform-facts §0: the operator mounts the directory of each runtime path from the host (and rewrites file=<path>
+# to /host<path>), so only an absolute host path works.
+HostPath = Annotated[str, Field(min_length=2, max_length=4096, pattern=r"^/",
+                                description="An absolute path on the host, e.g. /etc/containerd/config.toml.")]
+
+
 class ContainerRuntime(Strict):
     """Where the container runtime lives on the nodes, when it is not the distribution's default."""
 
     name: Literal["containerd", "cri-o"] = Field("containerd", description="Runtime the toolkit configures.")
-    config_path: Optional[NonEmpty] = Field(None, description="Runtime config file on the host, e.g. /etc/containerd/config.toml.")
-    socket_path: Optional[NonEmpty] = Field(None, description="Runtime socket on the host, e.g. /run/containerd/containerd.sock.")
+    config_path: Optional[HostPath] = Field(None, description="Runtime config file on the host, e.g. /etc/containerd/config.toml.")
+    socket_path: Optional[HostPath] = Field(None, description="Runtime socket on the host, e.g. /run/containerd/containerd.sock.")
+    nri: bool = Field(False, description="NRI plugin mode (cdi.nriPluginEnabled): the toolkit leaves the runtime's "
+                                         "config alone; needs containerd 1.7.30 or 2.1 and later.")
+
+
+def _ec2_id(prefix: str) -> Any:
+    return Annotated[str, Field(pattern=rf"^{prefix}-[0-9a-z]+$", description=f"An EC2 id, {prefix}-...")]
+
+
+EC2Tags = Annotated[Dict[NonEmpty, NonEmpty], Field(min_length=1, max_length=20)]
+
+
+class SubnetSelectorTerm(Strict):
+    """One EC2NodeClass subnet selector term: tags or an id (terms are ORed)."""
+
+    tags: Optional[EC2Tags] = Field(None, description="Tags the subnets carry, e.g. {karpenter.sh/discovery: my-cluster}.")
+    id: Optional[_ec2_id("subnet")] = Field(None, description="A subnet id, alone.")  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "SubnetSelectorTerm":
+        if (self.tags is None) == (self.id is None):
+            raise PydanticCustomError("selector_term", "give exactly one of tags and id")
+        return self
+
+
+class SecurityGroupSelectorTerm(Strict):
+    """One EC2NodeClass security-group selector term: tags, an id or a name (terms are ORed)."""
+
+    tags: Optional[EC2Tags] = Field(None, description="Tags the security groups carry.")
+    id: Optional[_ec2_id("sg")] = Field(None, description="A security group id, alone.")  # type: ignore[valid-type]
+    name: Optional[NonEmpty] = Field(None, description="A security group name, alone.")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "SecurityGroupSelectorTerm":
+        if sum(x is not None for x in (self.tags, self.id, self.name)) != 1:
+            raise PydanticCustomError("selector_term", "give exactly one of tags, id and name")
+        return self
+
+
+EKS_AMIS = ("al2023", "bottlerocket", "ubuntu")
+
+
+class Karpenter(Strict):
+    """Karpenter's AWS provider: the EC2NodeClass of the GPU NodePools gpuconf renders."""
+
+    role: Optional[NonEmpty] = Field(None, description="IAM role of the nodes, e.g. KarpenterNodeRole-my-cluster.")
+    instance_profile: Optional[NonEmpty] = Field(None, description="Instance profile instead of a role.")
+    subnet_selector_terms: List[SubnetSelectorTerm] = Field(min_length=1, max_length=30,
+                                                            description="Where nodes are launched.")
+    security_group_selector_terms: List[SecurityGroupSelectorTerm] = Field(
+        min_length=1, max_length=30, description="The nodes' security groups.")
+    ami_version: Annotated[str, Field(max_length=17, pattern=r"^(latest|v[0-9][0-9A-Za-z.-]*)$")] = Field(
+        "latest", description="AMI release of the alias (al2023@<version>): latest drifts with every release; "
+                              "pin one such as v20240625 (al2023) or v1.10.0 (bottlerocket).")
+
+    @model_validator(mode="after")
+    def _role_or_profile(self) -> "Karpenter":
+        if (self.role is None) == (self.instance_profile is None):
+            raise PydanticCustomError("karpenter_identity", "give exactly one of role and instanceProfile")
+        return self
+
+
+class Eks(Strict):
+    """Amazon EKS: the nodes' AMI and, for Karpenter-provisioned pools, the EC2NodeClass."""
+
+    ami: Literal[EKS_AMIS] = Field(  # type: ignore[valid-type]
+        "al2023", description="al2023 or bottlerocket: EKS's accelerated AMIs (driver and toolkit preinstalled; "
+                              "Bottlerocket also its device plugin); ubuntu: the operator installs both.")
+    karpenter: Optional[Karpenter] = Field(None, description="Render the EC2NodeClass and a NodePool per pool "
+                                                             "selected by karpenter.sh/nodepool.")
+
+
+class Openshift(Strict):
+    """Red Hat OpenShift: how the operator is installed."""
+
+    install: Literal["olm", "helm"] = Field(
+        "olm", description="olm (NVIDIA's supported route): OperatorGroup, Subscription and the ClusterPolicy; helm: "
+                           "the chart with platform.openshift.")
 
 
 class Cluster(Strict):
@@ -59,6 +142,18 @@ class Cluster(Strict):
     container_runtime: Optional[ContainerRuntime] = Field(None, description="Container runtime paths, if not the default.")
     mig_strategy: Optional[Literal["single", "mixed"]] = Field(
         None, description="Pin the cluster-wide MIG strategy. Omit to let gpuconf derive it from the pools.")
+    eks: Optional[Eks] = Field(None, description="EKS settings (distribution eks only).")
+    openshift: Optional[Openshift] = Field(None, description="OpenShift settings (distribution openshift only).")
+
+    @field_validator("eks", "openshift")
+    @classmethod
+    def _belongs_to_distribution(cls, value: Any, info: ValidationInfo) -> Any:
+        distribution = info.data.get("distribution")
+        if value is not None and distribution is not None and distribution != info.field_name:
+            raise PydanticCustomError("distribution_setting",
+                                      f"{info.field_name} settings need distribution {info.field_name}, "
+                                      f"but distribution is {distribution}")
+        return value
 
 
 class Operator(Strict):
@@ -145,7 +240,10 @@ class Driver(Strict):
     """The cluster's default GPU driver."""
 
     version: Optional[DriverVersion] = Field(None, description="Managed driver version; omit for the chart's default.")
-    preinstalled: bool = Field(False, description="Nodes bring their own host driver; the operator does not install one.")
+    preinstalled: Optional[bool] = Field(
+        None, description="Nodes bring their own host driver; the operator does not install one. Default: the "
+                          "platform's (true on GKE with Google's installer and on EKS's AL2023/Bottlerocket AMIs; "
+                          "false elsewhere, and whenever a version is given).")
     kernel_module_type: Optional[Literal["auto", "open", "proprietary"]] = Field(None, description="Kernel module flavour.")
     upgrade: Optional[Upgrade] = Field(None, description="Upgrade policy for managed drivers.")
 

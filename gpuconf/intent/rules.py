@@ -1060,7 +1060,7 @@ def driver_coherent(ctx: Context) -> Iterator[Finding]:
         elif not pool.driver.preinstalled and not pool.driver.version:
             yield ctx.finding("GC324", _pool_loc(i, "driver"), "pool driver sets neither version nor preinstalled",
                               "remove the driver block to use the cluster default", severity=WARNING)
-        elif spec.driver.preinstalled and pool.driver.preinstalled:
+        elif plan.cluster_preinstalled(ctx.intent) and pool.driver.preinstalled:
             yield ctx.finding("GC324", _pool_loc(i, "driver", "preinstalled"),
                               "the cluster default is already preinstalled", "remove the pool's driver block",
                               severity=WARNING)
@@ -1149,32 +1149,38 @@ def upgrade_waves(ctx: Context) -> Iterator[Finding]:
 
 
 def _driver_preinstalled(intent: ClusterIntent, pool: Pool) -> bool:
-    if pool.driver is not None and (pool.driver.preinstalled or pool.driver.version):
-        return pool.driver.preinstalled
-    return intent.spec.driver.preinstalled
+    return plan.pool_driver(intent, pool) == "preinstalled"
 
 
-#: Distributions whose containerd lives somewhere else than the toolkit's default (user-pain-points A8, gpu-operator
-#: issues 406, 473, 522, 623, 992): the toolkit needs CONTAINERD_CONFIG and CONTAINERD_SOCKET for them.
-RELOCATED_CONTAINERD = ("rke2", "k3s", "microk8s")
-
-
-@rule("GC327", "container runtime paths are known where the toolkit needs them")
+@rule("GC327", "container runtime settings are ones the toolkit can use")
 def runtime_paths(ctx: Context) -> Iterator[Finding]:
     cluster = ctx.intent.spec.cluster
     runtime = cluster.container_runtime
-    loc = ("spec", "cluster")
-    if runtime is not None and runtime.name == "cri-o" and (runtime.config_path or runtime.socket_path):
-        yield ctx.finding("GC327", (*loc, "containerRuntime"),
+    loc = ("spec", "cluster", "containerRuntime")
+    if runtime is None:
+        return
+    if runtime.name == "cri-o" and (runtime.config_path or runtime.socket_path):
+        yield ctx.finding("GC327", loc,
                           "gpuconf renders runtime paths for containerd only; these cri-o paths would be ignored",
                           "remove them, or set the toolkit's environment through an override", severity=WARNING)
-    if cluster.distribution in RELOCATED_CONTAINERD:
-        if runtime is None or runtime.name != "containerd" or not (runtime.config_path and runtime.socket_path):
-            yield ctx.finding("GC327", (*loc, "distribution"),
-                              f"{cluster.distribution} keeps containerd's config and socket in its own places; the "
-                              "container toolkit fails to configure it without them",
-                              "set containerRuntime: {name: containerd, configPath: ..., socketPath: ...}",
-                              severity=WARNING)
+    if runtime.nri:
+        from .. import platforms
+
+        nri = platforms.nri()
+        if runtime.name == "cri-o":
+            yield ctx.finding("GC327", (*loc, "nri"),
+                              "NVIDIA's own documents disagree on NRI mode with CRI-O (the v26.3.0 release notes say "
+                              "it is not supported)", "use NRI mode with containerd only", severity=WARNING)
+        if runtime.config_path or runtime.socket_path:
+            yield ctx.finding("GC327", (*loc, "nri"),
+                              "in NRI mode the toolkit leaves the runtime's config alone, so the paths are not used",
+                              "remove configPath and socketPath", severity=WARNING)
+        needed = nri["needs"]
+        for i, override in enumerate(ctx.intent.spec.overrides):
+            if override.path in needed and override.value != needed[override.path]:
+                yield ctx.finding("GC327", ("spec", "overrides", i, "value"),
+                                  f"NRI mode needs {override.path}={str(needed[override.path]).lower()}; the chart "
+                                  "renders cdi.nriPluginEnabled only then", "remove the override, or NRI mode")
 
 
 @rule("GC350", "the single MIG strategy gives different slices one resource name")
@@ -1324,3 +1330,6 @@ def upgrade_pod_selectors(ctx: Context) -> Iterator[Finding]:
 def rule_codes() -> list[tuple[str, str]]:
     """(code, title) of every domain rule, for docs and `gpuconf rules`."""
     return sorted((r.code, r.title) for r in RULES)
+
+
+from . import platform_rules  # noqa: E402,F401  - registers the platform rules (GC345-GC348) into RULES

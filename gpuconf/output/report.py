@@ -257,6 +257,13 @@ def pool_facts(plan: P.Plan) -> list[dict]:
     return rows
 
 
+def platform_notes(plan: P.Plan) -> list[dict]:
+    """What gpuconf set for the cluster's platform, what to do outside gpuconf, and what is not verified."""
+    from ..render.platform import notes
+
+    return notes(plan)
+
+
 def declared_model_facts(plan: P.Plan) -> list[dict]:
     """The GPU models the intent declares (spec.gpuModels): facts gpuconf takes on trust, not from its catalogue."""
     rows = []
@@ -645,33 +652,68 @@ def _limits(policy: dict, drivers: int = 1) -> str:
     return "; ".join(parts)
 
 
-def acceptance_facts(plan: P.Plan, out: str) -> list[dict]:
-    """The acceptance checklist: apply, wait for the operator, then one probe Job per pool and what it proves."""
-    from ..render.probes import job_name
+def helm_install_command(plan: P.Plan, values_file: str) -> str:
+    """`helm upgrade --install` of the pinned chart from where it comes from: the intent's chart repository, the
+    registry mirror's chart folder (oci://<registry>/charts), else NVIDIA's Helm repository."""
+    from ..render.gitops import CHART, RELEASE_NAME, chart_source
 
-    from ..render import kueue as K
+    source = chart_source(plan)
+    chart = source.chart_url if source.oci else f"{CHART} --repo {source.url}"
+    return (f"helm upgrade --install {RELEASE_NAME} {chart} --version {plan.chart_version} "
+            f"--namespace {plan.namespace} --create-namespace -f {values_file}")
+
+
+def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> list[dict]:
+    """The acceptance checklist: apply, wait for the operator, then one probe Job per pool and what it proves."""
+    from ..render import openshift, platform
+    from ..render.probes import job_name
 
     ns = plan.namespace
     spec = plan.intent.spec
     folder = f"{out.rstrip('/') or '.'}/{plan.name}"
+    files = set(tree_files or ())
+    steps = []
+    early = [f"{folder}/{path}" for path in ("manifests/namespaces.yaml", platform.PLATFORM_FILE) if path in files]
+    if openshift.olm(plan):
+        steps += [
+            {"title": f"Subscribe to the certified GPU Operator (OLM), then approve the InstallPlan whose CSV is "
+                      f"{plan.chart_version} (INSTALL_PLAN: its name in the list)",
+             "commands": ["kubectl apply " + " ".join(f"-f {path}" for path in early),
+                          f"kubectl -n {ns} get installplan",
+                          f'kubectl -n {ns} patch installplan "$INSTALL_PLAN" --type merge '
+                          "-p '{\"spec\":{\"approved\":true}}'",
+                          f"kubectl -n {ns} get csv"],
+             "proves": f"OLM installs the operator's CSV of {plan.chart_version} (phase Succeeded) and with it the "
+                       "ClusterPolicy and NVIDIADriver CRDs; the Red Hat NFD operator's instance starts labelling nodes"},
+        ]
+    else:
+        if platform.PLATFORM_FILE in files:
+            steps.append({"title": "Apply what the platform needs before the chart",
+                          "commands": ["kubectl apply " + " ".join(f"-f {path}" for path in early)],
+                          "proves": "the operator namespace and the platform's objects (GKE's ResourceQuota for "
+                                    "system-node-critical pods) exist before the chart's pods are created"})
+        steps.append(
+            {"title": "Install or upgrade the GPU Operator chart with the rendered values",
+             "commands": [helm_install_command(plan, f"{folder}/values.yaml")],
+             "proves": "the chart accepts the values (Helm validates the NFD subchart's values against its schema) "
+                       "and its CRDs (ClusterPolicy, NVIDIADriver, NodeFeatureRule) exist before the manifests use "
+                       "them"})
     queued = P.kueue_settings(plan.intent) is not None
-    steps = [
-        {"title": "Install or upgrade the GPU Operator chart with the rendered values",
-         "commands": [f"helm upgrade --install gpu-operator nvidia/gpu-operator --version {plan.chart_version} "
-                      f"--namespace {ns} --create-namespace -f {folder}/values.yaml"],
-         "proves": "the chart accepts the values (Helm validates the NFD subchart's values against its schema) and "
-                   "its CRDs (ClusterPolicy, NVIDIADriver, NodeFeatureRule) exist before the manifests use them"},
-        *([{"title": f"Install Kueue {P.kueue_settings(plan.intent).version} once (gpuconf does not install it)",
-            "commands": ["kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/download/"
-                         f"{P.kueue_settings(plan.intent).version}/manifests.yaml",
-                         "kubectl wait deploy/kueue-controller-manager -n kueue-system --for=condition=available "
-                         "--timeout=5m"],
-            "proves": "Kueue's CRDs and webhooks are in place before the queues are applied (Kueue's installation "
-                      "guide; its Helm chart works as well)"}] if queued else []),
+    if queued:
+        steps.append({"title": f"Install Kueue {P.kueue_settings(plan.intent).version} once (gpuconf does not install it)",
+                      "commands": ["kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/releases/"
+                                   f"download/{P.kueue_settings(plan.intent).version}/manifests.yaml",
+                                   "kubectl wait deploy/kueue-controller-manager -n kueue-system "
+                                   "--for=condition=available --timeout=5m"],
+                      "proves": "Kueue's CRDs and webhooks are in place before the queues are applied (Kueue's "
+                                "installation guide; its Helm chart works as well)"})
+    policy = openshift.CLUSTER_POLICY_NAME if openshift.olm(plan) else "cluster-policy"
+    steps += [
         {"title": "Apply the manifests (or let Argo CD / Flux sync the folder)",
          "commands": [f"kubectl apply -k {folder}"],
          "proves": "namespaces, sharing ConfigMaps, node labelling rules, quotas, RBAC and the probe Jobs are accepted "
-                   "by the API server"},
+                   "by the API server" + ("; the ClusterPolicy is the chart's, from values.yaml"
+                                         if openshift.olm(plan) else "")},
         *([{"title": "Check that Kueue accepted the queues",
             "commands": ["kubectl wait clusterqueue --all --for=condition=Active --timeout=5m",
                          "kubectl get localqueues -A"],
@@ -679,7 +721,7 @@ def acceptance_facts(plan: P.Plan, out: str) -> list[dict]:
                       "ClusterQueue is Active only then); every team namespace has the LocalQueue `default`"}]
           if queued else []),
         {"title": "Wait for the operator to finish",
-         "commands": ["kubectl wait clusterpolicy/cluster-policy --for=jsonpath='{.status.state}'=ready --timeout=30m"],
+         "commands": [f"kubectl wait clusterpolicy/{policy} --for=jsonpath='{{.status.state}}'=ready --timeout=30m"],
          "proves": "every operand the ClusterPolicy enables is running on every GPU node"},
     ]
     if any(p.mig_key is not None and P.mig_layout(p.profile, p.model) for p in plan.pools):
@@ -760,7 +802,7 @@ def rollback_steps(plan: P.Plan) -> list[str]:
 # --- the whole report ------------------------------------------------------------------------------------------
 
 
-def build_report(plan: P.Plan, values, command: str) -> dict:
+def build_report(plan: P.Plan, values, command: str, files: Iterable[str] = ()) -> dict:
     """Every fact of REPORT.md and report.json for a rendered plan; plain data, deterministic."""
     merged = values.merged()
     file = plan.source
@@ -780,6 +822,7 @@ def build_report(plan: P.Plan, values, command: str) -> dict:
         "findings": [f.as_dict() for f in override_findings(plan)],
         "pools": pool_facts(plan),
         "gpuModels": declared_model_facts(plan),
+        "platform": platform_notes(plan),
         "teams": teams,
         "capacity": resources,
         "quotaCaveats": caveats,
@@ -788,7 +831,7 @@ def build_report(plan: P.Plan, values, command: str) -> dict:
         "upgrade": upgrade_facts(plan, merged),
         "rollback": rollback_steps(plan),
         # The output folder is the render command's (gpuconf render INTENT -o OUT), so commands can be pasted.
-        "acceptance": acceptance_facts(plan, command.rsplit(" -o ", 1)[1] if " -o " in command else "out"),
+        "acceptance": acceptance_facts(plan, command.rsplit(" -o ", 1)[1] if " -o " in command else "out", files),
     }
 
 

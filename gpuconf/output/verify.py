@@ -476,6 +476,53 @@ def _document(where: str, obj: dict[str, Any]) -> str:
     return f"{where}: {label}" if label else where
 
 
+# --- kinds without a CRD in gpuconf's reference -----------------------------------------------------------------
+
+#: OLM's OperatorGroup and Subscription and the OpenShift NFD operator's NodeFeatureDiscovery: their CRDs are not in
+#: the reference gpuconf derives its schemas from, so these objects are checked against the fields gpuconf writes, as
+#: NVIDIA's OpenShift guide (Subscription, OperatorGroup) and the NFD operator's API describe them: closed field
+#: sets with their types, required fields, and strict ObjectMeta. This is gpuconf's own check, not the kind's schema.
+_STR, _STRS, _BOOL, _MAP = "string", "list of strings", "boolean", "mapping"
+DOCUMENTED_KINDS: dict[str, dict[str, Any]] = {
+    "operators.coreos.com/v1/OperatorGroup": {
+        "scope": "Namespaced", "required": ["targetNamespaces"], "spec": {"targetNamespaces": _STRS}},
+    "operators.coreos.com/v1alpha1/Subscription": {
+        "scope": "Namespaced", "required": ["channel", "name", "source", "sourceNamespace"],
+        "spec": {"channel": _STR, "installPlanApproval": ("Automatic", "Manual"), "name": _STR, "source": _STR,
+                 "sourceNamespace": _STR}},
+    "nfd.openshift.io/v1/NodeFeatureDiscovery": {
+        "scope": "Namespaced", "required": [],
+        "spec": {"operand": _MAP, "extraLabelNs": _STRS, "enableTaints": _BOOL}},
+}
+_KINDS_OF = {_STR: str, _BOOL: bool, _MAP: dict}
+
+
+def _documented_problems(obj: dict[str, Any], rules: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for key in obj:
+        if key not in ("apiVersion", "kind", "metadata", "spec"):
+            found.append(((key,), f"unknown field {key!r}"))
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [*found, (("spec",), "spec must be a mapping")]
+    for key in rules["required"]:
+        if key not in spec:
+            found.append((("spec", key), f"required field {key!r} is missing"))
+    for key, value in spec.items():
+        kind = rules["spec"].get(key)
+        if kind is None:
+            found.append((("spec", key), f"unknown field {key!r} (gpuconf checks the documented fields only)"))
+        elif isinstance(kind, tuple):
+            if value not in kind:
+                found.append((("spec", key), f"{value!r} is not one of {list(kind)}"))
+        elif kind == _STRS:
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                found.append((("spec", key), "must be a list of non-empty strings"))
+        elif not isinstance(value, _KINDS_OF[kind]) or value in ("", {}):
+            found.append((("spec", key), f"must be a non-empty {kind}"))
+    return found
+
+
 # --- public API ------------------------------------------------------------------------------------------------
 
 
@@ -488,7 +535,7 @@ def custom_kinds() -> dict[str, dict[str, Any]]:
 
 def scope(api_version: str, kind: str) -> str | None:
     """"Namespaced" or "Cluster" for a built-in kind or a custom resource gpuconf knows; None otherwise."""
-    entry = _crd_index()["kinds"].get(f"{api_version}/{kind}")
+    entry = _crd_index()["kinds"].get(f"{api_version}/{kind}") or DOCUMENTED_KINDS.get(f"{api_version}/{kind}")
     if entry is not None:
         return str(entry["scope"])
     group = api_version.rpartition("/")[0]
@@ -515,7 +562,13 @@ def verify_object(obj: dict[str, Any], kubernetes_version: str, where: str) -> l
         return _problems(document, found)
     assert isinstance(api_version, str) and isinstance(kind, str)
     entry = _crd_index()["kinds"].get(f"{api_version}/{kind}")
-    if entry is not None:
+    documented = DOCUMENTED_KINDS.get(f"{api_version}/{kind}")
+    if documented is not None:
+        found = _documented_problems(obj, documented)
+        metadata = obj.get("metadata")
+        found += _check(_object_meta_fast(minor), lambda: _object_meta_validator(minor), metadata, ("metadata",)) \
+            if isinstance(metadata, dict) else [(("metadata",), "metadata must be a mapping")]
+    elif entry is not None:
         file = entry["file"]
         found = _check(_file_fast(file), lambda: _cr_validator(file), obj)
         metadata = obj.get("metadata")

@@ -44,9 +44,10 @@ HELM_CHART_MEDIA_TYPE = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
 VALUES_CONFIGMAP = "gpu-operator-values"
 VALUES_KEY = "values.yaml"
 
-#: Manifests the chart needs before it starts: the namespaces (the release's own, Pod-Security-labelled) and the
+#: Manifests the chart needs before it starts: the namespaces (the release's own, Pod-Security-labelled), the platform's
+#: objects (GKE admits the operator's system-node-critical pods only under its ResourceQuota) and the
 #: device-plugin and MIG ConfigMaps the operands mount at their first start. Flux applies them with the release.
-EARLY_MANIFESTS = ("manifests/namespaces.yaml", "manifests/sharing-configs.yaml")
+EARLY_MANIFESTS = ("manifests/namespaces.yaml", "manifests/platform.yaml", "manifests/sharing-configs.yaml")
 
 #: ClusterPolicy fields the API server fills from the CRD's `default:` although the chart's template does not
 #: render them, so the live object always has a field the desired one lacks (Argo CD shows it OutOfSync forever).
@@ -235,13 +236,24 @@ def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
             },
         },
     }
-    notes = [f"Argo CD renders the chart like: {helm_template_command(plan, source)}"]
-    if source.oci:
-        notes.append(f"Register {source.argocd_repo_url} in Argo CD as a Helm repository with enableOCI: \"true\".")
-    files = [
-        GitopsFile("gitops/application-gpu-operator.yaml", [chart_app], notes=notes),
-        GitopsFile("gitops/application-manifests.yaml", [manifests_app]),
-    ]
+    from .openshift import olm
+
+    if olm(plan):
+        # OpenShift's OLM route has no chart: the manifests Application applies the Subscription, then (retrying
+        # until the CSV brings the CRD) the ClusterPolicy, whose server-defaulted fields it must ignore likewise.
+        manifests_meta["annotations"].update({"argocd.argoproj.io/sync-wave": "0",
+                                              "argocd.argoproj.io/compare-options": "ServerSideDiff=true"})
+        manifests_app["spec"]["ignoreDifferences"] = ignore
+        manifests_app["spec"]["syncPolicy"]["syncOptions"].append("RespectIgnoreDifferences=true")
+        files = [GitopsFile("gitops/application-manifests.yaml", [manifests_app])]
+    else:
+        notes = [f"Argo CD renders the chart like: {helm_template_command(plan, source)}"]
+        if source.oci:
+            notes.append(f"Register {source.argocd_repo_url} in Argo CD as a Helm repository with enableOCI: \"true\".")
+        files = [
+            GitopsFile("gitops/application-gpu-operator.yaml", [chart_app], notes=notes),
+            GitopsFile("gitops/application-manifests.yaml", [manifests_app]),
+        ]
     files.append(GitopsFile("gitops/kustomization.yaml", config=_kustomization([f.path.removeprefix("gitops/")
                                                                                for f in files])))
     return files

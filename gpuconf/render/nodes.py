@@ -6,10 +6,6 @@ from .. import plan as P
 from . import metadata
 
 NFD_API = "nfd.k8s-sigs.io/v1alpha1"
-KARPENTER_NODE_CLASS = {  # Karpenter runs on these clouds only; elsewhere the kubelet flags are the template.
-    "eks": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass"},
-    "aks": {"group": "karpenter.azure.com", "kind": "AKSNodeClass"},
-}
 
 
 def _taints(pool: P.PoolPlan) -> list[dict]:
@@ -93,14 +89,24 @@ def nvidia_drivers(plan: P.Plan, values: dict) -> list[dict]:
 
 
 def node_templates(plan: P.Plan) -> dict[str, dict | str]:
-    """For pools recognised by node-group labels: kubelet flags and, on EKS/AKS, a Karpenter NodePool.
+    """For pools recognised by node-group labels: the command that creates a GKE or AKS node pool with the pool's
+    labels and taints, else the kubelet flags. Karpenter's pools get their labels from their NodePool
+    (manifests/karpenter.yaml).
 
-    Returns file name -> document (dict) or text (the kubelet environment file).
+    Returns file name -> document (dict) or text.
     """
+    from .karpenter import karpenter_pools
+    from .platform import node_pool_scripts
+
     out: dict[str, dict | str] = {}
-    node_class = KARPENTER_NODE_CLASS.get(plan.intent.spec.cluster.distribution)
+    scripts = node_pool_scripts(plan)
+    karpenter = {p.name for p in karpenter_pools(plan)}
     for pool in plan.pools:
-        if pool.nfd:
+        if pool.nfd or pool.name in karpenter:
+            continue
+        script = next((name for name in scripts if name.rsplit(".", 2)[0] == pool.name), None)
+        if script is not None:
+            out[script] = scripts[script]
             continue
         labels = {**pool.pool.match.node_labels, **pool.labels}
         flags = ["--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
@@ -108,17 +114,4 @@ def node_templates(plan: P.Plan) -> dict[str, dict | str]:
             flags.append("--register-with-taints=" + ",".join(
                 f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.pool.taints))
         out[f"{pool.name}.kubelet.env"] = f'KUBELET_EXTRA_ARGS="{" ".join(flags)}"\n'
-        if node_class is not None:
-            template_spec = {
-                "nodeClassRef": {**node_class, "name": f"gpuconf-{pool.name}"},
-                "requirements": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}],
-            }
-            if pool.pool.taints:
-                template_spec["taints"] = _taints(pool)
-            out[f"{pool.name}.nodepool.yaml"] = {
-                "apiVersion": "karpenter.sh/v1",
-                "kind": "NodePool",
-                "metadata": metadata(plan, f"gpuconf-{pool.name}", labels={P.POOL_LABEL: pool.name}),
-                "spec": {"template": {"metadata": {"labels": dict(sorted(labels.items()))}, "spec": template_spec}},
-            }
     return out

@@ -10,7 +10,7 @@ from .. import plan as P
 from ..emit import dump, dump_all, header
 from ..findings import dotted
 from ..gcpause import gc_paused
-from . import access, gitops, kueue, monitoring, nodes, probes, sharing, teams
+from . import access, gitops, kueue, monitoring, nodes, platform, probes, sharing, teams
 from .values import ValuesBuilder, build_values
 
 #: Which manifest file each kind goes to; files are applied in kustomization order (namespaces first).
@@ -71,8 +71,8 @@ def operator_namespace(plan: P.Plan) -> dict:
     from . import metadata
 
     # Operands are privileged daemon sets; with Pod Security Admission enforced they need a privileged namespace.
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": metadata(plan, plan.namespace, labels={"pod-security.kubernetes.io/enforce": "privileged"})}
+    labels = {"pod-security.kubernetes.io/enforce": "privileged", **platform.namespace_labels(plan)}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(plan, plan.namespace, labels=labels)}
 
 
 @gc_paused
@@ -95,7 +95,9 @@ def render_tree(plan: P.Plan, command: str) -> Tree:
             if path is None:
                 raise VerificationError([f"no manifest file for kind {doc['kind']}"])
             by_file.setdefault(path, []).append(doc)
-    order = list(dict.fromkeys(KIND_FILES.values()))
+    for path, docs in platform.manifest_files(plan, values.merged()).items():  # GKE quota, NodePools, OLM objects
+        by_file.setdefault(path, []).extend(docs)
+    order = platform.file_order(list(dict.fromkeys(KIND_FILES.values())))
     for path in sorted(by_file, key=order.index):
         docs = sorted(by_file[path], key=lambda d: (order_of_kind(d["kind"]), d["metadata"].get("namespace", ""),
                                                    d["metadata"]["name"]))
@@ -125,7 +127,7 @@ def render_tree(plan: P.Plan, command: str) -> Tree:
     _verify(tree)
     from ..output.report import build_report, report_json, report_markdown
 
-    report = build_report(plan, values, command)
+    report = build_report(plan, values, command, tree.files)
     tree.files["REPORT.md"] = report_markdown(report)
     tree.files["report.json"] = report_json(report)
     return tree
@@ -181,6 +183,9 @@ def _verify(tree: Tree) -> None:
     problems += gitops.problems({path: docs for path, docs in tree.documents.items() if path.startswith("gitops/")})
     problems += kueue.problems([doc for path, docs in tree.documents.items() if path.startswith("manifests/")
                                 for doc in docs])
+    from . import karpenter
+
+    problems += karpenter.problems(tree.documents.get(karpenter.KARPENTER_FILE, []))
     if not problems:  # the semantic check reads documents that passed their schemas
         from ..output import semantic
 

@@ -101,15 +101,10 @@ def build_values(plan: P.Plan) -> ValuesBuilder:
     _driver(plan, b)
     _images(plan, b)
     _monitoring(plan, b)
-    if spec.cluster.distribution == "openshift":
-        b.set("platform.openshift", True, "the cluster runs OpenShift (the chart adds its SCC objects)",
-              ("spec", "cluster", "distribution"))
-    runtime = spec.cluster.container_runtime
-    if runtime is not None and runtime.name == "containerd" and (runtime.config_path or runtime.socket_path):
-        env = [{"name": n, "value": v} for n, v in (("CONTAINERD_CONFIG", runtime.config_path),
-                                                    ("CONTAINERD_SOCKET", runtime.socket_path)) if v]
-        b.set("toolkit.env", env, "the container toolkit must find this distribution's containerd config and socket",
-              ("spec", "cluster", "containerRuntime"))
+    from .platform import settings as platform_settings
+
+    for setting in platform_settings(plan):  # GKE, EKS, AKS, OpenShift, k3s/RKE2/MicroK8s (gpuconf.platforms)
+        b.set(setting.path, setting.value, setting.why, setting.origin)
     for i, override in enumerate(spec.overrides):
         b.set(override.path, override.value, override.why, ("spec", "overrides", i))
     return b

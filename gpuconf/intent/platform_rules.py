@@ -1,0 +1,182 @@
+"""Domain rules of the platforms: what GKE, EKS (+ Karpenter), AKS and OpenShift allow, from gpuconf.platforms.
+
+Registered into rules.RULES like the other domain rules (rules.py imports this module).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from .. import platforms, plan
+from ..findings import ERROR, WARNING, Finding
+from .rules import Context, rule
+
+CLUSTER = ("spec", "cluster")
+
+
+def _pool_loc(i: int, *rest: str | int) -> tuple:
+    return ("spec", "pools", i, *rest)
+
+
+def _driver_loc(ctx: Context, i: int) -> tuple:
+    """Where a pool's managed driver comes from: its own driver block, else the cluster's version or driver."""
+    pool = ctx.intent.spec.pools[i]
+    if pool.driver is not None:
+        return _pool_loc(i, "driver")
+    driver = ctx.intent.spec.driver
+    if driver.version:
+        return ("spec", "driver", "version")
+    return ("spec", "driver", "preinstalled") if driver.preinstalled is not None else (*CLUSTER, "distribution")
+
+
+# --- Karpenter ------------------------------------------------------------------------------------------------
+
+
+@rule("GC345", "Karpenter pools can be launched: settings given, an EC2 instance family carries the GPU")
+def karpenter_pools(ctx: Context) -> Iterator[Finding]:
+    from ..render import karpenter
+
+    cluster = ctx.intent.spec.cluster
+    label = karpenter.nodepool_label()
+    pools = [(i, p) for i, p in enumerate(ctx.intent.spec.pools) if label in p.match.node_labels]
+    if not pools:
+        return
+    settings = cluster.eks.karpenter if cluster.eks is not None else None
+    if cluster.distribution != "eks":
+        for i, pool in pools:
+            yield ctx.finding("GC345", _pool_loc(i, "match", "nodeLabels", label),
+                              f"gpuconf renders Karpenter NodePools for EKS only (distribution is "
+                              f"{cluster.distribution}), so nothing puts the pool's labels on the nodes",
+                              "add the pool's labels and taints (REPORT.md's pool table) to your NodePool's template",
+                              severity=WARNING, at_key=True)
+        return
+    if settings is None:
+        for i, pool in pools:
+            yield ctx.finding("GC345", _pool_loc(i, "match", "nodeLabels", label),
+                              f"pool {pool.name!r} is Karpenter NodePool {pool.match.node_labels[label]!r}, whose "
+                              "template must carry the pool's labels and taints, but spec.cluster.eks.karpenter is "
+                              "not given", "give spec.cluster.eks.karpenter (role, subnetSelectorTerms, "
+                              "securityGroupSelectorTerms) so gpuconf renders the NodePool and its EC2NodeClass",
+                              at_key=True)
+        return
+    if plan.eks_ami(ctx.intent) == "ubuntu":
+        yield ctx.finding("GC345", (*CLUSTER, "eks", "ami"),
+                          "Karpenter has no alias for the Ubuntu EKS AMI: its EC2NodeClass needs amiFamily Custom, "
+                          "the AMI's own selector terms and user data, which gpuconf does not render",
+                          "use ami: al2023 or bottlerocket for Karpenter pools (their NVIDIA variants ship the "
+                          "driver), or create the EC2NodeClass yourself")
+    seen: dict[str, int] = {}
+    for i, pool in pools:
+        name = pool.match.node_labels[label]
+        if name in seen:
+            yield ctx.finding("GC345", _pool_loc(i, "match", "nodeLabels", label),
+                              f"NodePool {name!r} is already pool {ctx.intent.spec.pools[seen[name]].name!r}'s",
+                              "one NodePool per pool: its template carries one pool's labels")
+        seen.setdefault(name, i)
+        for key in pool.match.node_labels:
+            if karpenter.restricted(key) and not karpenter.requirement_key(key) and key != label:
+                yield ctx.finding("GC345", _pool_loc(i, "match", "nodeLabels", key),
+                                  f"Karpenter does not let a NodePool set {key} on its nodes",
+                                  "select the pool by karpenter.sh/nodepool and labels of your own", at_key=True)
+        model = plan.gpu_model(ctx.intent, pool.gpu)
+        if model is None:
+            continue  # GC304
+        offers = platforms.ec2_offers(model.id)
+        if not offers:
+            known = sorted({f"{o['gpuName']} ({o['model']})" for o in platforms.karpenter()["instanceFamilies"]
+                            if o["model"]})
+            yield ctx.finding("GC345", _pool_loc(i, "gpu"),
+                              f"no EC2 instance type carries {model.id}: Karpenter can never launch pool "
+                              f"{pool.name!r}", f"EC2's GPUs by Karpenter's instance-gpu-name: {', '.join(known)}")
+        elif not any(pool.gpus_per_node in o["gpuCounts"] for o in offers):
+            counts = ", ".join(f"{'/'.join(o['families'])}: {', '.join(map(str, o['gpuCounts']))}" for o in offers)
+            yield ctx.finding("GC345", _pool_loc(i, "gpusPerNode"),
+                              f"no EC2 instance type has {pool.gpus_per_node} x {model.id} ({counts} per instance)",
+                              "use a GPU count an instance size of these families has")
+
+
+# --- drivers and device plugins the platform brings -----------------------------------------------------------
+
+
+@rule("GC346", "the platform's own driver, toolkit and device plugin leave room for the pool's settings")
+def platform_stack(ctx: Context) -> Iterator[Finding]:
+    intent = ctx.intent
+    cluster = intent.spec.cluster
+    pools = intent.spec.pools
+    drivers = [plan.pool_driver(intent, p) for p in pools]
+    managed = [i for i, d in enumerate(drivers) if d != "preinstalled"]
+    ami = plan.eks_ami(intent)
+    if ami in ("al2023", "bottlerocket") and managed:
+        i = managed[0]
+        yield ctx.finding("GC346", _driver_loc(ctx, i),
+                          f"the EKS {ami} AMI ships the NVIDIA driver and toolkit, so the operator cannot install "
+                          f"its driver on pool {pools[i].name!r}",
+                          "use spec.cluster.eks.ami: ubuntu for operator-managed drivers (NVIDIA's EKS guide), or "
+                          "keep the AMI's driver (remove the driver version)")
+    if cluster.distribution in ("gke", "aks") and managed and len(managed) < len(pools):
+        i = managed[0]
+        why = {"gke": "the driver and toolkit install directories are cluster-wide (hostPaths.driverInstallDir, "
+                      "toolkit.installDir)",
+               "aks": "keeping AKS's driver switches the operator's toolkit off for the whole cluster"}
+        yield ctx.finding("GC346", _driver_loc(ctx, i),
+                          f"on {cluster.distribution} every pool uses the platform's driver or every pool the "
+                          f"operator's: {why[cluster.distribution]}, but pool {pools[i].name!r} differs",
+                          "give all pools one driver mode (spec.driver.preinstalled)")
+    if ami == "bottlerocket":
+        for i, pool in enumerate(pools):
+            profile = plan.pool_profile(intent, pool)
+            if profile is not None and plan.sharing_kind(profile) != "exclusive":
+                yield ctx.finding("GC346", _pool_loc(i, "sharing"),
+                                  "Bottlerocket's NVIDIA AMI runs its own device plugin (the operator's is switched "
+                                  f"off), so gpuconf's {plan.sharing_kind(profile)} config would not reach it",
+                                  "use exclusive GPUs on Bottlerocket, or spec.cluster.eks.ami: al2023")
+    if cluster.distribution == "gke":
+        yield from _gke_labels(ctx)
+        yield from _gke_tolerations(ctx)
+
+
+def _gke_labels(ctx: Context) -> Iterator[Finding]:
+    key = platforms.gke()["labels"]["accelerator"]
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        value = pool.match.node_labels.get(key)
+        models = platforms.gke_accelerator_models(value) if value is not None else None
+        if models is not None and pool.gpu not in models:
+            yield ctx.finding("GC346", _pool_loc(i, "match", "nodeLabels", key),
+                              f"GKE's accelerator {value} is {' or '.join(models)}, not the pool's {pool.gpu}",
+                              "select the node pool of the pool's GPU model, or fix the pool's gpu")
+
+
+def _gke_tolerations(ctx: Context) -> Iterator[Finding]:
+    taint = platforms.gke()["gpuTaint"]
+    for i, override in enumerate(ctx.intent.spec.overrides):
+        if override.path not in ("daemonsets.tolerations", "node-feature-discovery.worker.tolerations"):
+            continue
+        items = override.value if isinstance(override.value, list) else []
+        if not any(isinstance(t, dict) and t.get("key") in (taint["key"], None) and t.get("operator") == "Exists"
+                   and t.get("effect") in (taint["effect"], None) for t in items):
+            yield ctx.finding("GC346", ("spec", "overrides", i, "value"),
+                              f"GKE taints its GPU nodes {taint['key']}:{taint['effect']}, which this list no longer "
+                              "tolerates: no operand (or NFD worker) would run on them",
+                              f"keep {{key: {taint['key']}, operator: Exists, effect: {taint['effect']}}} in the list")
+
+
+# --- OpenShift --------------------------------------------------------------------------------------------------
+
+
+@rule("GC348", "the OpenShift OLM route has what it needs")
+def openshift_olm(ctx: Context) -> Iterator[Finding]:
+    cluster = ctx.intent.spec.cluster
+    if cluster.distribution != "openshift" or (cluster.openshift is not None and cluster.openshift.install != "olm"):
+        return
+    version = ctx.intent.spec.operator.chart_version
+    from .. import catalog
+
+    if catalog.chart(version) is not None and platforms.olm_bundle(version) is None:
+        known = ", ".join(sorted(platforms.openshift()["olm"]))
+        yield ctx.finding("GC348", ("spec", "operator", "chartVersion"),
+                          f"gpuconf knows the OLM bundle (package, catalogue, channel) of chart {known} only, not of "
+                          f"{version}", f"pin chart {known}, or install with Helm (spec.cluster.openshift.install: helm)")
+    if ctx.intent.spec.delivery.tool == "flux":
+        yield ctx.finding("GC348", ("spec", "delivery", "tool"),
+                          "gpuconf's Flux layout deploys the Helm chart; it has no OLM variant yet",
+                          "deliver with argocd or none, or install with Helm (spec.cluster.openshift.install: helm)")

@@ -1,0 +1,84 @@
+"""Platform facts: what the GPU Operator needs on GKE, EKS (+ Karpenter), AKS, OpenShift, k3s, RKE2 and MicroK8s.
+
+The data is profiles/platforms.json, which tools/derive_reference.py derives from the platform fact sheet (each value
+checked against it) and the EC2NodeClass CRD. This is the one module that reads it; renderers and rules ask here.
+It is loaded on first use; importing this module reads nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from . import catalog
+
+
+@functools.cache
+def facts() -> dict[str, Any]:
+    """profiles/platforms.json, parsed."""
+    data: dict[str, Any] = json.loads(catalog.data_file("platforms.json").read_text(encoding="utf-8"))
+    return data
+
+
+def gke() -> dict[str, Any]:
+    """GKE: the two driver modes, node-pool flags, the ResourceQuota, labels, taint, the containerd 2 trap."""
+    return facts()["gke"]
+
+
+def eks() -> dict[str, Any]:
+    """EKS: what each accelerated AMI ships and the values that follow; managed node group labels."""
+    return facts()["eks"]
+
+
+def karpenter() -> dict[str, Any]:
+    """Karpenter's AWS provider: GPU labels, the instance families per GPU, EC2NodeClass AMI families."""
+    return facts()["karpenter"]
+
+
+def aks() -> dict[str, Any]:
+    """AKS: the operator's driver (node pools without AKS's) or AKS's own; labels; VM series per GPU."""
+    return facts()["aks"]
+
+
+def openshift() -> dict[str, Any]:
+    """OpenShift: the OLM route (package, catalogue source, channel per bundle), NFD operator, monitoring label."""
+    return facts()["openshift"]
+
+
+def runtime(distribution: str) -> dict[str, Any] | None:
+    """The container toolkit's environment on k3s, RKE2 or MicroK8s, with its source; None elsewhere."""
+    found: dict[str, Any] | None = facts()["runtimes"]["distributions"].get(distribution)
+    return found
+
+
+def nri() -> dict[str, Any]:
+    """NRI plugin mode: its values, what it needs (CDI, containerd versions), the CRI-O caveat."""
+    return facts()["runtimes"]["nri"]
+
+
+def not_verified() -> list[str]:
+    """What the fact sheet could not verify (gpuconf warns, or leaves it to an override, instead of guessing)."""
+    return list(facts()["notVerified"])
+
+
+def ec2_offers(model_id: str) -> list[dict[str, Any]]:
+    """The EC2 instance families whose GPU is this model (Karpenter's instance-gpu-name, families, GPU counts)."""
+    return [row for row in karpenter()["instanceFamilies"] if row["model"] == model_id]
+
+
+def gke_accelerator_models(value: str) -> list[str] | None:
+    """The models a cloud.google.com/gke-accelerator value can name, or None for a value gpuconf has not seen."""
+    found: list[str] | None = gke()["acceleratorModels"].get(value)
+    return found
+
+
+def aks_series(model_id: str) -> list[dict[str, Any]]:
+    """The AKS VM series that carry this model (for the report)."""
+    return [row for row in aks()["vmSeries"] if row["model"] == model_id]
+
+
+def olm_bundle(chart_version: str) -> dict[str, Any] | None:
+    """The OLM bundle facts (package, source, channel) of a chart version, or None when gpuconf has none."""
+    found: dict[str, Any] | None = openshift()["olm"].get(chart_version)
+    return found

@@ -1,0 +1,380 @@
+"""What the cluster's platform needs: chart values, objects and node-pool commands for GKE, EKS, AKS, OpenShift,
+k3s, RKE2 and MicroK8s. Every fact comes from gpuconf.platforms (profiles/platforms.json, derived from the platform
+fact sheet); this module decides which of them apply to a plan.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from .. import platforms
+from .. import plan as P
+from . import metadata
+
+#: Objects the platform needs before the chart installs (GKE's ResourceQuota, the OLM subscription); applied right
+#: after the namespaces, and by Flux together with the release.
+PLATFORM_FILE = "manifests/platform.yaml"
+DISTRIBUTION = ("spec", "cluster", "distribution")
+RUNTIME = ("spec", "cluster", "containerRuntime")
+#: The toolkit's environment variables gpuconf sets, in the order the chart's list keeps them.
+TOOLKIT_ENV_ORDER = ("CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "RUNTIME_CONFIG_SOURCE")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One chart value the platform needs, why, and the intent path it follows from."""
+
+    path: str
+    value: Any
+    why: str
+    origin: tuple
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.lstrip("v").split("."))
+
+
+def driver_mode(plan: P.Plan) -> str:
+    """preinstalled when every pool keeps the host's (or platform's) driver, managed when none does, else mixed."""
+    kinds = {"preinstalled" if p.driver == "preinstalled" else "managed" for p in plan.pools}
+    return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+def settings(plan: P.Plan) -> list[Setting]:
+    """The chart values the platform needs, in the order they are applied (before the intent's overrides)."""
+    intent = plan.intent
+    cluster = intent.spec.cluster
+    out: list[Setting] = []
+    env: dict[str, tuple[str, str, tuple]] = {}  # toolkit env name -> (value, why, origin)
+    preinstalled = driver_mode(plan) == "preinstalled"
+    if cluster.distribution == "gke":
+        gke = platforms.gke()
+        if preinstalled:
+            for path, value in sorted(gke["googleDriver"]["values"].items()):
+                out.append(Setting(path, value, "GKE with Google's driver installer: the driver lives in "
+                                   "/home/kubernetes/bin/nvidia, writable and persistent on GKE nodes (NVIDIA's GKE "
+                                   "guide)", DISTRIBUTION))
+        containerd2 = gke["containerd2"]
+        if _version(cluster.kubernetes_version) >= _version(containerd2["fromKubernetes"]):
+            for name, value in containerd2["toolkitEnv"].items():
+                env[name] = (value, f"GKE {containerd2['fromKubernetes']}+ runs containerd 2, whose config.toml the "
+                             "toolkit corrupts unless it reads the file (NVIDIA's GKE guide)",
+                             ("spec", "cluster", "kubernetesVersion"))
+        if any(p.mig_key is not None and P.mig_layout(p.profile, p.model) for p in plan.pools):
+            out.append(Setting("migManager.env", [{"name": k, "value": v} for k, v in gke["migManagerEnv"].items()],
+                               "MIG Manager on GKE must reboot the node to apply a MIG layout (NVIDIA's GKE guide)",
+                               ("spec", "sharingProfiles")))
+    elif cluster.distribution == "eks" and preinstalled:
+        ami = P.eks_ami(intent)
+        facts = platforms.eks()["amis"][ami]
+        for path, value in sorted(facts["values"].items()):
+            out.append(Setting(path, value, f"the EKS {ami} AMI ships {_plain(facts['ships'])} (AWS's EKS AMI guide)",
+                               ("spec", "cluster", "eks") if cluster.eks is not None else DISTRIBUTION))
+    elif cluster.distribution == "aks" and preinstalled:
+        for path, value in sorted(platforms.aks()["preinstalled"]["values"].items()):
+            out.append(Setting(path, value, "AKS's GPU node image keeps its driver and toolkit, whose runtime handler "
+                               "is nvidia-container-runtime (NVIDIA's AKS guide)", ("spec", "driver")))
+    elif cluster.distribution == "openshift":
+        out.append(Setting("platform.openshift", True, "the cluster runs OpenShift (the chart adds its SCC objects)",
+                           DISTRIBUTION))
+        for path, value in sorted(platforms.openshift()["clusterPolicy"]["operator"].items()):
+            out.append(Setting(f"operator.{path}", value, "RHCOS drivers are built with OpenShift's Driver Toolkit, "
+                               "entitlement-free (NVIDIA's OpenShift guide; the bundle's example ClusterPolicy)",
+                               DISTRIBUTION))
+    runtime = cluster.container_runtime
+    nri = runtime is not None and runtime.nri
+    facts = platforms.runtime(cluster.distribution)
+    if facts is not None and not nri:
+        for name, value in facts["toolkitEnv"].items():
+            env[name] = (value, f"{cluster.distribution} keeps containerd in its own place ({_source(facts)})",
+                         DISTRIBUTION)
+    if runtime is not None and runtime.name == "containerd" and not nri:
+        for name, value in (("CONTAINERD_CONFIG", runtime.config_path), ("CONTAINERD_SOCKET", runtime.socket_path)):
+            if value:
+                env[name] = (value, "the container toolkit must find this distribution's containerd config and "
+                             "socket", RUNTIME)
+    if nri:
+        for path, value in sorted(platforms.nri()["values"].items()):
+            out.append(Setting(path, value, "NRI plugin mode: the toolkit injects devices through containerd's NRI "
+                               "and leaves its config alone (NVIDIA's CDI guide)", (*RUNTIME, "nri")))
+    if env:
+        names = [n for n in TOOLKIT_ENV_ORDER if n in env]
+        origin = env[names[0]][2]
+        why = "; ".join(dict.fromkeys(env[n][1] for n in names))
+        out.append(Setting("toolkit.env", [{"name": n, "value": env[n][0]} for n in names], why, origin))
+    return out
+
+
+def _plain(markdown: str) -> str:
+    """A fact-sheet cell without its Markdown emphasis."""
+    return markdown.replace("**", "").replace("`", "")
+
+
+def _source(facts: dict) -> str:
+    return ("community reports: " if facts["community"] else "") + facts["source"]
+
+
+# --- objects --------------------------------------------------------------------------------------------------
+
+
+def gke_resource_quota(plan: P.Plan) -> dict:
+    """GKE admits system-node-critical pods outside kube-system only under a ResourceQuota that names the class."""
+    quota = platforms.gke()["resourceQuota"]
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": metadata(plan, quota["name"], plan.namespace),
+        "spec": {
+            "hard": {"pods": str(quota["pods"])},
+            "scopeSelector": {"matchExpressions": [
+                {"operator": "In", "scopeName": "PriorityClass", "values": list(quota["priorityClasses"])}]},
+        },
+    }
+
+
+def manifest_files(plan: P.Plan, merged_values: dict) -> dict[str, list[dict]]:
+    """The platform's manifest files and their objects, in apply order; files without objects are left out."""
+    from . import karpenter, openshift
+
+    files: dict[str, list[dict]] = {PLATFORM_FILE: [], karpenter.KARPENTER_FILE: karpenter.render(plan)}
+    if plan.intent.spec.cluster.distribution == "gke":
+        files[PLATFORM_FILE].append(gke_resource_quota(plan))
+    if openshift.olm(plan):
+        worker = merged_values.get("node-feature-discovery", {}).get("worker", {}).get("tolerations", [])
+        files[PLATFORM_FILE] += [*openshift.subscription_objects(plan), openshift.nfd_instance(plan, worker)]
+        files[openshift.CLUSTER_POLICY_FILE] = [openshift.cluster_policy(plan, merged_values)]
+    return {path: docs for path, docs in files.items() if docs}
+
+
+def file_order(order: list[str]) -> list[str]:
+    """The manifest files in apply order with the platform's: its objects right after the namespaces, the
+    ClusterPolicy after the ConfigMaps it names, Karpenter's NodePools after the node-feature rules (both label
+    nodes)."""
+    from . import karpenter, openshift
+
+    out = list(order)
+    out.insert(out.index("manifests/namespaces.yaml") + 1, PLATFORM_FILE)
+    out.insert(out.index("manifests/sharing-configs.yaml") + 1, openshift.CLUSTER_POLICY_FILE)
+    out.insert(out.index("manifests/node-feature-rules.yaml") + 1, karpenter.KARPENTER_FILE)
+    return out
+
+
+def namespace_labels(plan: P.Plan) -> dict[str, str]:
+    """Labels the platform wants on the operator namespace: OpenShift's monitoring stack scrapes only labelled ones
+    (other than nvidia-gpu-operator, platform-facts §4)."""
+    if plan.intent.spec.cluster.distribution != "openshift":
+        return {}
+    label = platforms.openshift()["monitoringLabel"]
+    return {label["key"]: label["value"]}
+
+
+def probe_tolerations(plan: P.Plan) -> list[dict]:
+    """Tolerations every probe needs on this platform: GKE taints its GPU nodes with nvidia.com/gpu.
+
+    GKE's ExtendedResourceToleration adds that toleration only to pods requesting nvidia.com/gpu itself, not to a
+    probe of nvidia.com/gpu.shared or a MIG resource (platform-facts §1).
+    """
+    if plan.intent.spec.cluster.distribution != "gke":
+        return []
+    taint = platforms.gke()["gpuTaint"]
+    return [{"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}]
+
+
+# --- node-pool commands ---------------------------------------------------------------------------------------
+
+
+def _settable(labels: dict[str, str], reserved: str) -> dict[str, str]:
+    """Labels a node-pool command may set: not the provider's reserved prefix (it sets those itself)."""
+    return {k: v for k, v in sorted(labels.items()) if not k.startswith(reserved)}
+
+
+def _taint_flag(pool: P.PoolPlan) -> str:
+    return ",".join(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.pool.taints)
+
+
+def _script(lines: list[str], required: dict[str, str], command: list[str]) -> str:
+    out = [*lines, "set -eu"]
+    out += [f': "${{{name}:?{why}}}"' for name, why in required.items()]
+    out.append(" \\\n  ".join(command))
+    return "\n".join(out) + "\n"
+
+
+def gke_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
+    """`gcloud container node-pools create` for a pool selected by GKE node-pool labels."""
+    gke = platforms.gke()
+    labels = pool.pool.match.node_labels
+    if not any(k.startswith(gke["reservedLabelPrefix"]) for k in labels):
+        return None
+    name = labels.get(gke["labels"]["nodePool"], pool.name)
+    accelerator = labels.get(gke["labels"]["accelerator"])
+    required = {"CLUSTER": "set CLUSTER to the GKE cluster", "LOCATION": "set LOCATION to its region or zone",
+                "MACHINE_TYPE": "set MACHINE_TYPE to a machine type that carries the GPUs"}
+    if accelerator is None:
+        required["ACCELERATOR"] = f"set ACCELERATOR to GKE's accelerator type of {pool.model.id}"
+        accelerator = "$ACCELERATOR"
+    own = {**_settable({**labels, **pool.labels}, gke["reservedLabelPrefix"]),
+           gke["nodePoolLabel"]["key"]: gke["nodePoolLabel"]["value"]}
+    command = ["gcloud container node-pools create " + shlex.quote(name),
+               '--cluster "$CLUSTER"', '--location "$LOCATION"', '--machine-type "$MACHINE_TYPE"',
+               f"--num-nodes {pool.pool.nodes}",
+               f"--accelerator type={accelerator},count={pool.pool.gpus_per_node},{gke['acceleratorOption']}",
+               "--node-labels " + shlex.quote(",".join(f"{k}={v}" for k, v in sorted(own.items())))]
+    if pool.pool.taints:
+        command.append("--node-taints " + shlex.quote(_taint_flag(pool)))
+    return _script([
+        f"# GKE node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node.",
+        f"# {gke['nodePoolLabel']['key']} removes GKE's own device plugin and {gke['acceleratorOption']} its",
+        "# automatic driver install, in either driver mode (NVIDIA's GKE guide); the pool's labels and taints are the",
+        "# ones gpuconf's configs and probes expect.",
+    ], required, command)
+
+
+def aks_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
+    """`az aks nodepool add` for a pool selected by its AKS agent pool."""
+    aks = platforms.aks()
+    labels = pool.pool.match.node_labels
+    agent_pool = labels.get(aks["agentPoolLabel"])
+    if agent_pool is None:
+        return None
+    required = {"RESOURCE_GROUP": "set RESOURCE_GROUP to the cluster's resource group",
+                "CLUSTER": "set CLUSTER to the AKS cluster", "VM_SIZE": "set VM_SIZE to a GPU VM size"}
+    own = _settable({**labels, **pool.labels}, aks["reservedLabelPrefix"])
+    command = ['az aks nodepool add --resource-group "$RESOURCE_GROUP" --cluster-name "$CLUSTER"',
+               f"--name {shlex.quote(agent_pool)}", '--node-vm-size "$VM_SIZE"', f"--node-count {pool.pool.nodes}",
+               "--labels " + " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(own.items()))]
+    if pool.pool.taints:
+        command.append("--node-taints " + shlex.quote(_taint_flag(pool)))
+    lines = [f"# AKS node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node."]
+    if pool.driver != "preinstalled":
+        command.append(aks["operatorDriver"]["nodePoolFlag"])
+        lines += [f"# {aks['operatorDriver']['nodePoolFlag']} ({aks['operatorDriver']['cli']}) leaves the driver to "
+                  "the operator; it applies only when the pool is created (NVIDIA's AKS guide)."]
+    return _script(lines, required, command)
+
+
+def node_pool_scripts(plan: P.Plan) -> dict[str, str]:
+    """node-templates/<pool>.<platform>.sh for the pools of a GKE or AKS node pool."""
+    render = {"gke": (gke_node_pool, "gke"), "aks": (aks_node_pool, "aks")}.get(plan.intent.spec.cluster.distribution)
+    if render is None:
+        return {}
+    function, suffix = render
+    out = {}
+    for pool in plan.pools:
+        if pool.nfd:
+            continue
+        text = function(plan, pool)
+        if text is not None:
+            out[f"{pool.name}.{suffix}.sh"] = text
+    return out
+
+
+# --- what the report says about the platform -----------------------------------------------------------------------
+
+
+def notes(plan: P.Plan) -> list[dict[str, str]]:
+    """What gpuconf set for the platform and why, what to do outside gpuconf, and what could not be verified."""
+    from . import karpenter, openshift
+
+    intent = plan.intent
+    cluster = intent.spec.cluster
+    mode = driver_mode(plan)
+    out: list[dict[str, str]] = []
+
+    def note(title: str, text: str, source: str) -> None:
+        out.append({"title": title, "text": text, "source": source})
+
+    if cluster.distribution == "gke":
+        gke = platforms.gke()
+        if mode == "preinstalled":
+            note("Driver: Google's installer", "gpuconf sets driver.enabled=false and points hostPaths.driverInstallDir "
+                 "and toolkit.installDir at /home/kubernetes/bin/nvidia. Install the driver with " +
+                 _plain(gke["googleDriver"]["installer"]) + ".", gke["source"])
+        else:
+            note("Driver: the operator's", "The operator installs the driver: this works on node pools with the "
+                 f"{gke['operatorDriver']['nodeOs']} image; hostPaths stay the chart's.", gke["source"])
+        note("Node pools", f"Create every GPU node pool with the node label {gke['nodePoolLabel']['key']}="
+             f"{gke['nodePoolLabel']['value']} (no GKE device plugin) and --accelerator "
+             f"type=...,{gke['acceleratorOption']} (no automatic driver); node-templates/<pool>.gke.sh has the command "
+             "for pools selected by GKE node-pool labels.", gke["source"])
+        note("ResourceQuota", f"GKE admits system-node-critical pods outside kube-system only under a ResourceQuota "
+             f"naming that class: manifests/platform.yaml holds {gke['resourceQuota']['name']} for {plan.namespace}; "
+             "apply it before the chart.", gke["resourceQuota"]["source"])
+        note("GPU taint", f"GKE taints GPU nodes {gke['gpuTaint']['key']}:{gke['gpuTaint']['effect']}; the chart's "
+             "operand and NFD tolerations cover it and gpuconf's probes tolerate it.", gke["source"])
+    elif cluster.distribution == "eks":
+        eks = platforms.eks()
+        ami = P.eks_ami(intent)
+        facts = eks["amis"][ami]
+        set_ = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(facts["values"].items()))
+        note(f"AMI: {ami}", f"The AMI ships {_plain(facts['ships'])}." + (f" gpuconf sets {set_}." if set_ else ""),
+             facts["source"])
+        if facts["values"].get("toolkit.enabled") is False:
+            note("Runtime handler", "With the AMI's toolkit the operator's RuntimeClass handler (operator.runtimeClass, "
+                 "chart default nvidia) must already exist in the node's containerd config. Not verified: the handler "
+                 "name on the AMI, and CDI with the AMI's toolkit; override operator.runtimeClass if it differs.",
+                 "platform-facts §0 and §6")
+        if any(not p.nfd for p in plan.pools) and not karpenter.karpenter_pools(plan):
+            note("Managed node groups", f"eksctl installs its own NVIDIA device plugin on GPU node groups: create them "
+                 f"with {eks['eksctlDevicePlugin']}.", "docs.aws.amazon.com/eks/latest/eksctl/gpu-support.html")
+        pools = karpenter.karpenter_pools(plan)
+        if pools:
+            names = ", ".join(p.pool.match.node_labels[karpenter.nodepool_label()] for p in pools)
+            note("Karpenter", f"manifests/karpenter.yaml holds the NodePools {names} (the pools' GPU, labels, taints "
+                 f"and size) and EC2NodeClass {karpenter.NODE_CLASS_NAME} with AMI alias {karpenter.ami_alias(plan)}. "
+                 "Karpenter counts a node as initialized only once nvidia.com/gpu is registered, so the driver, "
+                 "toolkit and device plugin must come up first." + (
+                     " The alias latest moves with every AMI release (drift): pin amiVersion in production."
+                     if karpenter.ami_alias(plan).endswith("@latest") else ""),
+                 platforms.karpenter()["source"])
+    elif cluster.distribution == "aks":
+        aks = platforms.aks()
+        if mode == "preinstalled":
+            set_ = ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(aks["preinstalled"]["values"].items()))
+            note("Driver: AKS's", f"AKS's GPU image keeps its driver and toolkit: gpuconf sets {set_}. Not verified: CDI "
+                 "with AKS's toolkit.", aks["source"])
+        else:
+            driver = aks["operatorDriver"]
+            note("Driver: the operator's", f"Create the GPU node pools with {driver['nodePoolFlag']} ({driver['cli']}; "
+                 f"earlier {driver['olderFlag']}): the setting applies only when a pool is created, so scale an "
+                 "existing pool to zero and back. node-templates/<pool>.aks.sh has the command for pools selected by "
+                 "agent pool.", aks["source"])
+        for pool in plan.pools:
+            series = platforms.aks_series(pool.model.id)
+            if series:
+                note(f"VM sizes for {pool.name}", "; ".join(
+                    f"{s['series']}: {_plain(s['gpu'])}, {s['perGpu']} per GPU, {s['gpusPerVm']} per VM ({s['source']})"
+                    for s in series) + ".", "platform-facts §3 (MS-VM)")
+    elif cluster.distribution == "openshift":
+        ocp = platforms.openshift()
+        if openshift.olm(plan):
+            bundle = platforms.olm_bundle(plan.chart_version)
+            note("OLM", f"manifests/platform.yaml subscribes {plan.namespace} to {bundle['package']} (channel "
+                 f"{bundle['channel']}, catalogue {bundle['source']}) with manual approval: approve the InstallPlan "
+                 f"of {plan.chart_version}. manifests/cluster-policy.yaml is the ClusterPolicy the chart would "
+                 f"render from values.yaml; it applies once the CSV has installed its CRD. OpenShift "
+                 f"{bundle['openshiftVersions']}.", ocp["source"])
+            note("NFD", f"Install Red Hat's Node Feature Discovery Operator ({ocp['nfd']['namespace']}) first; "
+                 f"manifests/platform.yaml holds its NodeFeatureDiscovery {openshift.NFD_INSTANCE_NAME}, and GPU "
+                 f"nodes then carry {ocp['nfd']['presentLabel']}=true.", "NVD:ocp-install-nfd")
+        else:
+            note("Helm on OpenShift", "NVIDIA documents only the OLM route for OpenShift; the chart's "
+                 "platform.openshift is set for this Helm install.", ocp["source"])
+        if plan.namespace != ocp["suggestedNamespace"]:
+            label = ocp["monitoringLabel"]
+            note("Monitoring", f"The namespace carries {label['key']}={label['value']}, which OpenShift's monitoring "
+                 f"needs outside {ocp['suggestedNamespace']}.", ocp["source"])
+    facts = platforms.runtime(cluster.distribution)
+    runtime = cluster.container_runtime
+    if runtime is not None and runtime.nri:
+        nri = platforms.nri()
+        note("NRI plugin mode", f"cdi.nriPluginEnabled=true: the toolkit does not touch containerd's config and no "
+             f"nvidia RuntimeClass is created. Needs {nri['containerd']}" +
+             (f" (RKE2 {nri['rke2']})" if cluster.distribution == "rke2" else "") + ".", nri["source"])
+    elif facts is not None:
+        env = ", ".join(f"{k}={v}" for k, v in facts["toolkitEnv"].items())
+        note("Container runtime", f"gpuconf sets the toolkit's {env}" + (
+            "; these paths come from community reports, not NVIDIA's documents" if facts["community"] else "") +
+             ". NRI plugin mode (containerRuntime.nri) needs none of them.", _source(facts))
+    return out
