@@ -365,8 +365,15 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
 
     # --- cluster, operator, driver
     cluster: dict[str, Any] = {"kubernetesVersion": _pick(draw, KUBERNETES_VERSIONS)}
-    _maybe(draw, cluster, "distribution", st.sampled_from(DISTRIBUTIONS))
-    # GC327 (warnings): rke2, k3s and microk8s need containerd's config and socket paths; cri-o paths are ignored.
+    # GKE and AKS take one driver mode for every pool and EKS's accelerated AMIs ship the driver (GC346), OpenShift's
+    # OLM route knows one chart's bundle (GC348): tests/test_platforms.py covers those; here EKS runs Ubuntu nodes
+    # (the operator's driver) and OpenShift installs with Helm, as any other distribution.
+    _maybe(draw, cluster, "distribution", st.sampled_from([d for d in DISTRIBUTIONS if d not in ("gke", "aks")]))
+    if cluster.get("distribution") == "eks":
+        cluster["eks"] = {"ami": "ubuntu"}
+    elif cluster.get("distribution") == "openshift":
+        cluster["openshift"] = {"install": "helm"}
+    # gpuconf derives containerd's paths on rke2, k3s and microk8s; the intent's paths win (GC327 warns about cri-o's).
     relocated = cluster.get("distribution") in ("rke2", "k3s", "microk8s")
     if relocated or draw(st.booleans()):
         runtime: dict[str, Any] = {}

@@ -549,14 +549,15 @@ def test_committed_data_is_what_the_script_derives() -> None:
     first = derive.derive(REFERENCE)
     assert first == derive.derive(REFERENCE)  # idempotent: same bytes on every run
     assert set(first) == {"profiles/gpus.json", "profiles/charts/v26.3.3.json", "profiles/charts/v26.7.0.json",
-                          "profiles/dcgm-metrics.json",
+                          "profiles/dcgm-metrics.json", "profiles/platforms.json",
                           "tests/fixtures/h200-mig-placements.json"}
     for rel, data in first.items():
         assert (REPO_ROOT / rel).read_bytes() == data, f"{rel} is stale: run python tools/derive_reference.py"
 
 
 def test_derived_files_announce_how_to_regenerate_them() -> None:
-    for rel in ("profiles/gpus.json", "profiles/charts/v26.7.0.json", "tests/fixtures/h200-mig-placements.json"):
+    for rel in ("profiles/gpus.json", "profiles/charts/v26.7.0.json", "profiles/platforms.json",
+                "tests/fixtures/h200-mig-placements.json"):
         header = json.loads((REPO_ROOT / rel).read_text(encoding="utf-8"))["generated"]
         assert header["command"] == "python tools/derive_reference.py"
         assert header["inputs"] and all(v.startswith("sha256:") for v in header["inputs"].values())

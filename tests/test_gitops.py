@@ -399,8 +399,9 @@ def test_several_intents_and_a_fleet_render_in_one_call(run, tmp_path):
     out = tmp_path / "out"
     result = run("render", *[str(p) for p in EXAMPLES], str(FLEET), "-o", str(out))
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["edge-lab", "eu-prod", "hpc-hybrid", "lab", "ml-fleet", "ml-prod",
-                                                     "secure-enclave", "us-prod"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "aks-research", "edge-lab", "eks-inference", "eu-prod", "gke-ml", "hpc-hybrid", "k3s-lab", "lab", "ml-fleet",
+        "ml-prod", "ocp-ai", "secure-enclave", "us-prod", "workstations"]
     assert run("render", *[str(p) for p in EXAMPLES], str(FLEET), "-o", str(out), "--check").exit_code == 0
 
 

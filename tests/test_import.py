@@ -76,7 +76,7 @@ def test_draft_reads_what_the_nodes_tell(run):
     assert [(t.key, t.effect) for t in pools["batch-h100"].taints] == [("hpc.example.com/batch", "NoExecute")]
     assert intent.spec.sharing_profiles[pools["new-h200"].sharing].mig.preset == "all-1g.18gb"
     # What cannot be read off a node is said so.
-    assert "# not inferred: containerd's config and socket paths" in text
+    assert "# containerd's paths for this distribution come with gpuconf" in text
     assert "chartVersion: v26.7.0  # the gpu-operator image (the validator) the GPU nodes run" in text
     # The mixed strategy's per-profile resources tell the layout exactly: nothing is assumed.
     assert "migStrategy: mixed # the nodes' GFD mig.strategy" in text and "# assumed" not in text

@@ -157,15 +157,32 @@ def test_upgrade_policy_uses_the_chart_keys(trees):
 
 
 def _label_sources(tree):
-    """(pool, labels) from NodeFeatureRules and node templates."""
+    """(pool, labels) from NodeFeatureRules, Karpenter NodePools, GKE/AKS node-pool commands and kubelet flags."""
+    import shlex
+
     out = []
     for doc in _docs(tree.files.get("manifests/node-feature-rules.yaml", "")):
         for rule in doc["spec"]["rules"]:
             out.append((rule["labels"]["gpuconf.dev/pool"], rule["labels"]))
+    for doc in _docs(tree.files.get("manifests/karpenter.yaml", "")):
+        if doc["kind"] == "NodePool":
+            labels = doc["spec"]["template"]["metadata"]["labels"]
+            out.append((labels["gpuconf.dev/pool"], labels))
     for path, text in tree.files.items():
         if path.endswith(".kubelet.env"):
             flags = re.search(r"--node-labels=(\S+)", text).group(1).rstrip('"')
             labels = dict(item.split("=", 1) for item in flags.split(","))
+            out.append((labels["gpuconf.dev/pool"], labels))
+        elif path.endswith((".gke.sh", ".aks.sh")):
+            words = shlex.split(text.split("\nset -eu\n", 1)[1].replace("\\\n", " "), comments=True)
+            flag = "--node-labels" if path.endswith(".gke.sh") else "--labels"
+            start = words.index(flag) + 1
+            items = []
+            for word in words[start:]:
+                if word.startswith("--"):
+                    break
+                items += word.split(",")
+            labels = dict(item.split("=", 1) for item in items)
             out.append((labels["gpuconf.dev/pool"], labels))
     return out
 
@@ -232,9 +249,8 @@ def test_per_pool_drivers_are_disjoint_and_switched_on_only_when_needed(trees):
 def test_node_group_pool_gets_a_template_not_a_rule(trees):
     tree = trees["heterogeneous"]
     assert "node-templates/infer-a100.kubelet.env" in tree.files
-    pool = _docs(tree.files["node-templates/infer-a100.nodepool.yaml"])[0]
-    assert pool["kind"] == "NodePool"
-    assert pool["spec"]["template"]["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] == "infer"
+    # A managed node group is not Karpenter's: no NodePool pretends to be it.
+    assert not any(p.endswith(".nodepool.yaml") for p in tree.files) and "manifests/karpenter.yaml" not in tree.files
     rules = _docs(tree.files["manifests/node-feature-rules.yaml"])
     assert "gpuconf-pool-infer-a100" not in [d["metadata"]["name"] for d in rules]
 

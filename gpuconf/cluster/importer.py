@@ -227,6 +227,7 @@ class Importer:
         self.strategies: Counter = Counter()
         self.gpu_names: list[str] = []  # every GPU node, to prove that a hostname prefix is a pool's own
         self.operator_images: Counter = Counter()  # (repository, tag) of gpu-operator images -> GPU nodes
+        self.amis: Counter = Counter()  # EKS node AMIs of the GPU nodes, read off their OS image
 
     def add(self, raw: Mapping[str, Any]) -> None:
         """Read one Node object."""
@@ -241,6 +242,7 @@ class Importer:
         self.gpu_names.append(node.name)
         self.operator_images.update(_operator_images(raw))
         labels = node.labels
+        self.amis[_eks_ami(raw)] += 1
         model_id = N.node_model(labels)
         if model_id is None:
             product = labels.get(N.GFD_PRODUCT)
@@ -479,8 +481,12 @@ class Importer:
             cluster.yaml_add_eol_comment("the nodes' GFD mig.strategy; the pools alone would derive another",
                                          "migStrategy")
         if distribution in ("rke2", "k3s", "microk8s"):
-            note(cluster, "distribution", "not inferred: containerd's config and socket paths "
-                 "(spec.cluster.containerRuntime) for this distribution", 4)
+            note(cluster, "distribution", "containerd's paths for this distribution come with gpuconf (REPORT.md says "
+                 "which); spec.cluster.containerRuntime overrides them", 4)
+        if distribution == "eks":
+            ami = self._eks_ami(groups)
+            cluster["eks"] = CommentedMap([("ami", ami[0])])
+            cluster["eks"].yaml_add_eol_comment(ami[1], "ami")
         operator = self._operator(note)
 
         # The cluster's driver: what most managed nodes run that no pool pins. A pool with its own NVIDIADriver
@@ -609,6 +615,15 @@ class Importer:
             note(operator, "registry", "not inferred: imagePullSecrets (by name), if the mirror needs credentials", 4)
         return operator
 
+    def _eks_ami(self, groups: list) -> tuple[str, str]:
+        """The EKS AMI of the draft and the comment that says where it comes from."""
+        seen = [ami for ami, _ in self.amis.most_common() if ami is not None]
+        if seen:
+            return seen[0], "the GPU nodes' OS image"
+        if any(not g.preinstalled for g in groups):
+            return "ubuntu", "not inferred: the operator installs the driver, which EKS's NVIDIA AMIs ship themselves"
+        return "al2023", "not inferred: EKS's AL2023 NVIDIA AMI assumed (bottlerocket if the nodes run it)"
+
     def _kubernetes_version(self) -> tuple[str, str]:
         if not self.kubelets:
             return KUBERNETES_VERSIONS[-1], "not inferred: no kubelet version on the nodes"
@@ -730,6 +745,15 @@ def _valid_version(version: str | None) -> str | None:
 def _dns(text: str) -> str:
     name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     return name[:63].rstrip("-")
+
+
+def _eks_ami(raw: Mapping[str, Any]) -> str | None:
+    """The EKS AMI a node runs, from its OS image (Amazon Linux 2023, Bottlerocket OS, Ubuntu), or None."""
+    image = str(((raw.get("status") or {}).get("nodeInfo") or {}).get("osImage", ""))
+    for word, ami in (("Bottlerocket", "bottlerocket"), ("Amazon Linux 2023", "al2023"), ("Ubuntu", "ubuntu")):
+        if word in image:
+            return ami
+    return None
 
 
 def _names(nodes: list[str]) -> str:

@@ -54,10 +54,10 @@ def karpenter_pools(ctx: Context) -> Iterator[Finding]:
         for i, pool in pools:
             yield ctx.finding("GC345", _pool_loc(i, "match", "nodeLabels", label),
                               f"pool {pool.name!r} is Karpenter NodePool {pool.match.node_labels[label]!r}, whose "
-                              "template must carry the pool's labels and taints, but spec.cluster.eks.karpenter is "
-                              "not given", "give spec.cluster.eks.karpenter (role, subnetSelectorTerms, "
-                              "securityGroupSelectorTerms) so gpuconf renders the NodePool and its EC2NodeClass",
-                              at_key=True)
+                              "template must carry the pool's labels and taints; without spec.cluster.eks.karpenter "
+                              "gpuconf does not render it", "give spec.cluster.eks.karpenter (role, "
+                              "subnetSelectorTerms, securityGroupSelectorTerms), or add the labels and taints of "
+                              "REPORT.md's pool table to the NodePool yourself", severity=WARNING, at_key=True)
         return
     if plan.eks_ami(ctx.intent) == "ubuntu":
         yield ctx.finding("GC345", (*CLUSTER, "eks", "ami"),

@@ -271,7 +271,9 @@ def declared_model_facts(plan: P.Plan) -> list[dict]:
         rows.append({
             "id": model_id, "line": plan.line(("spec", "gpuModels", model_id)), "name": model.name,
             "pciDeviceIds": list(model.pci_device_ids), "pciSubsystemIds": list(model.pci_subsystem_ids),
-            "memoryGiB": model.memory_gib, "computeCapability": model.compute_capability,
+            # A whole number of GiB as an integer: report.json stays plain data (orjson's fast path).
+            "memoryGiB": int(model.memory_gib) if float(model.memory_gib).is_integer() else model.memory_gib,
+            "computeCapability": model.compute_capability,
             "productLabels": list(model.product_labels),
             "pools": [p.name for p in plan.pools if p.model.id == model_id],
         })
