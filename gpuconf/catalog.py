@@ -106,6 +106,7 @@ class ChartFacts:
     nfd_defaults_source: str = ""
     #: values path -> {becomes, templates, when}: values the templates' `| default` replaces when empty
     helm_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
+    nfd_app_version: str | None = None  # the NFD subchart's appVersion (its image's default tag), where known
 
 
 # --- loading ---------------------------------------------------------------------------------------------------
@@ -388,6 +389,7 @@ def chart(version: str) -> ChartFacts | None:
         free_form_map_paths=tuple(raw["freeFormMapPaths"]),
         nfd_defaults_source=raw["nfdDefaultsSource"],
         helm_defaults=MappingProxyType(raw["helmDefaults"]),
+        nfd_app_version=raw["nfdAppVersion"],
     )
 
 

@@ -365,6 +365,22 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
 
 
 @main.command()
+@click.argument("intent", type=click.Path(exists=True, dir_okay=False))
+@click.option("--driver-os", "driver_os", multiple=True, metavar="TAG",
+              help="OS tag of the GPU nodes (ubuntu24.04, rhel9.6, ...): driver images are tagged <version>-<TAG>. "
+                   "Repeat for several.")
+def images(intent: str, driver_os: tuple[str, ...]) -> None:
+    """Print every image INTENT's output makes the cluster pull (repository:tag), sorted, one per line.
+
+    With spec.operator.registry set, all of them point at the mirror: fill it with a loop over the output.
+    Notes on what cannot be listed exactly (driver OS tags, OLM's catalogue) go to stderr.
+    """
+    from .pipeline import images as list_images
+
+    _finish(list_images(intent, tuple(driver_os)))
+
+
+@main.command()
 def rules() -> None:
     """List the stable finding codes and what each checks."""
     from .output.summary import rules_text

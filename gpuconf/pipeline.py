@@ -160,3 +160,22 @@ def _diff_against(tree, intent: str, against: str, fmt: str) -> Outcome:
     else:
         text = diff_markdown(result) if fmt == "markdown" else diff_text(result)
     return Outcome(text, code=EXIT_OK if result.equal else EXIT_FINDINGS)
+
+
+def images(intent: str, driver_os: tuple[str, ...]) -> Outcome:
+    """`gpuconf images`: the image references a valid intent's rendered output pulls, one a line, sorted."""
+    from .output.images import images as list_images
+    from .render.tree import VerificationError
+
+    try:
+        rendered = render_path(intent, "out")
+    except VerificationError as exc:
+        return Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
+                       code=EXIT_INTERNAL)
+    if not rendered.ok:
+        from .findings import format_text
+
+        return Outcome(format_text(rendered.findings), [f"{intent}: invalid; no images"], EXIT_FINDINGS)
+    tree = rendered.tree
+    found = list_images(tree.plan, tree.values.merged(), tree.documents, driver_os)
+    return Outcome("".join(f"{ref}\n" for ref in found.references), [f"gpuconf: note: {n}" for n in found.notes])

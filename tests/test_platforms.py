@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -72,3 +73,437 @@ def test_a_declared_model_on_a_shared_device_id_needs_its_own_subsystem(tmp_path
     assert _codes(_validate(tmp_path, text)) == [("GC344", "error", "spec.gpuModels.X1.pciDeviceIds")]
     with_subsystem = text.replace('memoryGiB: 16}', 'memoryGiB: 16, pciSubsystemIds: ["0x000110DE"]}')
     assert _validate(tmp_path, with_subsystem).findings == []
+
+
+def _values(tree) -> dict:
+    return YAML11.load(tree.files["values.yaml"]) or {}
+
+
+def _merged(tree) -> dict:
+    return tree.values.merged()
+
+
+def _policy(tree) -> dict:
+    """The ClusterPolicy spec the chart renders from the tree's values (the operator's view of them)."""
+    from gpuconf.render.clusterpolicy import spec, without_nulls
+
+    return without_nulls(spec(_merged(tree), tree.plan.chart_version))
+
+
+def _verified(tree) -> None:
+    """Every document of the tree passes gpuconf's own verification again, and what is written is what it checked."""
+    from gpuconf.output import verify
+
+    version = tree.plan.intent.spec.cluster.kubernetes_version
+    for path, docs in tree.documents.items():
+        for doc in docs:
+            assert verify.verify_object(doc, version, path) == [], (path, doc["kind"])
+            assert doc in _docs(tree.files[path])
+
+
+def _intent(cluster: str, pools: str, extra: str = "") -> str:
+    """An intent with the given cluster, pools (YAML list items) and other spec sections (YAML lines)."""
+    return ("apiVersion: gpuconf.dev/v1alpha1\nkind: ClusterIntent\nmetadata: {name: lab}\nspec:\n"
+            f"  cluster: {cluster}\n  operator: {{chartVersion: v26.7.0}}\n{extra}  pools:\n{pools}")
+
+
+L4_POOL = "    - {name: l4, gpu: L4, gpusPerNode: 2, nodes: 3, match: {pciDevice: true}}\n"
+
+
+# --- GKE ------------------------------------------------------------------------------------------------------------
+
+
+def test_gke_with_googles_installer_points_the_operator_at_googles_driver(tmp_path):
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.33", distribution: gke}', L4_POOL))
+    values = _values(tree)
+    assert values["driver"]["enabled"] is False
+    assert values["hostPaths"]["driverInstallDir"] == values["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
+    # GKE 1.33+ runs containerd 2: the toolkit must read containerd's config from the file.
+    assert {"name": "RUNTIME_CONFIG_SOURCE", "value": "file"} in values["toolkit"]["env"]
+    # The operator reads the ClusterPolicy: the chart renders these values into it, CDI on as NVIDIA documents.
+    policy = _policy(tree)
+    assert policy["hostPaths"]["driverInstallDir"] == policy["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
+    assert policy["driver"]["enabled"] is False and policy["cdi"]["enabled"] is True
+    assert {"name": "RUNTIME_CONFIG_SOURCE", "value": "file"} in policy["toolkit"]["env"]
+    # The quota GKE needs for system-node-critical pods outside kube-system, in the operator namespace.
+    [quota] = _docs(tree.files["manifests/platform.yaml"])
+    assert quota["kind"] == "ResourceQuota" and quota["metadata"]["namespace"] == "gpu-operator"
+    assert quota["spec"]["scopeSelector"]["matchExpressions"] == [
+        {"operator": "In", "scopeName": "PriorityClass", "values": ["system-node-critical", "system-cluster-critical"]}]
+    assert _merged(tree)["daemonsets"]["priorityClassName"] == "system-node-critical"
+    # The GKE GPU taint: the operands (chart default kept) and the probes tolerate it.
+    gpu = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    assert gpu in policy["daemonsets"]["tolerations"]
+    assert gpu in _merged(tree)["node-feature-discovery"]["worker"]["tolerations"]
+    for job in _docs(tree.files["manifests/probes.yaml"]):
+        assert gpu in job["spec"]["template"]["spec"]["tolerations"]
+    _verified(tree)
+    # kustomize applies the quota right after the namespaces, before anything that creates pods.
+    kustomization = YAML11.load(tree.files["kustomization.yaml"])
+    assert kustomization["resources"][:2] == ["manifests/namespaces.yaml", "manifests/platform.yaml"]
+
+
+def test_gke_before_1_33_keeps_the_toolkits_config_source(tmp_path):
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.32", distribution: gke}', L4_POOL))
+    assert "env" not in _values(tree).get("toolkit", {})
+
+
+def test_gke_with_the_operators_driver_keeps_the_chart_paths_and_says_how_to_create_the_pool(tmp_path):
+    pools = ("    - {name: l4, gpu: L4, gpusPerNode: 2, nodes: 3, match: {nodeLabels: "
+             "{cloud.google.com/gke-nodepool: gpu-l4}}, taints: [{key: example.com/l4, effect: NoSchedule}]}\n")
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.33", distribution: gke}', pools,
+                                     "  driver: {preinstalled: false}\n"))
+    values = _values(tree)
+    assert "hostPaths" not in values and "enabled" not in values.get("driver", {})
+    assert _policy(tree)["hostPaths"]["driverInstallDir"] == "/run/nvidia/driver"
+    script = tree.files["node-templates/l4.gke.sh"]
+    assert "gcloud container node-pools create gpu-l4" in script
+    assert "--accelerator type=$ACCELERATOR,count=2,gpu-driver-version=disabled" in script
+    assert ': "${ACCELERATOR:?' in script  # GKE's type for the model is not in gpuconf's facts: the script asks
+    assert "gke-no-default-nvidia-gpu-device-plugin=true" in script and "gpuconf.dev/pool=l4" in script
+    assert "cloud.google.com" not in script.split("--node-labels", 1)[1]  # GKE sets its own labels
+    assert "--node-taints example.com/l4:NoSchedule" in script
+    report = json.loads(tree.files["report.json"])
+    assert any(n["title"] == "Driver: the operator's" for n in report["platform"])
+
+
+def test_gke_migmanager_reboots_to_apply_a_layout(tmp_path):
+    pools = "    - {name: a100, gpu: A100-40GB, gpusPerNode: 8, nodes: 1, match: {pciDevice: true}, sharing: mig}\n"
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.33", distribution: gke}', pools,
+                                     "  sharingProfiles: {mig: {mig: {preset: all-balanced}}}\n"))
+    assert {"name": "WITH_REBOOT", "value": "true"} in _policy(tree)["migManager"]["env"]
+
+
+# --- EKS ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("ami", "expected"), [
+    ("al2023", {"driver.enabled": False, "toolkit.enabled": False}),
+    ("bottlerocket", {"driver.enabled": False, "toolkit.enabled": False, "devicePlugin.enabled": False}),
+    ("ubuntu", {}),
+])
+def test_eks_amis_switch_off_what_they_ship(tmp_path, ami, expected):
+    tree = _render(tmp_path, _intent(f'{{kubernetesVersion: "1.33", distribution: eks, eks: {{ami: {ami}}}}}', L4_POOL))
+    policy = _policy(tree)
+    for path, value in expected.items():
+        operand, key = path.split(".")
+        assert policy[operand][key] is value, path
+    if not expected:
+        assert policy["driver"]["enabled"] is True and policy["toolkit"]["enabled"] is True
+    assert policy["devicePlugin"]["enabled"] is (ami != "bottlerocket")
+
+
+KARPENTER = ('{kubernetesVersion: "1.33", distribution: eks, eks: {karpenter: {role: NodeRole, '
+             'subnetSelectorTerms: [{tags: {karpenter.sh/discovery: lab}}], '
+             'securityGroupSelectorTerms: [{id: sg-0abc}, {name: gpu-nodes}]}}}')
+
+
+def test_karpenter_pools_get_a_nodepool_with_their_gpu_labels_taints_and_size(tmp_path):
+    pools = ("    - {name: infer, gpu: A10G, gpusPerNode: 4, nodes: 3, match: {nodeLabels: "
+             "{karpenter.sh/nodepool: a10g, team: infer}}, taints: [{key: example.com/gpu, value: a10g, "
+             "effect: NoSchedule}]}\n"
+             "    - {name: train, gpu: A100-80GB, gpusPerNode: 8, nodes: 2, match: {nodeLabels: "
+             "{karpenter.sh/nodepool: a100, karpenter.sh/capacity-type: on-demand}}}\n")
+    tree = _render(tmp_path, _intent(KARPENTER, pools))
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in _docs(tree.files["manifests/karpenter.yaml"])}
+    a10g, a100 = docs[("NodePool", "a10g")]["spec"], docs[("NodePool", "a100")]["spec"]
+    requirements = {r["key"]: r["values"] for r in a10g["template"]["spec"]["requirements"]}
+    assert requirements == {"karpenter.k8s.aws/instance-gpu-name": ["a10g"], "karpenter.k8s.aws/instance-gpu-count": ["4"],
+                            "kubernetes.io/os": ["linux"]}
+    # a100 names A100-40GB (p4d) and A100-80GB (p4de): the family keeps the 40 GB instances out.
+    requirements = {r["key"]: r["values"] for r in a100["template"]["spec"]["requirements"]}
+    assert requirements["karpenter.k8s.aws/instance-family"] == ["p4de"]
+    assert requirements["karpenter.sh/capacity-type"] == ["on-demand"]  # a Karpenter label: a requirement
+    labels = a10g["template"]["metadata"]["labels"]
+    assert labels["team"] == "infer" and labels["gpuconf.dev/pool"] == "infer"
+    assert labels["nvidia.com/device-plugin.config"].startswith("exclusive-")
+    assert labels["nvidia.com/gpu.deploy.driver"] == "false"  # the AL2023 NVIDIA AMI brings the driver
+    assert not any(k.startswith("karpenter.") for k in labels)
+    assert a10g["template"]["spec"]["taints"] == [{"key": "example.com/gpu", "value": "a10g", "effect": "NoSchedule"}]
+    assert a10g["limits"] == {"nvidia.com/gpu": "12"}
+    assert a10g["template"]["spec"]["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                                       "name": "gpuconf-gpu"}
+    node_class = docs[("EC2NodeClass", "gpuconf-gpu")]["spec"]
+    assert node_class == {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "NodeRole",
+                          "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "lab"}}],
+                          "securityGroupSelectorTerms": [{"id": "sg-0abc"}, {"name": "gpu-nodes"}]}
+    _verified(tree)  # the NodePool and EC2NodeClass CRDs (schemas/crds)
+    from gpuconf.render import karpenter
+
+    assert karpenter.problems(list(docs.values())) == []  # the CRDs' CEL rules gpuconf checks
+    # No kubelet flags for Karpenter's pools: the NodePool is their template.
+    assert not [p for p in tree.files if p.startswith("node-templates/")]
+
+
+def test_karpenters_cel_rules_are_checked():
+    from gpuconf.render import karpenter
+
+    pool = {"kind": "NodePool", "metadata": {"name": "x"}, "spec": {"template": {
+        "metadata": {"labels": {"karpenter.k8s.aws/instance-gpu-name": "a10g", "kubernetes.io/hostname": "n"}},
+        "spec": {"requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["x"]},
+                                  {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gt", "values": ["a"]},
+                                  {"key": "team", "operator": "In", "values": []}]}}}}
+    node_class = {"kind": "EC2NodeClass", "metadata": {"name": "c"}, "spec": {
+        "amiSelectorTerms": [{"alias": "ubuntu@latest"}, {"id": "ami-1"}], "role": "r", "instanceProfile": "p",
+        "subnetSelectorTerms": [{"id": "subnet-1", "tags": {"a": "b"}}], "securityGroupSelectorTerms": [{"tags": {"": "x"}}]}}
+    problems = karpenter.problems([pool, node_class])
+    for text in ("label karpenter.k8s.aws/instance-gpu-name is restricted", "label kubernetes.io/hostname is restricted",
+                 "key karpenter.sh/nodepool is restricted", "Gt needs one integer", "team In needs values",
+                 "exactly one of role and instanceProfile", "alias term must be the only term",
+                 "alias 'ubuntu@latest'", "subnetSelectorTerms term", "securityGroupSelectorTerms term"):
+        assert sum(text in p for p in problems) == 1, (text, problems)
+    assert len(problems) == 10
+
+
+def test_a_gpu_no_ec2_instance_carries_is_a_finding(tmp_path):
+    pools = "    - {name: lab, gpu: A40, gpusPerNode: 1, nodes: 1, match: {nodeLabels: {karpenter.sh/nodepool: a40}}}\n"
+    result = _validate(tmp_path, _intent(KARPENTER, pools))
+    assert _codes(result) == [("GC345", "error", "spec.pools[0].gpu")]
+
+
+# --- AKS ------------------------------------------------------------------------------------------------------------
+
+AKS_POOL = ("    - {name: t4, gpu: T4, gpusPerNode: 4, nodes: 2, match: {nodeLabels: "
+            "{kubernetes.azure.com/agentpool: gput4}}, taints: [{key: sku, value: gpu, effect: NoSchedule}]}\n")
+
+
+def test_aks_pools_without_aks_driver_get_the_operators(tmp_path):
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.32", distribution: aks}', AKS_POOL))
+    policy = _policy(tree)
+    assert policy["driver"]["enabled"] is True and policy["toolkit"]["enabled"] is True
+    script = tree.files["node-templates/t4.aks.sh"]
+    assert "az aks nodepool add" in script and "--name gput4" in script and script.rstrip().endswith("--gpu-driver none")
+    assert "--node-taints sku=gpu:NoSchedule" in script and "kubernetes.azure.com" not in script.split("--labels")[1]
+    # Microsoft's sku=gpu taint is tolerated by the operands and NFD (the chart's defaults alone would not).
+    sku = {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+    assert sku in policy["daemonsets"]["tolerations"]
+    assert sku in _merged(tree)["node-feature-discovery"]["worker"]["tolerations"]
+    notes = {n["title"]: n["text"] for n in json.loads(tree.files["report.json"])["platform"]}
+    assert "NCasT4_v3" in notes["VM sizes for t4"] and "--gpu-driver none" in notes["Driver: the operator's"]
+
+
+def test_aks_with_its_own_driver_switches_the_operators_off(tmp_path):
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.32", distribution: aks}', AKS_POOL,
+                                     "  driver: {preinstalled: true}\n"))
+    policy = _policy(tree)
+    assert policy["driver"]["enabled"] is False and policy["toolkit"]["enabled"] is False
+    assert policy["operator"]["runtimeClass"] == "nvidia-container-runtime"
+    assert "--gpu-driver" not in tree.files["node-templates/t4.aks.sh"]
+
+
+# --- OpenShift ------------------------------------------------------------------------------------------------------
+
+
+def test_openshift_installs_through_olm_with_the_charts_clusterpolicy(tmp_path):
+    pools = "    - {name: h100, gpu: H100-80GB, gpusPerNode: 8, nodes: 2, match: {pciDevice: true}, taints: " \
+            "[{key: example.com/train, effect: NoSchedule}]}\n"
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.31", distribution: openshift}', pools))
+    objects = {d["kind"]: d for d in _docs(tree.files["manifests/platform.yaml"])}
+    assert objects["Subscription"]["metadata"]["namespace"] == "gpu-operator"
+    assert objects["Subscription"]["spec"] == {"channel": "v26.7", "installPlanApproval": "Manual",
+                                               "name": "gpu-operator-certified", "source": "certified-operators",
+                                               "sourceNamespace": "openshift-marketplace"}
+    assert objects["OperatorGroup"]["spec"] == {"targetNamespaces": ["gpu-operator"]}
+    nfd = objects["NodeFeatureDiscovery"]
+    assert nfd["metadata"]["namespace"] == "openshift-nfd" and nfd["spec"]["enableTaints"] is True
+    taint = {"key": "example.com/train", "operator": "Exists", "effect": "NoSchedule"}
+    assert taint in nfd["spec"]["operand"]["workerTolerations"]
+    assert set(nfd["spec"]["extraLabelNs"]) >= {"gpuconf.dev", "nvidia.com"}
+    [policy] = _docs(tree.files["manifests/cluster-policy.yaml"])
+    assert policy["kind"] == "ClusterPolicy" and policy["spec"] == _policy(tree)
+    assert policy["spec"]["operator"]["use_ocp_driver_toolkit"] is True
+    assert taint in policy["spec"]["daemonsets"]["tolerations"]
+    assert policy["spec"]["devicePlugin"]["config"]["name"] == "gpuconf-device-plugin-config"
+    namespace = next(d for d in _docs(tree.files["manifests/namespaces.yaml"]) if d["metadata"]["name"] == "gpu-operator")
+    assert namespace["metadata"]["labels"]["openshift.io/cluster-monitoring"] == "true"
+    _verified(tree)  # ClusterPolicy against its CRD; OLM and NFD-operator kinds against their documented fields
+    kustomization = YAML11.load(tree.files["kustomization.yaml"])["resources"]
+    assert kustomization.index("manifests/platform.yaml") < kustomization.index("manifests/cluster-policy.yaml")
+    report = tree.files["REPORT.md"]
+    assert "approve the InstallPlan" in report and "kubectl wait clusterpolicy/gpu-cluster-policy" in report
+    assert "helm upgrade" not in report
+
+
+def test_openshift_with_helm_keeps_the_chart_route(tmp_path):
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.31", distribution: openshift, openshift: {install: helm}}',
+                                     L4_POOL))
+    assert _values(tree)["platform"]["openshift"] is True
+    assert "manifests/cluster-policy.yaml" not in tree.files and "manifests/platform.yaml" not in tree.files
+    assert "helm upgrade --install gpu-operator" in tree.files["REPORT.md"]
+
+
+def test_openshift_olm_with_argocd_has_no_chart_application(tmp_path):
+    text = _intent('{kubernetesVersion: "1.31", distribution: openshift}', L4_POOL,
+                   "  delivery: {tool: argocd, repoURL: https://git.example.com/x.git, path: out}\n")
+    tree = _render(tmp_path, text)
+    gitops = [p for p in tree.files if p.startswith("gitops/")]
+    assert sorted(gitops) == ["gitops/application-manifests.yaml", "gitops/kustomization.yaml"]
+    [app] = _docs(tree.files["gitops/application-manifests.yaml"])
+    assert app["spec"]["ignoreDifferences"][0]["kind"] == "ClusterPolicy"
+    assert "SkipDryRunOnMissingResource=true" in app["spec"]["syncPolicy"]["syncOptions"]
+
+
+# --- k3s, RKE2, MicroK8s --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("distribution", "env"), [
+    ("rke2", {"CONTAINERD_SOCKET": "/run/k3s/containerd/containerd.sock"}),
+    ("k3s", {"CONTAINERD_CONFIG": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
+             "CONTAINERD_SOCKET": "/run/k3s/containerd/containerd.sock"}),
+    ("microk8s", {"CONTAINERD_CONFIG": "/var/snap/microk8s/current/args/containerd-template.toml",
+                  "CONTAINERD_SOCKET": "/var/snap/microk8s/common/run/containerd.sock",
+                  "RUNTIME_CONFIG_SOURCE": "file=/var/snap/microk8s/current/args/containerd.toml"}),
+])
+def test_the_toolkit_finds_each_distributions_containerd(tmp_path, distribution, env):
+    tree = _render(tmp_path, _intent(f'{{kubernetesVersion: "1.33", distribution: {distribution}}}', L4_POOL))
+    policy = _policy(tree)
+    assert {e["name"]: e["value"] for e in policy["toolkit"]["env"]} == env
+    # The intent's own path wins over the derived one.
+    own = _render(tmp_path, _intent(f'{{kubernetesVersion: "1.33", distribution: {distribution}, containerRuntime: '
+                                    '{socketPath: /run/containerd/containerd.sock}}', L4_POOL), "own.yaml")
+    assert {e["name"]: e["value"] for e in _policy(own)["toolkit"]["env"]}["CONTAINERD_SOCKET"] == \
+        "/run/containerd/containerd.sock"
+
+
+def test_nri_mode_needs_no_containerd_paths(tmp_path):
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.33", distribution: rke2, containerRuntime: {nri: true}}',
+                                     L4_POOL))
+    policy = _policy(tree)
+    assert policy["cdi"] == {"enabled": True, "nriPluginEnabled": True}
+    assert "env" not in policy["toolkit"]
+    notes = {n["title"]: n["text"] for n in json.loads(tree.files["report.json"])["platform"]}
+    assert "v1.31.13" in notes["NRI plugin mode"]  # RKE2 releases with containerd 2.1
+
+
+def test_karpenter_role_and_instance_profile_exclude_each_other(tmp_path):
+    cluster = KARPENTER.replace("role: NodeRole,", "role: NodeRole, instanceProfile: Profile,")
+    result = _validate(tmp_path, _intent(cluster, L4_POOL))
+    assert [(f.code, f.path) for f in result.findings] == [("GC207", "spec.cluster.eks.karpenter")]
+
+
+# --- the chart's ClusterPolicy template, as gpuconf reproduces it ---------------------------------------------------
+
+
+def _chart_spec(**changes):
+    """The ClusterPolicy spec of chart v26.7.0's defaults with some values changed (dotted path -> value)."""
+    import copy
+
+    from gpuconf import catalog
+    from gpuconf.render.clusterpolicy import spec
+
+    values = copy.deepcopy(catalog.chart("v26.7.0").defaults)
+    for path, value in changes.items():
+        node = values
+        *parents, last = path.split("__")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return spec(values, "v26.7.0")
+
+
+def test_clusterpolicy_follows_the_templates_ifs_and_defaults():
+    base = _chart_spec()
+    # `version: {{ .Values.validator.version | default .Chart.AppVersion | quote }}`
+    assert base["validator"]["version"] == "v26.7.0" and base["nodeStatusExporter"]["version"] == "v26.7.0"
+    # `maxUnavailable: {{ ... | quote }}`: the values' "1" stays a string; the upgrade policy's is printed bare.
+    assert base["daemonsets"]["rollingUpdate"] == {"maxUnavailable": "1"}
+    assert base["driver"]["upgradePolicy"]["maxUnavailable"] == "25%"
+    # `| default "25%"` also replaces 0, which Go templates count as empty.
+    assert _chart_spec(driver__upgradePolicy__maxUnavailable=0)["driver"]["upgradePolicy"]["maxUnavailable"] == "25%"
+    assert _chart_spec(driver__upgradePolicy__maxUnavailable=2)["driver"]["upgradePolicy"]["maxUnavailable"] == 2
+    # The values key gpuPodDeletion is the ClusterPolicy's podDeletion.
+    assert base["driver"]["upgradePolicy"]["podDeletion"] == {"force": False, "timeoutSeconds": 300,
+                                                              "deleteEmptyDir": False}
+    # nriPluginEnabled only with CDI on; the driver's image fields only without NVIDIADriver resources.
+    assert "nriPluginEnabled" not in _chart_spec(cdi__nriPluginEnabled=True, cdi__enabled=False)["cdi"]
+    assert _chart_spec(cdi__nriPluginEnabled=True)["cdi"]["nriPluginEnabled"] is True
+    crd = _chart_spec(driver__nvidiaDriverCRD__enabled=True)["driver"]
+    assert crd["useNvidiaDriverCRD"] is True and "repository" not in crd and "upgradePolicy" in crd
+    # devicePlugin.config only with a name; its default is quoted.
+    assert "config" not in base["devicePlugin"]
+    assert _chart_spec(devicePlugin__config__name="c")["devicePlugin"]["config"] == {"name": "c", "default": ""}
+    # Empty values (repository: "" of vgpuManager, imagePullSecrets: []) are left out, like `if` does.
+    assert "repository" not in base["vgpuManager"] and "imagePullSecrets" not in base["toolkit"]
+    # Helm holds numbers as float64: 1000000 prints as 1e+06 and is read back as a float.
+    assert _chart_spec(driver__upgradePolicy__drain__timeoutSeconds=1000000)["driver"]["upgradePolicy"]["drain"][
+        "timeoutSeconds"] == 1e6
+    assert isinstance(_chart_spec(driver__upgradePolicy__drain__timeoutSeconds=999999)["driver"]["upgradePolicy"][
+        "drain"]["timeoutSeconds"], int)
+
+
+def test_clusterpolicy_of_the_chart_defaults_verifies_against_the_crd():
+    from gpuconf.output import verify
+    from gpuconf.render.clusterpolicy import without_nulls
+
+    doc = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "p"},
+           "spec": without_nulls(_chart_spec())}
+    assert verify.verify_object(doc, "1.33", "test") == []
+
+
+def test_bare_printing_reads_back_like_helm():
+    from gpuconf.render.clusterpolicy import plain, quote
+
+    assert plain("25%") == "25%" and plain("true") is True and plain("yes") is True
+    assert plain("01") == 1 and plain("0x1f") == 31 and plain("08") == 8.0 and plain("1_000") == 1000  # go-yaml v2
+    assert plain("app=x,tier in (a,b)") == "app=x,tier in (a,b)" and plain(None) is None and quote(None) is None
+    assert quote(True) == "true" and quote(5) == "5" and plain(0.5) == 0.5
+    with pytest.raises(ValueError):
+        plain("key: value")  # the chart would render broken YAML
+    with pytest.raises(ValueError):
+        plain({"a": 1})
+
+
+# --- gpuconf images -------------------------------------------------------------------------------------------------
+
+
+def test_images_lists_what_the_cluster_pulls_and_a_mirror_holds_all_of_it(run):
+    from conftest import ROOT
+
+    result = run("images", str(ROOT / "examples" / "airgapped.yaml"), "--driver-os", "rhel9.6")
+    assert result.exit_code == 0, result.stderr
+    refs = result.stdout.splitlines()
+    assert refs == sorted(set(refs)) and refs
+    assert all(ref.startswith("registry.enclave.internal/nvidia/") for ref in refs)
+    assert "registry.enclave.internal/nvidia/driver:595.91.07-rhel9.6" in refs
+    assert "registry.enclave.internal/nvidia/gpu-operator:v26.7.0" in refs  # the operator, the validator, the probes
+    assert "registry.enclave.internal/nvidia/nfd/node-feature-discovery:v0.19.0" in refs
+    assert any("/k8s-device-plugin:" in r for r in refs) and any("/k8s-driver-manager:" in r for r in refs)
+    assert all(":" in ref.rsplit("/", 1)[1] for ref in refs)  # repository:tag, never a bare repository
+    # Without the nodes' OS the driver images cannot be named: stderr says so, stdout leaves them out.
+    plain = run("images", str(ROOT / "examples" / "airgapped.yaml"))
+    assert "--driver-os" in plain.stderr and not any("/driver:" in r for r in plain.stdout.splitlines())
+
+
+def test_images_follow_the_values_and_the_manifests(run):
+    from conftest import ROOT
+
+    # hybrid: per-pool NVIDIADriver images next to the cluster default; no mirror, so NVIDIA's registry.
+    refs = run("images", str(ROOT / "examples" / "hybrid.yaml"), "--driver-os", "ubuntu24.04").stdout.splitlines()
+    assert "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04" in refs and "nvcr.io/nvidia/driver:580.126.20-ubuntu24.04" in refs
+    # EKS's AL2023 AMI brings driver and toolkit: their images are not pulled.
+    refs = run("images", str(ROOT / "examples" / "platforms" / "eks.yaml"), "--driver-os", "x").stdout.splitlines()
+    assert not any("/driver:" in r or "container-toolkit" in r or "k8s-driver-manager" in r for r in refs)
+    assert any("k8s-device-plugin" in r for r in refs)
+    # An invalid intent prints its findings and exits 1.
+    bad = run("images", str(ROOT / "tests" / "cases" / "rule-unknown-gpu-typo" / "intent.yaml"))
+    assert bad.exit_code == 1 and "GC304" in bad.stdout
+
+
+def test_report_installs_the_chart_from_the_mirror(tmp_path):
+    from conftest import ROOT
+    from gpuconf.pipeline import render_path
+
+    tree = render_path(str(ROOT / "examples" / "airgapped.yaml"), "out").tree
+    assert ("helm upgrade --install gpu-operator oci://registry.enclave.internal/nvidia/charts/gpu-operator "
+            "--version v26.7.0") in tree.files["REPORT.md"]
+    plain = render_path(str(ROOT / "examples" / "single-pool.yaml"), "out").tree
+    assert "gpu-operator --repo https://helm.ngc.nvidia.com/nvidia --version v26.3.3" in plain.files["REPORT.md"]
+
+
+def test_catalog_lists_every_added_model_with_its_pci_ids(run):
+    text = run("catalog").stdout
+    from test_catalog import EXTRA_MODELS
+
+    for model_id, (pci, subsystems, *_) in EXTRA_MODELS.items():
+        line = next(line for line in text.splitlines() if line.split()[0] == model_id)
+        assert all(p in line for p in [*pci, *subsystems]), line

@@ -762,8 +762,10 @@ def build_chart(chart: ChartInput, load: Any, crd_spec: dict[str, Any]) -> dict[
         raise DeriveError(f"{chart.version}: no NFD chart version")
     defaults = values
     free_form_paths = list(NFD_CONFIG_BLOCKS)
+    nfd_app_version = None  # the NFD image's default tag; not in the reference for v26.3.3's subchart
     if chart.nfd_values is not None and chart.nfd_chart_yaml is not None:
         sub_version = str(_require(load(chart.nfd_chart_yaml), "version", chart.nfd_chart_yaml))
+        nfd_app_version = str(_require(load(chart.nfd_chart_yaml), "appVersion", chart.nfd_chart_yaml))
         if sub_version != nfd_version:
             raise DeriveError(f"{chart.nfd_chart_yaml}: version {sub_version} but the parent pins {nfd_version}")
         sub_values = load(chart.nfd_values)
@@ -796,6 +798,7 @@ def build_chart(chart: ChartInput, load: Any, crd_spec: dict[str, Any]) -> dict[
         "freeFormMapKeys": sorted(FREE_FORM_MAP_KEYS),
         "freeFormMapPaths": sorted(free_form_paths),
         "helmDefaults": HELM_DEFAULTS,
+        "nfdAppVersion": nfd_app_version,
         "nfdChartVersion": nfd_version,
         "nfdDefaultsSource": nfd_source,
         "renamedKeys": dict(RENAMED_KEYS),

@@ -774,11 +774,14 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
 
 def rollback_steps(plan: P.Plan) -> list[str]:
     """What reverting the commit does, and what the operator then does on the nodes."""
+    from ..render.openshift import olm
+
     template_pools = [p.name for p in plan.pools if not p.nfd]
+    manual = ("`kubectl apply -k` the previous folder (its ClusterPolicy included: OLM installed the operator)"
+              if olm(plan) else "`helm upgrade` with the previous values.yaml and `kubectl apply -k` the previous folder")
     steps = [
         "Revert the commit (`git revert <sha>`), render with `gpuconf render` (CI's `--check` proves the output is "
-        "the previous one) and let Argo CD / Flux sync; or `helm upgrade` with the previous values.yaml and "
-        "`kubectl apply -k` the previous folder.",
+        f"the previous one) and let Argo CD / Flux sync; or {manual}.",
         "Node labels: nfd-master re-applies the previous NodeFeatureRules, so the nodes get back their previous "
         f"`{P.DEVICE_PLUGIN_LABEL}` and `{P.MIG_LABEL}` values.",
         "Device-plugin configs: config keys are content-addressed, so the previous key comes back in the ConfigMap "

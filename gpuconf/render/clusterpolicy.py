@@ -68,7 +68,9 @@ def text_of(value: Any) -> str | None:
     raise ValueError(f"a {type(value).__name__} printed bare renders Go's map/slice syntax, not YAML: {value!r}")
 
 
-_GO_INT = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
+#: strconv.ParseInt(s, 0, 64), which go-yaml v2 tries first (after dropping "_"): 0x hex, 0o/0 octal, 0b binary.
+_GO_INTS = ((re.compile(r"^[-+]?0[xX][0-9a-fA-F]+$"), 16), (re.compile(r"^[-+]?0[oO]?[0-7]+$"), 8),
+            (re.compile(r"^[-+]?0[bB][01]+$"), 2), (re.compile(r"^[-+]?(0|[1-9][0-9]*)$"), 10))
 _GO_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _GO_BOOLS = {"y": True, "Y": True, "yes": True, "Yes": True, "YES": True, "n": False, "N": False, "no": False,
              "No": False, "NO": False, "true": True, "True": True, "TRUE": True, "false": False, "False": False,
@@ -81,10 +83,14 @@ def resolve(text: str | None) -> Any:
         return None
     if text in _GO_BOOLS:
         return _GO_BOOLS[text]
-    if _GO_INT.match(text):
-        return int(text.replace("_", ""))
-    if _GO_FLOAT.match(text):
-        return float(text)  # go-yaml v2 reads 1e+06 (Helm's print of 1000000) as a float
+    number = text.replace("_", "")
+    for pattern, base in _GO_INTS:
+        if pattern.match(number):
+            sign = -1 if number.startswith("-") else 1
+            digits = number.lstrip("+-")
+            return sign * int(digits[2:] if base != 10 and digits[1:2].isalpha() else digits, base)
+    if _GO_FLOAT.match(number):
+        return float(number)  # go-yaml v2 reads 1e+06 (Helm's print of 1000000) as a float
     if text[:1] in "\"'[{" or ": " in text or " #" in text or text.startswith(("- ", "&", "*", "!", "|", ">", "%", "@")):
         raise ValueError(f"{text!r} printed bare is not a plain YAML scalar: the chart would render broken YAML")
     return text

@@ -110,7 +110,10 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
             "securityContext": container_security,
         }],
     }
-    tolerations = [P.toleration(t) for t in pool.pool.taints] if not queued else []
+    from .platform import probe_tolerations
+
+    # A queued probe gets its pool's tolerations from the Kueue flavor; the platform's taint is on every GPU node.
+    tolerations = [*probe_tolerations(plan), *([] if queued else (P.toleration(t) for t in pool.pool.taints))]
     if tolerations:
         spec["tolerations"] = tolerations
     secrets = plan.intent.spec.operator.image_pull_secrets

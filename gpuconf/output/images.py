@@ -1,0 +1,118 @@
+"""`gpuconf images`: every image reference the rendered values and manifests make the cluster pull, for a mirror.
+
+The chart's operands are read off the merged values the way the operator deploys them: the operator Deployment and
+the validator always run; an operand runs when it is enabled (the VM operands only with sandboxWorkloads on); the
+driver's tag is `<version>-<OS tag of the node>` (gpu-operator-facts §4), so driver images need the nodes' OS tags
+(`--driver-os`); the NVIDIADriver objects gpuconf renders bring their own driver images; NFD runs as the chart's
+subchart. gpuconf's probe Jobs use the validator image. Versions the values leave empty default to the chart's
+appVersion, which is the released chart version (gpu-operator-facts §2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Operands of the ClusterPolicy that pull one image each when enabled: values key -> sub-block ("" for the block).
+OPERANDS = ("toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter", "gds",
+            "gdrcopy")
+#: Operands the operator deploys only for sandbox (VM) workloads.
+SANDBOX_OPERANDS = ("vgpuManager", "vgpuDeviceManager", "vfioManager", "kataManager", "sandboxDevicePlugin",
+                    "kataSandboxDevicePlugin", "ccManager")
+#: Their driver-manager init containers.
+SANDBOX_MANAGERS = ("vgpuManager", "vfioManager")
+
+
+@dataclass
+class ImageList:
+    """The references (sorted, unique) and what the list could not say exactly."""
+
+    references: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def reference(repository: str, image: str, version: str) -> str:
+    """repository/image:version, or @sha256:... for a digest."""
+    separator = "@" if version.startswith("sha256:") else ":"
+    return f"{repository.rstrip('/')}/{image}{separator}{version}"
+
+
+def _block(values: dict, key: str) -> dict:
+    found = values.get(key)
+    return found if isinstance(found, dict) else {}
+
+
+def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os: tuple[str, ...] = ()) -> ImageList:
+    """The images of a rendered tree (its plan, merged values and documents)."""
+    from ..render import openshift
+
+    out = ImageList()
+    refs: set[str] = set()
+    app_version = plan.chart_version
+
+    def add(block: dict, version_default: str | None = None) -> None:
+        version = block.get("version") or version_default
+        if block.get("repository") and block.get("image") and version:
+            refs.add(reference(str(block["repository"]), str(block["image"]), str(version)))
+
+    if openshift.olm(plan):
+        out.notes.append("the operator itself comes from OLM's catalogue (its CSV's related images): mirror the "
+                         "certified-operators catalogue with oc-mirror")
+    else:
+        add(_block(merged, "operator"), app_version)
+    add(_block(merged, "validator"), app_version)
+    for key in OPERANDS:
+        block = _block(merged, key)
+        if block.get("enabled"):
+            add(block, app_version if key == "nodeStatusExporter" else None)
+    if _block(merged, "sandboxWorkloads").get("enabled"):
+        for key in SANDBOX_OPERANDS:
+            if _block(merged, key).get("enabled"):
+                add(_block(merged, key))
+        for key in SANDBOX_MANAGERS:
+            if _block(merged, key).get("enabled"):
+                add(_block(_block(merged, key), "driverManager"))
+    driver = _block(merged, "driver")
+    drivers: list[tuple[str, str, str]] = []
+    if driver.get("enabled"):
+        add(_block(driver, "manager"))  # k8s-driver-manager, the driver pods' init container
+        crd = _block(driver, "nvidiaDriverCRD")
+        if not crd.get("enabled") or crd.get("deployDefaultCR"):
+            drivers.append((str(driver.get("repository", "")), str(driver.get("image", "")),
+                            str(driver.get("version", ""))))
+        for doc in (d for docs in documents.values() for d in docs if d.get("kind") == "NVIDIADriver"):
+            spec = doc["spec"]
+            drivers.append((spec["repository"], spec["image"], spec["version"]))
+        if driver.get("usePrecompiled"):
+            out.notes.append("driver.usePrecompiled: precompiled driver images are tagged <branch>-<kernel>-<os>, "
+                             "which gpuconf cannot list; mirror them per kernel")
+        elif drivers and not driver_os:
+            out.notes.append("driver images are tagged <version>-<OS tag of the node> (e.g. -ubuntu24.04): pass "
+                             "--driver-os once per OS your GPU nodes run to list them: " + ", ".join(
+                                 sorted({reference(r, i, v) + "-<os>" for r, i, v in drivers})))
+        else:
+            for repository, image, version in drivers:
+                for os_tag in driver_os:
+                    refs.add(reference(repository, image, f"{version}-{os_tag}"))
+    if openshift.olm(plan):
+        out.notes.append("NFD is Red Hat's NFD operator on OpenShift: its images come with that operator's OLM "
+                         "catalogue")
+    elif _block(merged, "nfd").get("enabled"):
+        from ..render.values import NFD_IMAGE_REPOSITORY
+
+        nfd = _block(_block(merged, "node-feature-discovery"), "image")
+        repository = nfd.get("repository") or plan.image_repository(NFD_IMAGE_REPOSITORY)
+        tag = nfd.get("tag") or plan.chart.nfd_app_version
+        if tag:
+            refs.add(f"{repository}:{tag}")
+        else:
+            out.notes.append(f"the NFD image {repository}: its default tag (the NFD {plan.chart.nfd_chart_version} "
+                             f"subchart's appVersion) is not in gpuconf's facts for chart {plan.chart_version}; set "
+                             "node-feature-discovery.image.tag in an override to list it")
+    for docs in documents.values():
+        for doc in docs:
+            if doc.get("kind") == "Job":
+                for container in doc["spec"]["template"]["spec"]["containers"]:
+                    refs.add(container["image"])
+    out.references = sorted(refs)
+    return out
