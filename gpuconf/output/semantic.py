@@ -164,12 +164,18 @@ class _Reader:
                 labels = item.get("labels", {})
                 if P.POOL_LABEL in labels:
                     out[labels[P.POOL_LABEL]] = dict(labels)
+        for pool in self.of_kind("NodePool"):  # Karpenter: the template's labels are on every node it launches
+            labels = pool["spec"]["template"]["metadata"].get("labels", {})
+            out[labels.get(P.POOL_LABEL, "")] = dict(labels)
         for path, text in self.tree.files.items():
             if path.startswith("node-templates/") and path.endswith(".kubelet.env"):
                 match = re.search(r"--node-labels=(\S+)", text)
                 if match:
                     labels = dict(pair.split("=", 1) for pair in match.group(1).strip('"').split(","))
                     out[labels.get(P.POOL_LABEL, "")] = labels
+            elif path.startswith("node-templates/") and path.endswith((".gke.sh", ".aks.sh")):
+                labels = _command_labels(text, "--node-labels" if path.endswith(".gke.sh") else "--labels")
+                out[labels.get(P.POOL_LABEL, "")] = labels
         return out
 
     def owner(self, pool: P.PoolPlan) -> dict | None:
@@ -421,6 +427,21 @@ class _Reader:
                 if item == {} and not self.overridden(dotted):
                     yield (f"ClusterPolicy {dotted} would be an empty map: under server-side apply an intent edit "
                            "that empties it is rejected")
+
+
+def _command_labels(text: str, flag: str) -> dict[str, str]:
+    """The labels a node-pool command gives its nodes: gcloud's `--node-labels k=v,...`, az's `--labels k=v ...`."""
+    import shlex
+
+    words = shlex.split(text.replace("\\\n", " "), comments=True)
+    if flag not in words:
+        return {}
+    items: list[str] = []
+    for word in words[words.index(flag) + 1:]:
+        if word.startswith("--"):
+            break
+        items += word.split(",")
+    return dict(item.split("=", 1) for item in items if "=" in item)
 
 
 def _leaves(value: Any, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:
