@@ -614,3 +614,28 @@ def test_a_device_id_shared_without_subsystems_fails_the_derivation() -> None:
     models["A2"] = {**models["A2"], "pciSubsystemIds": list(models["A16"]["pciSubsystemIds"])}
     with pytest.raises(derive.DeriveError, match="no subsystem id tells them apart"):
         derive.check_pci_ids(models)
+
+
+@pytest.mark.skipif(not REFERENCE.is_dir(), reason="../shared/reference is absent (a user's clone)")
+@pytest.mark.parametrize(("old", "new", "error"), [
+    ("set `toolkit.env`\n  `RUNTIME_CONFIG_SOURCE=file`", "set `toolkit.env`\n  `RUNTIME_CONFIG_SOURCE=command`",
+     "RUNTIME_CONFIG_SOURCE=file"),
+    ("| g5 | `a10g` | A10G | 22888 |", "| g5 | `a10g` | A10G | 2288 |", "MiB per GPU"),
+    ("| g5 | `a10g` | A10G |", "| g5 | `a10g` | A10 |", "no catalogue model"),
+    ("(default `v26.7`)", "(default v26.7)", "channels"),
+    ("`driver.enabled=false`, `toolkit.enabled=false`, `devicePlugin.enabled=false`",
+     "`driver.enabled=false`, `toolkit.enabled=false`", None),
+])
+def test_platform_facts_follow_the_fact_sheet(old: str, new: str, error: str | None) -> None:
+    derive = _derive_module()
+    text = (REFERENCE / derive.PLATFORM_FACTS).read_text(encoding="utf-8")
+    crd = derive.Reference(REFERENCE).yaml(derive.EC2_NODECLASS_CRD)
+    models = json.loads((REPO_ROOT / "profiles" / "gpus.json").read_text(encoding="utf-8"))["models"]
+    assert old in text
+    if error is None:  # a changed value changes the derived data
+        before = derive.build_platforms(text, crd, models)["eks"]["amis"]["bottlerocket"]["values"]
+        after = derive.build_platforms(text.replace(old, new), crd, models)["eks"]["amis"]["bottlerocket"]["values"]
+        assert before["devicePlugin.enabled"] is False and "devicePlugin.enabled" not in after
+        return
+    with pytest.raises(derive.DeriveError, match=error):
+        derive.build_platforms(text.replace(old, new), crd, models)

@@ -391,11 +391,15 @@ def test_probe_per_pool(plan):
         pod = spec["template"]["spec"]
         assert pod["restartPolicy"] == "Never"
         assert pod["nodeSelector"] == {"gpuconf.dev/pool": pool.name}
+        # The pool's taints, after what the platform taints every GPU node with (GKE's nvidia.com/gpu).
+        from gpuconf.render.platform import probe_tolerations
+
         if P.kueue_settings(plan.intent) is None:
-            assert pod.get("tolerations", []) == [P.toleration(t) for t in pool.pool.taints]
+            assert pod.get("tolerations", []) == [*probe_tolerations(plan),
+                                                  *(P.toleration(t) for t in pool.pool.taints)]
             assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
         else:  # admitted by Kueue, which adds the tolerations of the pool's flavor (tests/test_kueue.py)
-            assert "tolerations" not in pod
+            assert pod.get("tolerations", []) == probe_tolerations(plan)
             assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpuconf-acceptance"
         assert "kueue.x-k8s.io/queue-name" not in job["spec"]["template"]["metadata"]["labels"]
         assert "suspend" not in spec  # Kueue's webhook suspends a queued Job when it is created
