@@ -507,3 +507,14 @@ def test_catalog_lists_every_added_model_with_its_pci_ids(run):
     for model_id, (pci, subsystems, *_) in EXTRA_MODELS.items():
         line = next(line for line in text.splitlines() if line.split()[0] == model_id)
         assert all(p in line for p in [*pci, *subsystems]), line
+
+
+def test_eks_report_says_what_karpenter_and_managed_node_groups_need():
+    from conftest import ROOT
+    from gpuconf.pipeline import render_path
+
+    tree = render_path(str(ROOT / "examples" / "platforms" / "eks.yaml"), "out").tree
+    notes = {n["title"]: n["text"] for n in json.loads(tree.files["report.json"])["platform"]}
+    assert "--install-nvidia-plugin=false" in notes["Managed node groups"]  # next to Karpenter pools too
+    assert "NodePools a10g, l40s-spot" in notes["Karpenter"] and "al2023@v20250920" in notes["Karpenter"]
+    assert "Runtime handler" in notes  # the AMI's toolkit: not verified, said so

@@ -315,7 +315,7 @@ def notes(plan: P.Plan) -> list[dict[str, str]]:
                  "chart default nvidia) must already exist in the node's containerd config. Not verified: the handler "
                  "name on the AMI, and CDI with the AMI's toolkit; override operator.runtimeClass if it differs.",
                  "platform-facts §0 and §6")
-        if any(not p.nfd for p in plan.pools) and not karpenter.karpenter_pools(plan):
+        if any(eks["nodeGroupLabel"] in p.pool.match.node_labels for p in plan.pools):
             note("Managed node groups", f"eksctl installs its own NVIDIA device plugin on GPU node groups: create them "
                  f"with {eks['eksctlDevicePlugin']}.", "docs.aws.amazon.com/eks/latest/eksctl/gpu-support.html")
         pools = karpenter.karpenter_pools(plan)
