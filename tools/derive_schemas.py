@@ -66,6 +66,8 @@ CP_CRD = CRD_INPUTS[0]
 CRD_SOURCES = "crds/SOURCES.md"
 _SOURCE_ROW = re.compile(r"^\| (?P<file>[^|]+?) \| (?P<repository>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+) \| "
                          r"(?P<tag>v[0-9][^ |]*) \(")
+_FOLDER_SOURCE_ROW = re.compile(r"^\| (?P<file>[^|]+?) \| (?P<repository>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+) \| "
+                                r"(?P<tag>v[0-9][^ |]*) \|")
 
 NFD_SCHEMA = "gpu-operator/v26.7.0/charts/node-feature-discovery/values.schema.json"
 NFD_CHART = "gpu-operator/v26.7.0/charts/node-feature-discovery/Chart.yaml"
@@ -496,6 +498,16 @@ def crd_releases(ref: Reference) -> dict[str, dict[str, str]]:
         match = _SOURCE_ROW.match(line)
         if match:
             releases["crds/" + match["file"]] = {"repository": match["repository"], "tag": match["tag"]}
+    # A group folder may carry its own SOURCES.md (crds/karpenter.k8s.aws/): | file | repo | tag | ... with the file
+    # named relative to that folder.
+    for rel in CRD_INPUTS:
+        folder = rel.rsplit("/", 1)[0]
+        if not rel.startswith("crds/") or rel in releases or not (ref.root / folder / "SOURCES.md").is_file():
+            continue
+        for line in ref.bytes(f"{folder}/SOURCES.md").decode("utf-8").splitlines():
+            match = _FOLDER_SOURCE_ROW.match(line)
+            if match and f"{folder}/{match['file']}" == rel:
+                releases[rel] = {"repository": match["repository"], "tag": match["tag"]}
     missing = [rel for rel in CRD_INPUTS if rel.startswith("crds/") and rel not in releases]
     if missing:
         raise DeriveError(f"{CRD_SOURCES}: no release row for {', '.join(missing)}")
@@ -549,7 +561,8 @@ def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], d
     except KeyError as exc:
         raise DeriveError(f"{CP_CRD}: no quantity pattern at spec.driver.resources.limits") from exc
     outputs["schemas/crds/index.json"] = _dump({
-        "generated": _generated({rel: ref.hashes[rel] for rel in (*CRD_INPUTS, CRD_SOURCES)},
+        "generated": _generated({rel: ref.hashes[rel] for rel in (*CRD_INPUTS, CRD_SOURCES,
+                                                                  *(r for r in ref.hashes if r.endswith("/SOURCES.md")))},
                                 "Custom resources gpuconf has a schema for, keyed by <apiVersion>/<kind>: the "
                                 "schema file (relative to the gpuconf.schemas package), the scope (kustomize and "
                                 "kubectl cannot know it offline), whether the version is deprecated or the storage "

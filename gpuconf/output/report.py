@@ -667,6 +667,7 @@ def helm_install_command(plan: P.Plan, values_file: str) -> str:
 
 def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> list[dict]:
     """The acceptance checklist: apply, wait for the operator, then one probe Job per pool and what it proves."""
+    from ..render import kueue as K
     from ..render import openshift, platform
     from ..render.probes import job_name
 
