@@ -518,3 +518,11 @@ def test_eks_report_says_what_karpenter_and_managed_node_groups_need():
     assert "--install-nvidia-plugin=false" in notes["Managed node groups"]  # next to Karpenter pools too
     assert "NodePools a10g, l40s-spot" in notes["Karpenter"] and "al2023@v20250920" in notes["Karpenter"]
     assert "Runtime handler" in notes  # the AMI's toolkit: not verified, said so
+
+
+def test_what_the_fact_sheet_could_not_verify_is_said_in_the_report(tmp_path):
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.33", distribution: eks}', L4_POOL))
+    notes = {n["title"]: n["text"] for n in json.loads(tree.files["report.json"])["platform"]}
+    assert "runtime handler names on the AL2023 NVIDIA and Bottlerocket AMIs" in notes["Not verified"]
+    assert "Not verified" not in {n["title"] for n in json.loads(
+        _render(tmp_path, _intent('{kubernetesVersion: "1.33"}', L4_POOL), "vanilla.yaml").files["report.json"])["platform"]}

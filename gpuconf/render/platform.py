@@ -377,4 +377,11 @@ def notes(plan: P.Plan) -> list[dict[str, str]]:
         note("Container runtime", f"gpuconf sets the toolkit's {env}" + (
             "; these paths come from community reports, not NVIDIA's documents" if facts["community"] else "") +
              ". NRI plugin mode (containerRuntime.nri) needs none of them.", _source(facts))
+    words = {"gke": ("GKE",), "eks": ("EKS", "AL2023", "Bottlerocket"), "aks": ("AKS",), "k3s": ("k3s",),
+             "rke2": ("RKE2",)}.get(cluster.distribution, ())
+    unverified = [item for item in platforms.not_verified() if any(w in item for w in words)]
+    if unverified:
+        note("Not verified", " ".join(_plain(item) for item in unverified) +
+             " gpuconf's output rests on none of them (an override can add what they would settle).",
+             "platform-facts §6")
     return out
