@@ -526,3 +526,20 @@ def test_what_the_fact_sheet_could_not_verify_is_said_in_the_report(tmp_path):
     assert "runtime handler names on the AL2023 NVIDIA and Bottlerocket AMIs" in notes["Not verified"]
     assert "Not verified" not in {n["title"] for n in json.loads(
         _render(tmp_path, _intent('{kubernetesVersion: "1.33"}', L4_POOL), "vanilla.yaml").files["report.json"])["platform"]}
+
+
+def test_report_and_audit_name_what_labels_a_platforms_pool(tmp_path):
+    from conftest import ROOT
+    from gpuconf.cluster.audit import audit
+    from gpuconf.pipeline import render_path
+
+    tree = render_path(str(ROOT / "examples" / "platforms" / "eks.yaml"), "out").tree
+    rows = {p["name"]: p["labelledBy"] for p in json.loads(tree.files["report.json"])["pools"]}
+    assert rows == {"a10g-inference": "Karpenter NodePool a10g (manifests/karpenter.yaml)",
+                    "l40s-batch": "Karpenter NodePool l40s-spot (manifests/karpenter.yaml)",
+                    "t4-dev": "node template node-templates/t4-dev.kubelet.env"}
+    node = {"metadata": {"name": "ip-10-0-0-1", "labels": {
+        "karpenter.sh/nodepool": "a10g", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A10G"}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    [missing] = [f for f in audit(tree.plan, [node], "t").findings if f.code == "GA103"]
+    assert missing.hint == "re-apply the pool's Karpenter NodePool a10g (manifests/karpenter.yaml)"

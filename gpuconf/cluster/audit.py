@@ -271,6 +271,7 @@ class Auditor:
         self.result.pools = [p.report for p in self.pools]
         # GPUs the intent declares (spec.gpuModels) are recognised by their product labels like catalogue models.
         self.declared_models = tuple(P.declared_models(plan.intent).values())
+        self._label_sources: dict[str, str] = {}
         self._by_name = {p.name: p for p in self.pools}
         self._nfd_by_model: dict[str, list[_Pool]] = {}
         self._label_index: dict[str, dict[str, list[_Pool]]] = {}
@@ -667,10 +668,13 @@ class Auditor:
             hint = "check the device plugin pod on the node and the config its label selects"
         add(ERROR if short and not explained else WARNING, "GA107", "; ".join(what), evidence, hint)
 
-    @staticmethod
-    def _label_source(pool: _Pool) -> str:
-        return (f"NodeFeatureRule gpuconf-pool-{pool.name}" if pool.nfd
-                else f"node-group template ({pool.name}.kubelet.env / NodePool)")
+    def _label_source(self, pool: _Pool) -> str:
+        """What puts the pool's labels on its nodes (render.nodes.label_source), computed once per pool."""
+        from ..render.nodes import label_source
+
+        if pool.name not in self._label_sources:
+            self._label_sources[pool.name] = label_source(self.plan, pool.plan)
+        return self._label_sources[pool.name]
 
     @classmethod
     def _mig_evidence(cls, labels: Mapping[str, str]) -> dict:

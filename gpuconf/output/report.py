@@ -230,6 +230,7 @@ def _driver_fact(plan: P.Plan, pool: P.PoolPlan) -> dict:
 
 def pool_facts(plan: P.Plan) -> list[dict]:
     """One row per pool: model, size, sharing, what it advertises, taints, driver, labels and how they get there."""
+    from ..render.nodes import label_source
     from ..render.probes import job_name
 
     rows = []
@@ -248,8 +249,7 @@ def pool_facts(plan: P.Plan) -> list[dict]:
             "taints": [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in p.taints],
             "driver": _driver_fact(plan, pool),
             "labels": dict(pool.labels),
-            "labelledBy": (f"NodeFeatureRule gpuconf-pool-{pool.name}" if pool.nfd
-                           else f"node template node-templates/{pool.name}.kubelet.env"),
+            "labelledBy": label_source(plan, pool),
             "devicePluginConfig": pool.device_plugin_key,
             "migConfig": pool.mig_key,
             "probe": job_name(pool.name),

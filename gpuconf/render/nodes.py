@@ -115,3 +115,18 @@ def node_templates(plan: P.Plan) -> dict[str, dict | str]:
                 f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.pool.taints))
         out[f"{pool.name}.kubelet.env"] = f'KUBELET_EXTRA_ARGS="{" ".join(flags)}"\n'
     return out
+
+
+def label_source(plan: P.Plan, pool: P.PoolPlan) -> str:
+    """What puts the pool's labels on its nodes, as REPORT.md and the audit name it."""
+    from .karpenter import KARPENTER_FILE, karpenter_pools, nodepool_label
+
+    if pool.nfd:
+        return f"NodeFeatureRule gpuconf-pool-{pool.name}"
+    if pool.name in {p.name for p in karpenter_pools(plan)}:
+        return f"Karpenter NodePool {pool.pool.match.node_labels[nodepool_label()]} ({KARPENTER_FILE})"
+    script = next((name for name in node_templates(plan) if name.rsplit(".", 2)[0] == pool.name
+                   and name.endswith(".sh")), None)
+    if script is not None:
+        return f"node-pool command node-templates/{script}"
+    return f"node template node-templates/{pool.name}.kubelet.env"
