@@ -237,7 +237,9 @@ def catalog(gpu_id: str | None) -> None:
 
     text = catalog_text(gpu_id)
     if text is None:
-        raise click.UsageError(f"unknown GPU model {gpu_id!r}; run `gpuconf catalog` for the list")
+        from .output.summary import unknown_model
+
+        raise click.UsageError(unknown_model(gpu_id))
     click.echo(text, nl=False)
 
 

@@ -543,3 +543,9 @@ def test_report_and_audit_name_what_labels_a_platforms_pool(tmp_path):
         "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     [missing] = [f for f in audit(tree.plan, [node], "t").findings if f.code == "GA103"]
     assert missing.hint == "re-apply the pool's Karpenter NodePool a10g (manifests/karpenter.yaml)"
+
+
+def test_catalog_names_the_spellings_of_an_unknown_model(run):
+    assert "did you mean A10G?" in run("catalog", "--gpu", "nvidia-a10g").stderr
+    result = run("catalog", "--gpu", "A10X")
+    assert result.exit_code == 2 and "did you mean" not in result.stderr

@@ -78,6 +78,13 @@ def catalog_text(gpu_id: str | None) -> str | None:
     return "\n".join(lines) + "\n"
 
 
+def unknown_model(gpu_id: str) -> str:
+    """Why `gpuconf catalog --gpu` has nothing to show, with the spellings of the same model it does know."""
+    offered = catalog.model_suggestions(gpu_id, catalog.gpu_models().values())
+    hint = f"; did you mean {' or '.join(offered)}?" if offered else ""
+    return f"unknown GPU model {gpu_id!r}{hint} (`gpuconf catalog` lists them)"
+
+
 def rules_text() -> str:
     """Every stable finding code with its title."""
     from ..cluster.audit import TITLES as audit_titles
