@@ -549,3 +549,21 @@ def test_catalog_names_the_spellings_of_an_unknown_model(run):
     assert "did you mean A10G?" in run("catalog", "--gpu", "nvidia-a10g").stderr
     result = run("catalog", "--gpu", "A10X")
     assert result.exit_code == 2 and "did you mean" not in result.stderr
+
+
+def test_openshift_olm_brings_the_charts_default_nvidiadriver_when_pools_use_it(tmp_path):
+    pools = ("    - {name: l4, gpu: L4, gpusPerNode: 2, nodes: 3, match: {pciDevice: true}}\n"
+             "    - {name: h100, gpu: H100-80GB, gpusPerNode: 8, nodes: 2, match: {pciDevice: true}, "
+             "driver: {version: \"595.91.07\"}}\n")
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.31", distribution: openshift}', pools,
+                                     '  driver: {version: "580.126.20"}\n'))
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in _docs(tree.files["manifests/cluster-policy.yaml"])}
+    from gpuconf.render import chart
+
+    default = docs[("NVIDIADriver", "default")]["spec"]
+    assert default["default"] is True and default["version"] == "580.126.20"
+    assert default == chart.default_nvidiadriver(_merged(tree))
+    assert docs[("ClusterPolicy", "gpu-cluster-policy")]["spec"]["driver"]["useNvidiaDriverCRD"] is True
+    own = [d for d in _docs(tree.files["manifests/nvidia-drivers.yaml"]) if d["spec"]["version"] == "595.91.07"]
+    assert own and not own[0]["spec"]["default"]
+    _verified(tree)

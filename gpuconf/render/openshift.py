@@ -62,8 +62,16 @@ def nfd_instance(plan: P.Plan, worker_tolerations: list[dict]) -> dict:
             "metadata": metadata(plan, NFD_INSTANCE_NAME, platforms.openshift()["nfd"]["namespace"]), "spec": spec}
 
 
-def cluster_policy(plan: P.Plan, merged_values: dict) -> dict:
-    """The ClusterPolicy chart the chart would render from the merged values."""
-    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
-            "metadata": metadata(plan, CLUSTER_POLICY_NAME),
-            "spec": clusterpolicy.without_nulls(clusterpolicy.spec(merged_values, plan.chart_version))}
+def cluster_policy(plan: P.Plan, merged_values: dict) -> list[dict]:
+    """The ClusterPolicy the chart would render from the merged values, and its NVIDIADriver/default where the chart
+    renders that one (NVIDIADriver mode with deployDefaultCR): without Helm, nothing else would create it."""
+    from . import chart
+
+    docs = [{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+             "metadata": metadata(plan, CLUSTER_POLICY_NAME),
+             "spec": clusterpolicy.without_nulls(clusterpolicy.spec(merged_values, plan.chart_version))}]
+    default = chart.default_nvidiadriver(merged_values)
+    if default is not None:
+        docs.append({"apiVersion": "nvidia.com/v1alpha1", "kind": "NVIDIADriver", "metadata": metadata(plan, "default"),
+                     "spec": clusterpolicy.without_nulls(default)})
+    return docs

@@ -144,7 +144,7 @@ def manifest_files(plan: P.Plan, merged_values: dict) -> dict[str, list[dict]]:
     if openshift.olm(plan):
         worker = merged_values.get("node-feature-discovery", {}).get("worker", {}).get("tolerations", [])
         files[PLATFORM_FILE] += [*openshift.subscription_objects(plan), openshift.nfd_instance(plan, worker)]
-        files[openshift.CLUSTER_POLICY_FILE] = [openshift.cluster_policy(plan, merged_values)]
+        files[openshift.CLUSTER_POLICY_FILE] = openshift.cluster_policy(plan, merged_values)
     return {path: docs for path, docs in files.items() if docs}
 
 
