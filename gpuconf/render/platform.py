@@ -53,9 +53,10 @@ def settings(plan: P.Plan) -> list[Setting]:
         gke = platforms.gke()
         if preinstalled:
             for path, value in sorted(gke["googleDriver"]["values"].items()):
-                out.append(Setting(path, value, "GKE with Google's driver installer: the driver lives in "
-                                   "/home/kubernetes/bin/nvidia, writable and persistent on GKE nodes (NVIDIA's GKE "
-                                   "guide)", DISTRIBUTION))
+                why = ("NVIDIA's GKE guide runs the operator with Google's driver installer and CDI on" if
+                       path.startswith("cdi.") else "GKE with Google's driver installer: the driver lives in "
+                       "/home/kubernetes/bin/nvidia, writable and persistent on GKE nodes (NVIDIA's GKE guide)")
+                out.append(Setting(path, value, why, DISTRIBUTION))
         containerd2 = gke["containerd2"]
         if _version(cluster.kubernetes_version) >= _version(containerd2["fromKubernetes"]):
             for name, value in containerd2["toolkitEnv"].items():
