@@ -679,8 +679,9 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
     early = [f"{folder}/{path}" for path in ("manifests/namespaces.yaml", platform.PLATFORM_FILE) if path in files]
     if openshift.olm(plan):
         steps += [
-            {"title": f"Subscribe to the certified GPU Operator (OLM), then approve the InstallPlan whose CSV is "
-                      f"{plan.chart_version} (INSTALL_PLAN: its name in the list)",
+            {"title": f"With Red Hat's NFD operator installed (OperatorHub), subscribe to the certified GPU Operator "
+                      f"(OLM), then approve the InstallPlan whose CSV is {plan.chart_version} (INSTALL_PLAN: its name "
+                      "in the list)",
              "commands": ["kubectl apply " + " ".join(f"-f {path}" for path in early),
                           f"kubectl -n {ns} get installplan",
                           f'kubectl -n {ns} patch installplan "$INSTALL_PLAN" --type merge '
