@@ -105,61 +105,9 @@ def render(intents: tuple[str, ...], out: str, check: bool) -> None:
     written unless every INTENT is valid. With --check, exit 1 and print the stale, missing and extra files (and a
     unified diff) when OUTPUT differs from a fresh render.
     """
-    from pathlib import Path
+    from .pipeline import render
 
-    from .findings import format_text
-    from .pipeline import render_any
-    from .render.tree import VerificationError
-
-    try:
-        rendered = [render_any(intent, out) for intent in intents]
-    except VerificationError as exc:
-        click.echo(f"gpuconf: internal error: generated output failed verification ({len(exc.problems)} problems):",
-                   err=True)
-        for problem in exc.problems:
-            click.echo(f"  {problem}", err=True)
-        click.echo("gpuconf: this is a bug in gpuconf; nothing was written", err=True)
-        sys.exit(EXIT_INTERNAL)
-    click.echo(format_text([f for r in rendered for f in r.findings]), nl=False)
-    if not all(r.ok for r in rendered):
-        for r in rendered:
-            if not r.ok:
-                click.echo(f"{r.file}: invalid; nothing was written", err=True)
-        sys.exit(EXIT_FINDINGS)
-    owners: dict[str, str] = {}
-    for r in rendered:
-        for tree in r.trees:
-            if tree.name in owners:
-                click.echo(f"gpuconf: {owners[tree.name]} and {r.file} both render {Path(out) / tree.name}/; "
-                           "nothing was written", err=True)
-                sys.exit(EXIT_FINDINGS)
-            owners[tree.name] = r.file
-    trees = [tree for r in rendered for tree in r.trees]
-    from .output.writer import read_tree, write_tree
-
-    if check:
-        from .output.summary import tree_diff
-
-        stale = False
-        for tree in trees:
-            target = Path(out) / tree.name
-            diff = tree_diff(read_tree(target), tree.files, str(target))
-            if diff:
-                click.echo(diff, nl=False)
-                stale = True
-            else:
-                click.echo(f"{target}: up to date ({len(tree.files)} files)", err=True)
-        sys.exit(EXIT_FINDINGS if stale else EXIT_OK)
-    from .output.summary import render_summary
-
-    for tree in trees:
-        target = Path(out) / tree.name
-        write_tree(out, tree.name, tree.files)
-        if tree.plan is not None:
-            click.echo(render_summary(tree, str(target)), nl=False)
-        else:  # a fleet's own folder
-            click.echo("".join([f"wrote {len(tree.files)} files to {target}/:\n"] +
-                               [f"  {path}\n" for path in sorted(tree.files)]), nl=False)
+    _finish(render(intents, out, check))
 
 
 @main.command()

@@ -97,6 +97,73 @@ def render_any(path: str, out: str) -> RenderedSet:
     return RenderedSet(path, result.findings, [render_tree(built, render_command(path, out))])
 
 
+def render(intents: tuple[str, ...] | list[str], out: str, check: bool) -> Outcome:
+    """`gpuconf render`: every input rendered and verified; then, when all are valid and no two write the same
+    folder, either compared with OUTPUT (--check) or written into it."""
+    from pathlib import Path
+
+    from .findings import format_text
+    from .render.tree import VerificationError
+
+    try:
+        rendered = [render_any(intent, out) for intent in intents]
+    except VerificationError as exc:
+        return Outcome(stderr=[f"gpuconf: internal error: generated output failed verification "
+                               f"({len(exc.problems)} problems):", *(f"  {problem}" for problem in exc.problems),
+                               "gpuconf: this is a bug in gpuconf; nothing was written"], code=EXIT_INTERNAL)
+    findings = format_text([f for r in rendered for f in r.findings])
+    if not all(r.ok for r in rendered):
+        return Outcome(findings, [f"{r.file}: invalid; nothing was written" for r in rendered if not r.ok],
+                       EXIT_FINDINGS)
+    owners: dict[str, str] = {}
+    for r in rendered:
+        for tree in r.trees:
+            if tree.name in owners:
+                return Outcome(findings, [f"gpuconf: {owners[tree.name]} and {r.file} both render "
+                                          f"{Path(out) / tree.name}/; nothing was written"], EXIT_FINDINGS)
+            owners[tree.name] = r.file
+    trees = [tree for r in rendered for tree in r.trees]
+    return _check_trees(trees, out, findings) if check else _write_trees(trees, out, findings)
+
+
+def _check_trees(trees: list, out: str, stdout: str) -> Outcome:
+    """render --check: each tree compared with its folder; exit 1 with the differences when any is stale."""
+    from pathlib import Path
+
+    from .output.summary import tree_diff
+    from .output.writer import read_tree
+
+    outcome = Outcome(stdout)
+    for tree in trees:
+        target = Path(out) / tree.name
+        difference = tree_diff(read_tree(target), tree.files, str(target))
+        if difference:
+            outcome.stdout += difference
+            outcome.code = EXIT_FINDINGS
+        else:
+            outcome.stderr.append(f"{target}: up to date ({len(tree.files)} files)")
+    return outcome
+
+
+def _write_trees(trees: list, out: str, stdout: str) -> Outcome:
+    """render: each tree replaces its folder; the summary of what was written."""
+    from pathlib import Path
+
+    from .output.summary import render_summary
+    from .output.writer import write_tree
+
+    outcome = Outcome(stdout)
+    for tree in trees:
+        target = Path(out) / tree.name
+        write_tree(out, tree.name, tree.files)
+        if tree.plan is not None:
+            outcome.stdout += render_summary(tree, str(target))
+        else:  # a fleet's own folder
+            outcome.stdout += "".join([f"wrote {len(tree.files)} files to {target}/:\n"] +
+                                      [f"  {path}\n" for path in sorted(tree.files)])
+    return outcome
+
+
 def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool) -> Outcome:
     """`gpuconf diff`: the override report, a comparison with a rendered folder (--against), or a chart move
     (--to-chart). Raises UsageProblem for arguments that cannot work together."""
