@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import click
@@ -25,10 +26,29 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("gpuconf: interrupted", err=True)
             sys.exit(130)
+        except OSError as exc:
+            if exc.errno not in _ENVIRONMENT_ERRNOS:
+                raise _internal(exc) from None
+            # The commands turn the environment's errors into their own lines; one that still gets here is said
+            # the same way: the path and the cause, exit 2, not "a bug in gpuconf".
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"gpuconf: {where}{exc.strerror or exc}", err=True)
+            sys.exit(EXIT_USAGE)
         except Exception as exc:  # a bug in gpuconf, never the user's input
-            click.echo(f"gpuconf: internal error: {type(exc).__name__}: {exc}", err=True)
-            click.echo("gpuconf: this is a bug in gpuconf, not in your input; please report it with the file", err=True)
-            sys.exit(EXIT_INTERNAL)
+            raise _internal(exc) from None
+
+
+def _internal(exc: BaseException) -> SystemExit:
+    """Say that exc is a bug in gpuconf; the SystemExit to raise."""
+    click.echo(f"gpuconf: internal error: {type(exc).__name__}: {exc}", err=True)
+    click.echo("gpuconf: this is a bug in gpuconf, not in your input; please report it with the file", err=True)
+    return SystemExit(EXIT_INTERNAL)
+
+
+#: Errors that say something about the machine (permissions, space, the kind of a path), not about gpuconf.
+_ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "EACCES", "EPERM", "EROFS", "ENOSPC", "EDQUOT", "EIO", "ENOTDIR", "EISDIR", "ELOOP", "ENAMETOOLONG", "EMFILE",
+    "ENFILE", "ETXTBSY", "EFBIG", "ENXIO", "ENODEV", "ESTALE") if hasattr(errno, name))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -36,7 +56,8 @@ class _Group(click.Group):
 def main() -> None:
     """Declarative, validated configuration for the NVIDIA GPU Operator.
 
-    Exit codes: 0 ok, 1 findings (invalid intent, drift), 2 usage error (or nodes unreadable), 3 internal error.
+    Exit codes: 0 ok, 1 findings (invalid intent, stale output, drift), 2 usage or environment error (a path that
+    cannot be read or written, files gpuconf did not write, nodes unreadable), 3 internal error.
     """
 
 
@@ -98,16 +119,24 @@ def _plural(n: int, word: str) -> str:
               help="Output folder; each cluster's files go to OUTPUT/<metadata.name>/, a fleet's own to "
                    "OUTPUT/<fleet name>/.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 with a diff when OUTPUT is stale.")
-def render(intents: tuple[str, ...], out: str, check: bool) -> None:
+@click.option("--delete-foreign", is_flag=True,
+              help="Replace cluster folders even when they hold files gpuconf did not write, deleting those files "
+                   "(without it, gpuconf refuses and names them).")
+def render(intents: tuple[str, ...], out: str, check: bool, delete_foreign: bool) -> None:
     """Render each INTENT (a cluster intent or a fleet) into OUTPUT/<name>/. Atomic per folder and byte-stable.
 
     A fleet file renders every cluster it names, plus the fleet's ApplicationSet or Flux entry points. Nothing is
     written unless every INTENT is valid. With --check, exit 1 and print the stale, missing and extra files (and a
     unified diff) when OUTPUT differs from a fresh render.
+
+    gpuconf replaces only folders that hold nothing but its own files (each folder records them in .gpuconf-files);
+    renders into one OUTPUT take turns through OUTPUT/.gpuconf.lock.
     """
     from .pipeline import render
 
-    _finish(render(intents, out, check))
+    if check and delete_foreign:
+        raise click.UsageError("--check writes nothing; --delete-foreign is for a render that writes")
+    _finish(render(intents, out, check, delete_foreign))
 
 
 @main.command()
@@ -143,6 +172,17 @@ def _finish(outcome) -> None:
     sys.exit(outcome.code)
 
 
+def _written(write, path: str, text: str) -> None:
+    """Write one output file; a path that cannot be written is the environment's problem: one line, exit 2."""
+    from .output.writer import OutputError
+
+    try:
+        write(path, text)
+    except OutputError as exc:
+        click.echo(f"gpuconf: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
 @main.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
 def schema(output: str | None) -> None:
@@ -153,7 +193,7 @@ def schema(output: str | None) -> None:
     if output:
         from .output.writer import write_text_atomic
 
-        write_text_atomic(output, text)
+        _written(write_text_atomic, output, text)
     else:
         click.echo(text, nl=False)
 
@@ -169,9 +209,9 @@ def init(output: str | None) -> None:
 
         if Path(output).exists():
             raise click.UsageError(f"{output} exists; gpuconf init never overwrites a file")
-        from .output.writer import write_text_atomic
+        from .output.writer import write_text_new
 
-        write_text_atomic(output, STARTER)
+        _written(write_text_new, output, STARTER)
         click.echo(f"wrote {output}; edit it, then run: gpuconf validate {output}", err=True)
     else:
         click.echo(STARTER, nl=False)
@@ -303,9 +343,9 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
                    + "".join(f"\n  {node}: {why}" for node, why in draft.skipped), err=True)
         sys.exit(EXIT_FINDINGS)
     if output:
-        from .output.writer import write_text_atomic
+        from .output.writer import write_text_new
 
-        write_text_atomic(output, draft.text)
+        _written(write_text_new, output, draft.text)
         click.echo(f"wrote {output}: {draft.describe()}; review it, then run: gpuconf validate {output}", err=True)
     else:
         click.echo(draft.text, nl=False)

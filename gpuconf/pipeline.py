@@ -97,9 +97,10 @@ def render_any(path: str, out: str) -> RenderedSet:
     return RenderedSet(path, result.findings, [render_tree(built, render_command(path, out))])
 
 
-def render(intents: tuple[str, ...] | list[str], out: str, check: bool) -> Outcome:
+def render(intents: tuple[str, ...] | list[str], out: str, check: bool, delete_foreign: bool = False) -> Outcome:
     """`gpuconf render`: every input rendered and verified; then, when all are valid and no two write the same
-    folder, either compared with OUTPUT (--check) or written into it."""
+    folder, either compared with OUTPUT (--check) or written into it (refused when a folder holds files gpuconf did
+    not write, unless delete_foreign)."""
     from pathlib import Path
 
     from .findings import format_text
@@ -123,45 +124,75 @@ def render(intents: tuple[str, ...] | list[str], out: str, check: bool) -> Outco
                                           f"{Path(out) / tree.name}/; nothing was written"], EXIT_FINDINGS)
             owners[tree.name] = r.file
     trees = [tree for r in rendered for tree in r.trees]
-    return _check_trees(trees, out, findings) if check else _write_trees(trees, out, findings)
+    from .output.writer import OutputError
+
+    try:
+        return _check_trees(trees, out, findings) if check else _write_trees(trees, out, findings, delete_foreign)
+    except OutputError as exc:
+        return Outcome(findings, [*_foreign_lines(exc), f"gpuconf: {exc}; nothing was written"], EXIT_USAGE)
 
 
 def _check_trees(trees: list, out: str, stdout: str) -> Outcome:
-    """render --check: each tree compared with its folder; exit 1 with the differences when any is stale."""
+    """render --check: each folder compared byte for byte with a fresh render; exit 1 with the differences when
+    any is stale or holds files gpuconf did not write."""
     from pathlib import Path
 
     from .output.summary import tree_diff
-    from .output.writer import read_tree
+    from .output.writer import inspect, with_record
 
     outcome = Outcome(stdout)
     for tree in trees:
         target = Path(out) / tree.name
-        difference = tree_diff(read_tree(target), tree.files, str(target))
+        expected = with_record(tree.files)
+        difference = tree_diff(inspect(target), expected, str(target))
         if difference:
             outcome.stdout += difference
             outcome.code = EXIT_FINDINGS
         else:
-            outcome.stderr.append(f"{target}: up to date ({len(tree.files)} files)")
+            outcome.stderr.append(f"{target}: up to date ({len(expected)} files)")
     return outcome
 
 
-def _write_trees(trees: list, out: str, stdout: str) -> Outcome:
-    """render: each tree replaces its folder; the summary of what was written."""
-    from pathlib import Path
-
+def _write_trees(trees: list, out: str, stdout: str, delete_foreign: bool) -> Outcome:
+    """render: every folder replaced under the output folder's lock; the summary of what was written."""
     from .output.summary import render_summary
-    from .output.writer import write_tree
+    from .output.writer import entries, with_record, write_trees
 
     outcome = Outcome(stdout)
-    for tree in trees:
-        target = Path(out) / tree.name
-        write_tree(out, tree.name, tree.files)
+    written = write_trees(out, [(tree.name, tree.files) for tree in trees], delete_foreign)
+    for tree, done in zip(trees, written):
+        if done.deleted:
+            outcome.stderr.append(f"gpuconf: deleted from {done.path}/ what gpuconf had not written "
+                                  f"(--delete-foreign): {entries(done.deleted)}")
         if tree.plan is not None:
-            outcome.stdout += render_summary(tree, str(target))
+            outcome.stdout += render_summary(tree, str(done.path))
         else:  # a fleet's own folder
-            outcome.stdout += "".join([f"wrote {len(tree.files)} files to {target}/:\n"] +
-                                      [f"  {path}\n" for path in sorted(tree.files)])
+            files = with_record(tree.files)
+            outcome.stdout += "".join([f"wrote {len(files)} files to {done.path}/:\n"] +
+                                      [f"  {path}\n" for path in sorted(files)])
     return outcome
+
+
+#: How many foreign entries a refusal names before it counts the rest.
+SHOWN_FOREIGN = 20
+
+
+def _foreign_lines(exc: Exception) -> list[str]:
+    """The folders that hold files gpuconf did not write, each with those files (folders of them collapsed)."""
+    from .output.writer import ForeignFiles, entries
+
+    if not isinstance(exc, ForeignFiles):
+        return []
+    lines = []
+    for folder, foreign in sorted(exc.foreign.items()):
+        if foreign == [""]:
+            lines.append(f"gpuconf: {folder} is not a folder gpuconf wrote")
+            continue
+        more = f" and {len(foreign) - SHOWN_FOREIGN} more" if len(foreign) > SHOWN_FOREIGN else ""
+        lines.append(f"gpuconf: {folder}/ holds what gpuconf did not write: {entries(foreign[:SHOWN_FOREIGN])}{more}")
+    lines.append("gpuconf: move those files out of the cluster folder (gpuconf replaces it whole), or pass "
+                 "--delete-foreign to delete them")
+    return lines
 
 
 def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool) -> Outcome:
