@@ -23,10 +23,11 @@ import secrets
 import shutil
 import stat
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from .. import __version__
 
@@ -337,20 +338,27 @@ def _stage(root: Path, name: str, files: dict[str, str]) -> Path:
     except OSError as exc:
         raise environment_error(staging, exc) from None
     folders = {""}
-    try:
+    with _undone_on_error(lambda: _remove(staging), staging):
         for rel, text in sorted(files.items()):
             parent = rel.rpartition("/")[0]
             if parent not in folders:  # a 1,000-pool cluster has 1,000 node templates in one folder
                 (staging / parent).mkdir(mode=0o777, parents=True, exist_ok=True)
                 folders.add(parent)
             _create(staging / rel, text.encode("utf-8"))
-    except OSError as exc:
-        _remove(staging)
-        raise environment_error(exc.filename or staging, exc) from None
-    except BaseException:
-        _remove(staging)
-        raise
     return staging
+
+
+@contextmanager
+def _undone_on_error(undo: Callable[[], None], where: Path) -> Iterator[None]:
+    """Run undo when the block fails; an OSError becomes an OutputError naming its path (else where)."""
+    try:
+        yield
+    except OSError as exc:
+        undo()
+        raise environment_error(exc.filename or where, exc) from None
+    except BaseException:
+        undo()
+        raise
 
 
 def _create(path: Path, data: bytes, exclusive: bool = True) -> None:
@@ -430,16 +438,10 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     """Write text to path through a temporary file in the same folder and an atomic rename. Raises OutputError."""
     target = Path(path)
     tmp = target.parent / f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
-    try:
+    with _undone_on_error(lambda: _unlink(tmp), target):
         _make_parent(target)
         _create(tmp, text.encode("utf-8"))
         os.replace(tmp, target)
-    except OSError as exc:
-        _unlink(tmp)
-        raise environment_error(exc.filename or target, exc) from None
-    except BaseException:
-        _unlink(tmp)
-        raise
 
 
 def write_text_new(path: str | Path, text: str) -> None:
