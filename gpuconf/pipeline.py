@@ -39,22 +39,29 @@ class Rendered:
         return self.tree is not None
 
 
-def render_command(intent: str, out: str) -> str:
-    """The command line written into every generated file's header."""
-    return f"gpuconf render {intent} -o {out}"
+def display_path(path: str) -> str:
+    """A path as render prints it and records it in the generated files, however it was spelled: relative to the
+    working directory (`out/`, `./out` and `$PWD/out` are all `out`), so headers do not change with the spelling."""
+    import os
+
+    try:
+        return os.path.relpath(os.path.abspath(path))
+    except (OSError, ValueError):  # no working directory any more
+        return os.path.normpath(path)
+
+
+def render_command(intent: str, out: str):
+    """The command line written into every generated file's header (a gpuconf.render.tree.Command)."""
+    from .render.tree import Command
+
+    return Command(display_path(intent), display_path(out))
 
 
 def render_path(path: str, out: str) -> Rendered:
-    """Validate path and, when it has no errors, render its tree (raises VerificationError on a gpuconf bug)."""
-    from . import plan as P
-    from .render.tree import render_tree
-    from .intent.validate import validate_path
-
-    result = validate_path(path)
-    if not result.ok:
-        return Rendered(path, result.findings)
-    built = P.build(result.intent, path, result.document)
-    return Rendered(path, result.findings, render_tree(built, render_command(path, out)))
+    """Validate an intent file and, when it has no errors, render its tree (raises VerificationError on a gpuconf
+    bug)."""
+    rendered = render_any(path, out, fleets=False)
+    return Rendered(rendered.file, rendered.findings, rendered.trees[0] if rendered.trees else None)
 
 
 @dataclass
@@ -73,28 +80,31 @@ class RenderedSet:
         return bool(self.trees)
 
 
-def render_any(path: str, out: str) -> RenderedSet:
-    """Render an intent file or a fleet file (raises VerificationError on a gpuconf bug)."""
+def render_any(path: str, out: str, fleets: bool = True) -> RenderedSet:
+    """Render an intent file or (with fleets) a fleet file, read once; findings and headers name it as
+    display_path does (raises VerificationError on a gpuconf bug)."""
     from .intent.fleet import is_fleet
     from .render.fleet import render_fleet
     from .intent.loader import LoadError, load_file
 
+    name = display_path(path)
+    command = render_command(path, out)
     try:
-        doc = load_file(path, path)
+        doc = load_file(path, name)
     except LoadError as exc:
-        return RenderedSet(path, [exc.finding])
-    if is_fleet(doc):
-        fleet = render_fleet(doc, out)
-        return RenderedSet(path, fleet.result.all_findings, fleet.trees, fleet.result)
+        return RenderedSet(name, [exc.finding])
+    if fleets and is_fleet(doc):
+        fleet = render_fleet(doc, command)
+        return RenderedSet(name, fleet.result.all_findings, fleet.trees, fleet.result)
     from . import plan as P
     from .render.tree import render_tree
     from .intent.validate import validate_document
 
     result = validate_document(doc)
     if not result.ok:
-        return RenderedSet(path, result.findings)
-    built = P.build(result.intent, path, result.document)
-    return RenderedSet(path, result.findings, [render_tree(built, render_command(path, out))])
+        return RenderedSet(name, result.findings)
+    built = P.build(result.intent, name, result.document)
+    return RenderedSet(name, result.findings, [render_tree(built, command)])
 
 
 def render(intents: tuple[str, ...] | list[str], out: str, check: bool, delete_foreign: bool = False) -> Outcome:
@@ -207,7 +217,7 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
         raise UsageProblem(f"gpuconf has no facts for GPU Operator chart {to_chart!r} "
                            f"(known: {', '.join(catalog.chart_versions())})")
     try:
-        rendered = render_path(intent, against.rstrip("/") or "." if against else "out")
+        rendered = render_path(intent, against if against else "out")
     except VerificationError as exc:
         return Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
                        code=EXIT_INTERNAL)

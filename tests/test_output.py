@@ -461,6 +461,37 @@ def test_check_compares_bytes(run, here, change, note):
     assert (note in stale) if note else stale.endswith("(edited after gpuconf wrote it)")
 
 
+# --- headers ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("intent, out", [("./x.yaml", "out/"), ("x.yaml", "./out"), ("{here}/x.yaml", "{here}/out"),
+                                         ("sub/../x.yaml", "out//"), ("x.yaml", "{here}/../{name}/out")])
+def test_the_header_does_not_depend_on_how_a_path_was_spelled(run, here, intent, out):
+    assert run("render", "x.yaml", "-o", "out").exit_code == 0
+    (here / "sub").mkdir()
+    spelled = [p.format(here=here, name=here.name) for p in (intent, out)]
+    check = run("render", spelled[0], "-o", spelled[1], "--check")
+    assert check.exit_code == 0, check.stdout
+    header = (here / "out" / "lab" / "values.yaml").read_text(encoding="utf-8").splitlines()[1]
+    assert header == "# Do not edit: change the intent, then run: gpuconf render x.yaml -o out"
+
+
+def test_commands_in_headers_and_the_report_are_one_shell_word_per_path(run, here):
+    import subprocess
+
+    os.mkdir(here / "my out\nnext")
+    shutil.copy(here / "x.yaml", here / "it's.yaml")
+    assert run("render", "it's.yaml", "-o", "my out\nnext").exit_code == 0
+    folder = here / "my out\nnext" / "lab"
+    line = (folder / "values.yaml").read_text(encoding="utf-8").splitlines()[1]
+    assert line == "# Do not edit: change the intent, then run: gpuconf render 'it'\"'\"'s.yaml' -o $'my out\\nnext'"
+    command = line.split("then run: ", 1)[1]
+    words = subprocess.run(["bash", "-c", "printf '%s\\0' " + command], capture_output=True).stdout
+    assert words.split(b"\0")[:-1] == [b"gpuconf", b"render", b"it's.yaml", b"-o", b"my out\nnext"]
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    assert report["acceptance"][1]["commands"] == ["kubectl apply -k $'my out\\nnext/lab'"]
+
+
 # --- permissions --------------------------------------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator
 
 from .. import __version__, catalog
 from .. import plan as P
+from ..emit import single_line
 from ..findings import Finding, dotted
 from ..render.values import lookup
 
@@ -638,12 +639,15 @@ def acceptance_facts(plan: P.Plan, out: str) -> list[dict]:
 
     ns = plan.namespace
     spec = plan.intent.spec
+    from ..emit import shell_word
+
     folder = f"{out.rstrip('/') or '.'}/{plan.name}"
+    values_file, folder = shell_word(f"{folder}/values.yaml"), shell_word(folder)
     queued = P.kueue_settings(plan.intent) is not None
     steps = [
         {"title": "Install or upgrade the GPU Operator chart with the rendered values",
          "commands": [f"helm upgrade --install gpu-operator nvidia/gpu-operator --version {plan.chart_version} "
-                      f"--namespace {ns} --create-namespace -f {folder}/values.yaml"],
+                      f"--namespace {ns} --create-namespace -f {values_file}"],
          "proves": "the chart accepts the values (Helm validates the NFD subchart's values against its schema) and "
                    "its CRDs (ClusterPolicy, NVIDIADriver, NodeFeatureRule) exist before the manifests use them"},
         *([{"title": f"Install Kueue {P.kueue_settings(plan.intent).version} once (gpuconf does not install it)",
@@ -745,7 +749,7 @@ def rollback_steps(plan: P.Plan) -> list[str]:
 # --- the whole report ------------------------------------------------------------------------------------------
 
 
-def build_report(plan: P.Plan, values, command: str) -> dict:
+def build_report(plan: P.Plan, values, command) -> dict:
     """Every fact of REPORT.md and report.json for a rendered plan; plain data, deterministic."""
     merged = values.merged()
     file = plan.source
@@ -754,7 +758,7 @@ def build_report(plan: P.Plan, values, command: str) -> dict:
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "generated": {"by": f"gpuconf {__version__}", "from": file, "command": command},
+        "generated": {"by": f"gpuconf {__version__}", "from": file, "command": str(command)},
         "cluster": {
             "name": plan.name, "chartVersion": plan.chart_version, "namespace": plan.namespace,
             "kubernetesVersion": spec.cluster.kubernetes_version, "distribution": spec.cluster.distribution,
@@ -771,8 +775,8 @@ def build_report(plan: P.Plan, values, command: str) -> dict:
         "flow": flow_facts(plan),
         "upgrade": upgrade_facts(plan, merged),
         "rollback": rollback_steps(plan),
-        # The output folder is the render command's (gpuconf render INTENT -o OUT), so commands can be pasted.
-        "acceptance": acceptance_facts(plan, command.rsplit(" -o ", 1)[1] if " -o " in command else "out"),
+        # The output folder is the render command's (a render.tree.Command), so commands can be pasted.
+        "acceptance": acceptance_facts(plan, command.out),
     }
 
 
@@ -885,6 +889,8 @@ def _environment():
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["line"] = single_line
+    env.filters["comment"] = md_comment
     env.filters["cell"] = md_cell
     env.filters["code"] = md_code
     env.filters["codes"] = md_codes
@@ -937,6 +943,11 @@ def _bytecode_cache():
                 pass
 
     return BytecodeCache(str(directory))
+
+
+def md_comment(text: Any) -> str:
+    """Text inside an HTML comment on one line: nothing in it ends the line or the comment."""
+    return single_line(str(text)).replace("-->", "--&gt;")
 
 
 def md_cell(text: Any) -> str:
