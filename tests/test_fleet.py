@@ -114,7 +114,7 @@ def test_golden_tree_fleet(fleet):
     if REGEN:
         shutil.rmtree(GOLDEN, ignore_errors=True)
         for tree in fleet.values():
-            write_tree(GOLDEN, tree.name, tree.files)
+            write_tree(GOLDEN, tree.name, tree.files, delete_foreign=True)
         (GOLDEN / LOCK).unlink()
     assert sorted(p.name for p in GOLDEN.iterdir()) == sorted(fleet)
     for name, tree in fleet.items():

@@ -44,7 +44,7 @@ def test_golden_tree(example, trees):
     tree = trees[example.stem]
     golden = GOLDEN / example.stem
     if REGEN:
-        write_tree(golden, tree.name, tree.files)
+        write_tree(golden, tree.name, tree.files, delete_foreign=True)  # golden folders hold only gpuconf's files
         (golden / LOCK).unlink()
     assert sorted(p.name for p in golden.iterdir()) == [tree.name]
     assert read_tree(golden / tree.name) == with_record(tree.files)
