@@ -75,11 +75,11 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
     results = []
     for name in files:
         if name == "-":
-            from .intent.loader import LoadError, load_bytes
+            from .intent.loader import LoadError, load_bytes, read_limited
             from .intent.validate import Validation, validate_document
 
             try:
-                results.append(validate_document(load_bytes(sys.stdin.buffer.read(), "<stdin>")))
+                results.append(validate_document(load_bytes(read_limited(sys.stdin.buffer.read), "<stdin>")))
             except LoadError as exc:
                 results.append(Validation("<stdin>", findings=[exc.finding]))
         else:
@@ -102,9 +102,13 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
 
 
 def _status_line(result) -> str:
-    errors = sum(1 for f in result.findings if f.severity == "error")
-    warnings = len(result.findings) - errors
-    counts = ", ".join(part for part in (_plural(errors, "error"), _plural(warnings, "warning")) if part)
+    from .intent.loader import CODE_TRUNCATED
+
+    shown = [f for f in result.findings if f.code != CODE_TRUNCATED]
+    errors = sum(1 for f in shown if f.severity == "error")
+    warnings = len(shown) - errors
+    more = ["more not shown"] if len(shown) < len(result.findings) else []
+    counts = ", ".join(part for part in (_plural(errors, "error"), _plural(warnings, "warning"), *more) if part)
     return f"{result.file}: {'valid' if result.ok else 'invalid'}" + (f" ({counts})" if counts else "")
 
 
