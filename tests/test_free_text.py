@@ -245,3 +245,13 @@ def test_the_import_drafts_header_names_the_nodelist_on_one_line(tmp_path, monke
     assert YAML12.load(draft.text) == YAML12.load(plain.text)
     [line] = [line for line in draft.text.split("\n") if line.startswith("# Drafted by")]
     assert line.endswith("nodes\\nspec:\\n  pools: []\\n\\u2028x.json.")
+
+
+def test_a_ten_thousand_character_label_is_refused_with_a_short_message(folder):
+    from gpuconf.intent.validate import validate_path
+
+    intent = _with(folder, "    prometheusSelector:\n", "    prometheusSelector:\n      huge: " + "x" * 10000 + "\n")
+    findings = validate_path(folder / intent).findings
+    assert [f.code for f in findings] == ["GC320"], [f.text() for f in findings]
+    [finding] = findings
+    assert finding.message == f"label value {'x' * 57 + '...'!r} is not a valid label value"

@@ -357,6 +357,7 @@ def validate_fleet(doc: Document) -> FleetResult:
         result.findings = [typecheck._finding(doc, Fleet, typecheck._clean_loc(e["loc"]), e) for e in exc.errors()]
         return result
     result.fleet = fleet
+    _check_name(doc, fleet, result)
     names: dict[str, int] = {}
     for i, cluster in enumerate(fleet.spec.clusters):
         if cluster.name in names:
@@ -394,6 +395,17 @@ def validate_fleet(doc: Document) -> FleetResult:
         result.clusters.append(ClusterResult(cluster.name, document, validation, tuple(sources)))
     result.findings = sort_findings(result.findings)
     return result
+
+
+def _check_name(doc: Document, fleet: Fleet, result: FleetResult) -> None:
+    """The fleet's name becomes a folder name and a label value: a DNS-1123 label (GC301, as for every name of an
+    intent). A cluster's name is checked as metadata.name of its merged intent, at the cluster's line."""
+    from .rules import DNS1123_LABEL, NAME_HINT
+
+    if not DNS1123_LABEL.match(fleet.metadata.name):
+        line, column = doc.position(("metadata", "name"))
+        result.findings.append(Finding(doc.file, line, column, ERROR, "GC301", "metadata.name",
+                                       f"{fleet.metadata.name!r} is not a valid name", NAME_HINT))
 
 
 def _check_overlay_name(overlay: Document, name: str, result: FleetResult) -> None:

@@ -16,6 +16,7 @@ from .model import ClusterIntent, Pool
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+NAME_HINT = "use lower-case letters, digits and '-', starting and ending with a letter or digit"
 #: Upstream MPS limit per GPU (k8s-device-plugin cmd/mps-control-daemon/mps/device.go): 48 clients from compute
 #: capability 7.5 on, 16 below.
 MPS_MAX_REPLICAS = 48
@@ -99,9 +100,7 @@ def names_are_dns_labels(ctx: Context) -> Iterator[Finding]:
         named += [(("spec", "teams", i, "namespaces", j), ns, False) for j, ns in enumerate(team.namespaces)]
     for loc, name, at_key in named:
         if not DNS1123_LABEL.match(name):
-            yield ctx.finding("GC301", loc, f"{name!r} is not a valid name",
-                              "use lower-case letters, digits and '-', starting and ending with a letter or digit",
-                              at_key=at_key)
+            yield ctx.finding("GC301", loc, f"{name!r} is not a valid name", NAME_HINT, at_key=at_key)
     for i, secret in enumerate(spec.operator.image_pull_secrets):
         # Secret names are DNS subdomains (dots allowed), unlike namespaces.
         if len(secret) > 253 or not DNS1123_SUBDOMAIN.match(secret):
@@ -221,19 +220,11 @@ def _literal_prefix(pattern: str | None) -> str | None:
     return prefix or None
 
 
-@rule("GC320", "labels, taints and hostname patterns are well formed")
+@rule("GC320", "labels, taints, selectors and hostname patterns are well formed")
 def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
     for i, pool in enumerate(ctx.intent.spec.pools):
-        for key, value in pool.match.node_labels.items():
-            loc = _pool_loc(i, "match", "nodeLabels", key)
-            problem = _qualified_name_problem(key)
-            if problem:
-                yield ctx.finding("GC320", loc, f"label key {key!r} {problem}", "keys look like prefix/name, e.g. "
-                                  "node.kubernetes.io/instance-type", at_key=True)
-            if not _label_value_ok(value):
-                yield ctx.finding("GC320", loc, f"label value {value!r} is not a valid label value",
-                                  "at most 63 characters: letters, digits, '-', '_' and '.', starting and ending "
-                                  "with a letter or digit")
+        yield from _label_findings(ctx, _pool_loc(i, "match", "nodeLabels"), pool.match.node_labels,
+                                   "node.kubernetes.io/instance-type")
         if pool.match.hostname is not None:
             try:
                 re.compile(pool.match.hostname)
@@ -243,6 +234,30 @@ def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
         if not (pool.match.pci_device or pool.match.node_labels or pool.match.hostname or pool.match.dmi_product):
             yield ctx.finding("GC320", _pool_loc(i, "match"), "match selects no nodes: give at least one criterion",
                               "pciDevice: true selects the nodes whose GPU is the pool's model")
+    monitoring = ctx.intent.spec.monitoring
+    if monitoring is not None:
+        # The PrometheusRule's labels and the ServiceMonitor's additionalLabels: the API server refuses bad ones.
+        yield from _label_findings(ctx, ("spec", "monitoring", "prometheusSelector"), monitoring.prometheus_selector,
+                                   "app.kubernetes.io/part-of")
+
+
+def _label_findings(ctx: Context, loc: tuple, labels: dict[str, str], example: str) -> Iterator[Finding]:
+    """GC320 for every key that is not a qualified name and every value that is not a label value (Kubernetes'
+    rules: apimachinery's IsQualifiedName and IsValidLabelValue)."""
+    for key, value in labels.items():
+        problem = _qualified_name_problem(key)
+        if problem:
+            yield ctx.finding("GC320", (*loc, key), f"label key {_shown_text(key)} {problem}",
+                              f"keys look like prefix/name, e.g. {example}", at_key=True)
+        if not _label_value_ok(value):
+            yield ctx.finding("GC320", (*loc, key), f"label value {_shown_text(value)} is not a valid label value",
+                              "at most 63 characters: letters, digits, '-', '_' and '.', starting and ending "
+                              "with a letter or digit")
+
+
+def _shown_text(text: str) -> str:
+    """A text for a message: quoted, escaped, and cut after 60 characters (a 10,000-character key stays readable)."""
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 @rule("GC317", "taints are valid")
