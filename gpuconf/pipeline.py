@@ -166,7 +166,7 @@ def _check_trees(trees: list, out: str, stdout: str) -> Outcome:
 def _write_trees(trees: list, out: str, stdout: str, delete_foreign: bool) -> Outcome:
     """render: every folder replaced under the output folder's lock; the summary of what was written."""
     from .output.summary import render_summary
-    from .output.writer import entries, with_record, write_trees
+    from .output.writer import entries, write_trees
 
     outcome = Outcome(stdout)
     written = write_trees(out, [(tree.name, tree.files) for tree in trees], delete_foreign)
@@ -174,12 +174,7 @@ def _write_trees(trees: list, out: str, stdout: str, delete_foreign: bool) -> Ou
         if done.deleted:
             outcome.stderr.append(f"gpuconf: deleted from {done.path}/ what gpuconf had not written "
                                   f"(--delete-foreign): {entries(done.deleted)}")
-        if tree.plan is not None:
-            outcome.stdout += render_summary(tree, str(done.path))
-        else:  # a fleet's own folder
-            files = with_record(tree.files)
-            outcome.stdout += "".join([f"wrote {len(files)} files to {done.path}/:\n"] +
-                                      [f"  {path}\n" for path in sorted(files)])
+        outcome.stdout += render_summary(tree, str(done.path))
     return outcome
 
 
@@ -257,10 +252,16 @@ def _diff_against(tree, intent: str, against: str, fmt: str) -> Outcome:
     from .output.treediff import compare_trees, diff_markdown, diff_text
     from .output.writer import read_tree
 
+    from .output.writer import OutputError
+
     target = Path(against) / tree.name
     if not target.is_dir():
         raise UsageProblem(f"{target} does not exist: DIR must hold the rendered folder of cluster {tree.name}")
-    result = compare_trees(read_tree(target), tree.files, str(target), intent)
+    try:
+        existing = read_tree(target)
+    except OutputError as exc:
+        return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
+    result = compare_trees(existing, tree.files, str(target), intent)
     if fmt == "json":
         import json
 

@@ -416,6 +416,14 @@ def test_an_unreadable_file_during_check_is_an_environment_error(run, shared, mo
     assert (code, text) == (2, "gpuconf: out/lab/values.yaml: Permission denied; nothing was written\n")
 
 
+def test_an_unreadable_file_for_diff_against_is_an_environment_error(run, shared, monkeypatch):
+    monkeypatch.chdir(shared)
+    assert run("render", "x.yaml", "-o", "out").exit_code == 0
+    os.chmod(shared / "out" / "lab" / "values.yaml", 0o600)
+    code, text = _unprivileged(["diff", "x.yaml", "--against", "out"], shared)
+    assert (code, text) == (2, "gpuconf: out/lab/values.yaml: Permission denied\n")
+
+
 def test_single_file_outputs_report_environment_errors_in_one_line(run, here):
     (here / "afile").write_text("x\n", encoding="utf-8")
     for command in (["init", "-o", "afile/sub.yaml"], ["schema", "-o", "afile/sub.json"]):

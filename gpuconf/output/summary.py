@@ -87,9 +87,13 @@ def rules_text() -> str:
 
 
 def render_summary(tree, target: str) -> str:
-    """What a render wrote: the intent summary, then the files."""
-    lines = [summarise(tree.plan.intent, tree.plan.source).rstrip("\n"), f"wrote {len(tree.files)} files to {target}/:"]
-    lines += [f"  {path}" for path in sorted(tree.files)]
+    """What a render wrote: the intent summary (a cluster's), then the files, the record of them included."""
+    from .writer import with_record
+
+    files = sorted(with_record(tree.files))
+    lines = [summarise(tree.plan.intent, tree.plan.source).rstrip("\n")] if tree.plan is not None else []
+    lines.append(f"wrote {len(files)} files to {target}/:")
+    lines += [f"  {path}" for path in files]
     return "\n".join(lines) + "\n"
 
 
