@@ -463,13 +463,13 @@ class KueueTeam(Strict):
     """A team's ClusterQueue beyond its quota: borrowing and lending per pool, and its non-GPU resources."""
 
     borrowing_limit: Dict[Name, QuotaValue] = Field(
-        default_factory=dict, description="Per pool of the team's quota (same shape as quota): units the team may "
+        default_factory=dict, max_length=MAX_ITEMS, description="Per pool of the team's quota (same shape as quota): units the team may "
                                           "borrow from the cohort above its quota; omitted: no limit.")
     lending_limit: Dict[Name, QuotaValue] = Field(
-        default_factory=dict, description="Per pool of the team's quota: units of its unused quota other teams may "
+        default_factory=dict, max_length=MAX_ITEMS, description="Per pool of the team's quota: units of its unused quota other teams may "
                                           "borrow; omitted: all of it.")
     other_resources: Dict[NonEmpty, Quantity] = Field(
-        default_factory=dict, description="Non-GPU resources the team's ClusterQueue covers, with the team's quota "
+        default_factory=dict, max_length=MAX_LABELS, description="Non-GPU resources the team's ClusterQueue covers, with the team's quota "
                                           "(e.g. cpu: 256, memory: 2Ti); on no particular pool.")
 
 
@@ -490,7 +490,8 @@ class Kueue(Strict):
                                        "their ClusterQueue does not cover.")
     resource_quotas: bool = Field(False, description="Also render the per-namespace ResourceQuotas (hard ceilings "
                                                      "for pods Kueue does not queue).")
-    teams: Dict[Name, KueueTeam] = Field(default_factory=dict, description="Team name -> its queue settings.")
+    teams: Dict[Name, KueueTeam] = Field(default_factory=dict, max_length=MAX_ITEMS,
+                                         description="Team name -> its queue settings.")
 
 
 class Queueing(Strict):
