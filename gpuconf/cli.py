@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import click
@@ -25,10 +26,29 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("gpuconf: interrupted", err=True)
             sys.exit(130)
+        except OSError as exc:
+            if exc.errno not in _ENVIRONMENT_ERRNOS:
+                raise _internal(exc) from None
+            # The commands turn the environment's errors into their own lines; one that still gets here is said
+            # the same way: the path and the cause, exit 2, not "a bug in gpuconf".
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"gpuconf: {where}{exc.strerror or exc}", err=True)
+            sys.exit(EXIT_USAGE)
         except Exception as exc:  # a bug in gpuconf, never the user's input
-            click.echo(f"gpuconf: internal error: {type(exc).__name__}: {exc}", err=True)
-            click.echo("gpuconf: this is a bug in gpuconf, not in your input; please report it with the file", err=True)
-            sys.exit(EXIT_INTERNAL)
+            raise _internal(exc) from None
+
+
+def _internal(exc: BaseException) -> SystemExit:
+    """Say that exc is a bug in gpuconf; the SystemExit to raise."""
+    click.echo(f"gpuconf: internal error: {type(exc).__name__}: {exc}", err=True)
+    click.echo("gpuconf: this is a bug in gpuconf, not in your input; please report it with the file", err=True)
+    return SystemExit(EXIT_INTERNAL)
+
+
+#: Errors that say something about the machine (permissions, space, the kind of a path), not about gpuconf.
+_ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "EACCES", "EPERM", "EROFS", "ENOSPC", "EDQUOT", "EIO", "ENOTDIR", "EISDIR", "ELOOP", "ENAMETOOLONG", "EMFILE",
+    "ENFILE", "ETXTBSY", "EFBIG", "ENXIO", "ENODEV", "ESTALE") if hasattr(errno, name))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -36,7 +56,8 @@ class _Group(click.Group):
 def main() -> None:
     """Declarative, validated configuration for the NVIDIA GPU Operator.
 
-    Exit codes: 0 ok, 1 findings (invalid intent, drift), 2 usage error (or nodes unreadable), 3 internal error.
+    Exit codes: 0 ok, 1 findings (invalid intent, stale output, drift), 2 usage or environment error (a path that
+    cannot be read or written, files gpuconf did not write, nodes unreadable), 3 internal error.
     """
 
 
@@ -54,11 +75,11 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
     results = []
     for name in files:
         if name == "-":
-            from .intent.loader import LoadError, load_bytes
+            from .intent.loader import LoadError, load_bytes, read_limited
             from .intent.validate import Validation, validate_document
 
             try:
-                results.append(validate_document(load_bytes(sys.stdin.buffer.read(), "<stdin>")))
+                results.append(validate_document(load_bytes(read_limited(sys.stdin.buffer.read), "<stdin>")))
             except LoadError as exc:
                 results.append(Validation("<stdin>", findings=[exc.finding]))
         else:
@@ -81,9 +102,13 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
 
 
 def _status_line(result) -> str:
-    errors = sum(1 for f in result.findings if f.severity == "error")
-    warnings = len(result.findings) - errors
-    counts = ", ".join(part for part in (_plural(errors, "error"), _plural(warnings, "warning")) if part)
+    from .intent.loader import CODE_TRUNCATED
+
+    shown = [f for f in result.findings if f.code != CODE_TRUNCATED]
+    errors = sum(1 for f in shown if f.severity == "error")
+    warnings = len(shown) - errors
+    more = ["more not shown"] if len(shown) < len(result.findings) else []
+    counts = ", ".join(part for part in (_plural(errors, "error"), _plural(warnings, "warning"), *more) if part)
     return f"{result.file}: {'valid' if result.ok else 'invalid'}" + (f" ({counts})" if counts else "")
 
 
@@ -98,68 +123,24 @@ def _plural(n: int, word: str) -> str:
               help="Output folder; each cluster's files go to OUTPUT/<metadata.name>/, a fleet's own to "
                    "OUTPUT/<fleet name>/.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 with a diff when OUTPUT is stale.")
-def render(intents: tuple[str, ...], out: str, check: bool) -> None:
+@click.option("--delete-foreign", is_flag=True,
+              help="Replace cluster folders even when they hold files gpuconf did not write, deleting those files "
+                   "(without it, gpuconf refuses and names them).")
+def render(intents: tuple[str, ...], out: str, check: bool, delete_foreign: bool) -> None:
     """Render each INTENT (a cluster intent or a fleet) into OUTPUT/<name>/. Atomic per folder and byte-stable.
 
     A fleet file renders every cluster it names, plus the fleet's ApplicationSet or Flux entry points. Nothing is
     written unless every INTENT is valid. With --check, exit 1 and print the stale, missing and extra files (and a
     unified diff) when OUTPUT differs from a fresh render.
+
+    gpuconf replaces only folders that hold nothing but its own files (each folder records them in .gpuconf-files);
+    renders into one OUTPUT take turns through OUTPUT/.gpuconf.lock.
     """
-    from pathlib import Path
+    from .pipeline import render
 
-    from .findings import format_text
-    from .pipeline import render_any
-    from .render.tree import VerificationError
-
-    try:
-        rendered = [render_any(intent, out) for intent in intents]
-    except VerificationError as exc:
-        click.echo(f"gpuconf: internal error: generated output failed verification ({len(exc.problems)} problems):",
-                   err=True)
-        for problem in exc.problems:
-            click.echo(f"  {problem}", err=True)
-        click.echo("gpuconf: this is a bug in gpuconf; nothing was written", err=True)
-        sys.exit(EXIT_INTERNAL)
-    click.echo(format_text([f for r in rendered for f in r.findings]), nl=False)
-    if not all(r.ok for r in rendered):
-        for r in rendered:
-            if not r.ok:
-                click.echo(f"{r.file}: invalid; nothing was written", err=True)
-        sys.exit(EXIT_FINDINGS)
-    owners: dict[str, str] = {}
-    for r in rendered:
-        for tree in r.trees:
-            if tree.name in owners:
-                click.echo(f"gpuconf: {owners[tree.name]} and {r.file} both render {Path(out) / tree.name}/; "
-                           "nothing was written", err=True)
-                sys.exit(EXIT_FINDINGS)
-            owners[tree.name] = r.file
-    trees = [tree for r in rendered for tree in r.trees]
-    from .output.writer import read_tree, write_tree
-
-    if check:
-        from .output.summary import tree_diff
-
-        stale = False
-        for tree in trees:
-            target = Path(out) / tree.name
-            diff = tree_diff(read_tree(target), tree.files, str(target))
-            if diff:
-                click.echo(diff, nl=False)
-                stale = True
-            else:
-                click.echo(f"{target}: up to date ({len(tree.files)} files)", err=True)
-        sys.exit(EXIT_FINDINGS if stale else EXIT_OK)
-    from .output.summary import render_summary
-
-    for tree in trees:
-        target = Path(out) / tree.name
-        write_tree(out, tree.name, tree.files)
-        if tree.plan is not None:
-            click.echo(render_summary(tree, str(target)), nl=False)
-        else:  # a fleet's own folder
-            click.echo("".join([f"wrote {len(tree.files)} files to {target}/:\n"] +
-                               [f"  {path}\n" for path in sorted(tree.files)]), nl=False)
+    if check and delete_foreign:
+        raise click.UsageError("--check writes nothing; --delete-foreign is for a render that writes")
+    _finish(render(intents, out, check, delete_foreign))
 
 
 @main.command()
@@ -195,6 +176,17 @@ def _finish(outcome) -> None:
     sys.exit(outcome.code)
 
 
+def _written(write, path: str, text: str) -> None:
+    """Write one output file; a path that cannot be written is the environment's problem: one line, exit 2."""
+    from .output.writer import OutputError
+
+    try:
+        write(path, text)
+    except OutputError as exc:
+        click.echo(f"gpuconf: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
 @main.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to this file instead of stdout.")
 def schema(output: str | None) -> None:
@@ -205,7 +197,7 @@ def schema(output: str | None) -> None:
     if output:
         from .output.writer import write_text_atomic
 
-        write_text_atomic(output, text)
+        _written(write_text_atomic, output, text)
     else:
         click.echo(text, nl=False)
 
@@ -221,9 +213,9 @@ def init(output: str | None) -> None:
 
         if Path(output).exists():
             raise click.UsageError(f"{output} exists; gpuconf init never overwrites a file")
-        from .output.writer import write_text_atomic
+        from .output.writer import write_text_new
 
-        write_text_atomic(output, STARTER)
+        _written(write_text_new, output, STARTER)
         click.echo(f"wrote {output}; edit it, then run: gpuconf validate {output}", err=True)
     else:
         click.echo(STARTER, nl=False)
@@ -357,9 +349,9 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
                    + "".join(f"\n  {node}: {why}" for node, why in draft.skipped), err=True)
         sys.exit(EXIT_FINDINGS)
     if output:
-        from .output.writer import write_text_atomic
+        from .output.writer import write_text_new
 
-        write_text_atomic(output, draft.text)
+        _written(write_text_new, output, draft.text)
         click.echo(f"wrote {output}: {draft.describe()}; review it, then run: gpuconf validate {output}", err=True)
     else:
         click.echo(draft.text, nl=False)

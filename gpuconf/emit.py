@@ -186,7 +186,7 @@ def _with_comments(text: str, comments: Mapping[tuple, str]) -> str:
             stack.append(key)
             note = comments.get(tuple(stack))
             if note:
-                out.append(f"{match.group(1)}# {note}\n")
+                out.append(f"{match.group(1)}# {single_line(note)}\n")
         out.append(line)
     return "".join(out)
 
@@ -203,5 +203,48 @@ def dump_all(documents: Sequence[Mapping[str, Any]]) -> str:
 
 
 def header(lines: Iterable[str]) -> str:
-    """A comment block for the top of a generated file."""
-    return "".join(f"# {line}\n" if line else "#\n" for line in lines)
+    """A comment block for the top of a generated file, one comment line per line (see single_line)."""
+    return "".join(f"# {single_line(line)}\n" if line else "#\n" for line in lines)
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(ch: str) -> str:
+    """A character that is not printable as an escape that bash's $'...' reads back as the same character."""
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8 (Python's surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def single_line(text: str) -> str:
+    """Text that stays on its comment line: every character a YAML reader, an editor or a terminal could take as a
+    line break (\\n, \\r, U+0085, U+2028, U+2029, \\v, \\f, ...) or that is not printable (controls, U+FEFF,
+    bytes of undecodable file names) is written as an escape such as \\n or \\u2028.
+
+    YAML 1.1 readers (PyYAML, go-yaml v2) end a comment at U+0085, U+2028 and U+2029 too; what follows would be
+    read as YAML.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escaped(ch) for ch in text)
+
+
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+
+
+def shell_word(text: str) -> str:
+    """text as one word of a POSIX shell command line that fits on one line: bare when it needs no quoting,
+    single-quoted when it is printable, otherwise bash's $'...' with escapes (a path with a newline stays one
+    line, and pasting it into bash gives the same path back)."""
+    if _SHELL_SAFE.fullmatch(text):
+        return text
+    if text.isprintable():
+        return "'" + text.replace("'", "'\"'\"'") + "'"
+    special = {"\\": "\\\\", "'": "\\'"}
+    return "$'" + "".join(special.get(ch, ch) if ch.isprintable() else _escaped(ch) for ch in text) + "'"

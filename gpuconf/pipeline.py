@@ -39,22 +39,29 @@ class Rendered:
         return self.tree is not None
 
 
-def render_command(intent: str, out: str) -> str:
-    """The command line written into every generated file's header."""
-    return f"gpuconf render {intent} -o {out}"
+def display_path(path: str) -> str:
+    """A path as render prints it and records it in the generated files, however it was spelled: relative to the
+    working directory (`out/`, `./out` and `$PWD/out` are all `out`), so headers do not change with the spelling."""
+    import os
+
+    try:
+        return os.path.relpath(os.path.abspath(path))
+    except (OSError, ValueError):  # no working directory any more
+        return os.path.normpath(path)
+
+
+def render_command(intent: str, out: str):
+    """The command line written into every generated file's header (a gpuconf.render.tree.Command)."""
+    from .render.tree import Command
+
+    return Command(display_path(intent), display_path(out))
 
 
 def render_path(path: str, out: str) -> Rendered:
-    """Validate path and, when it has no errors, render its tree (raises VerificationError on a gpuconf bug)."""
-    from . import plan as P
-    from .render.tree import render_tree
-    from .intent.validate import validate_path
-
-    result = validate_path(path)
-    if not result.ok:
-        return Rendered(path, result.findings)
-    built = P.build(result.intent, path, result.document)
-    return Rendered(path, result.findings, render_tree(built, render_command(path, out)))
+    """Validate an intent file and, when it has no errors, render its tree (raises VerificationError on a gpuconf
+    bug)."""
+    rendered = render_any(path, out, fleets=False)
+    return Rendered(rendered.file, rendered.findings, rendered.trees[0] if rendered.trees else None)
 
 
 @dataclass
@@ -73,28 +80,124 @@ class RenderedSet:
         return bool(self.trees)
 
 
-def render_any(path: str, out: str) -> RenderedSet:
-    """Render an intent file or a fleet file (raises VerificationError on a gpuconf bug)."""
+def render_any(path: str, out: str, fleets: bool = True) -> RenderedSet:
+    """Render an intent file or (with fleets) a fleet file, read once; findings and headers name it as
+    display_path does (raises VerificationError on a gpuconf bug)."""
     from .intent.fleet import is_fleet
     from .render.fleet import render_fleet
     from .intent.loader import LoadError, load_file
 
+    name = display_path(path)
+    command = render_command(path, out)
     try:
-        doc = load_file(path, path)
+        doc = load_file(path, name)
     except LoadError as exc:
-        return RenderedSet(path, [exc.finding])
-    if is_fleet(doc):
-        fleet = render_fleet(doc, out)
-        return RenderedSet(path, fleet.result.all_findings, fleet.trees, fleet.result)
+        return RenderedSet(name, [exc.finding])
+    if fleets and is_fleet(doc):
+        fleet = render_fleet(doc, command)
+        return RenderedSet(name, fleet.result.all_findings, fleet.trees, fleet.result)
     from . import plan as P
     from .render.tree import render_tree
     from .intent.validate import validate_document
 
     result = validate_document(doc)
     if not result.ok:
-        return RenderedSet(path, result.findings)
-    built = P.build(result.intent, path, result.document)
-    return RenderedSet(path, result.findings, [render_tree(built, render_command(path, out))])
+        return RenderedSet(name, result.findings)
+    built = P.build(result.intent, name, result.document)
+    return RenderedSet(name, result.findings, [render_tree(built, command)])
+
+
+def render(intents: tuple[str, ...] | list[str], out: str, check: bool, delete_foreign: bool = False) -> Outcome:
+    """`gpuconf render`: every input rendered and verified; then, when all are valid and no two write the same
+    folder, either compared with OUTPUT (--check) or written into it (refused when a folder holds files gpuconf did
+    not write, unless delete_foreign)."""
+    from pathlib import Path
+
+    from .findings import format_text
+    from .render.tree import VerificationError
+
+    try:
+        rendered = [render_any(intent, out) for intent in intents]
+    except VerificationError as exc:
+        return Outcome(stderr=[f"gpuconf: internal error: generated output failed verification "
+                               f"({len(exc.problems)} problems):", *(f"  {problem}" for problem in exc.problems),
+                               "gpuconf: this is a bug in gpuconf; nothing was written"], code=EXIT_INTERNAL)
+    findings = format_text([f for r in rendered for f in r.findings])
+    if not all(r.ok for r in rendered):
+        return Outcome(findings, [f"{r.file}: invalid; nothing was written" for r in rendered if not r.ok],
+                       EXIT_FINDINGS)
+    owners: dict[str, str] = {}
+    for r in rendered:
+        for tree in r.trees:
+            if tree.name in owners:
+                return Outcome(findings, [f"gpuconf: {owners[tree.name]} and {r.file} both render "
+                                          f"{Path(out) / tree.name}/; nothing was written"], EXIT_FINDINGS)
+            owners[tree.name] = r.file
+    trees = [tree for r in rendered for tree in r.trees]
+    from .output.writer import OutputError
+
+    try:
+        return _check_trees(trees, out, findings) if check else _write_trees(trees, out, findings, delete_foreign)
+    except OutputError as exc:
+        return Outcome(findings, [*_foreign_lines(exc), f"gpuconf: {exc}; nothing was written"], EXIT_USAGE)
+
+
+def _check_trees(trees: list, out: str, stdout: str) -> Outcome:
+    """render --check: each folder compared byte for byte with a fresh render; exit 1 with the differences when
+    any is stale or holds files gpuconf did not write."""
+    from pathlib import Path
+
+    from .output.summary import tree_diff
+    from .output.writer import inspect, with_record
+
+    outcome = Outcome(stdout)
+    for tree in trees:
+        target = Path(out) / tree.name
+        expected = with_record(tree.files)
+        difference = tree_diff(inspect(target), expected, str(target))
+        if difference:
+            outcome.stdout += difference
+            outcome.code = EXIT_FINDINGS
+        else:
+            outcome.stderr.append(f"{target}: up to date ({len(expected)} files)")
+    return outcome
+
+
+def _write_trees(trees: list, out: str, stdout: str, delete_foreign: bool) -> Outcome:
+    """render: every folder replaced under the output folder's lock; the summary of what was written."""
+    from .output.summary import render_summary
+    from .output.writer import entries, write_trees
+
+    outcome = Outcome(stdout)
+    written = write_trees(out, [(tree.name, tree.files) for tree in trees], delete_foreign)
+    for tree, done in zip(trees, written):
+        if done.deleted:
+            outcome.stderr.append(f"gpuconf: deleted from {done.path}/ what gpuconf had not written "
+                                  f"(--delete-foreign): {entries(done.deleted)}")
+        outcome.stdout += render_summary(tree, str(done.path))
+    return outcome
+
+
+#: How many foreign entries a refusal names before it counts the rest.
+SHOWN_FOREIGN = 20
+
+
+def _foreign_lines(exc: Exception) -> list[str]:
+    """The folders that hold files gpuconf did not write, each with those files (folders of them collapsed)."""
+    from .output.writer import ForeignFiles, entries
+
+    if not isinstance(exc, ForeignFiles):
+        return []
+    lines = []
+    for folder, foreign in sorted(exc.foreign.items()):
+        if foreign == [""]:
+            lines.append(f"gpuconf: {folder} is not a folder gpuconf wrote")
+            continue
+        more = f" and {len(foreign) - SHOWN_FOREIGN} more" if len(foreign) > SHOWN_FOREIGN else ""
+        lines.append(f"gpuconf: {folder}/ holds what gpuconf did not write: {entries(foreign[:SHOWN_FOREIGN])}{more}")
+    lines.append("gpuconf: move those files out of the cluster folder (gpuconf replaces it whole), or pass "
+                 "--delete-foreign to delete them")
+    return lines
 
 
 def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool) -> Outcome:
@@ -109,7 +212,7 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
         raise UsageProblem(f"gpuconf has no facts for GPU Operator chart {to_chart!r} "
                            f"(known: {', '.join(catalog.chart_versions())})")
     try:
-        rendered = render_path(intent, against.rstrip("/") or "." if against else "out")
+        rendered = render_path(intent, against if against else "out")
     except VerificationError as exc:
         return Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
                        code=EXIT_INTERNAL)
@@ -149,10 +252,16 @@ def _diff_against(tree, intent: str, against: str, fmt: str) -> Outcome:
     from .output.treediff import compare_trees, diff_markdown, diff_text
     from .output.writer import read_tree
 
+    from .output.writer import OutputError
+
     target = Path(against) / tree.name
     if not target.is_dir():
         raise UsageProblem(f"{target} does not exist: DIR must hold the rendered folder of cluster {tree.name}")
-    result = compare_trees(read_tree(target), tree.files, str(target), intent)
+    try:
+        existing = read_tree(target)
+    except OutputError as exc:
+        return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
+    result = compare_trees(existing, tree.files, str(target), intent)
     if fmt == "json":
         import json
 

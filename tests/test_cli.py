@@ -86,7 +86,7 @@ def test_internal_errors_are_reported_as_such(run, monkeypatch):
     def boom(*_a, **_k):
         raise RuntimeError("injected")
 
-    monkeypatch.setattr(gpuconf.intent.validate, "validate_path", boom)
+    monkeypatch.setattr(gpuconf.intent.validate, "validate_document", boom)
     from click.testing import CliRunner
 
     from gpuconf.cli import main

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -109,15 +110,16 @@ def test_lab_pulls_the_chart_from_its_mirror(fleet):
 
 
 def test_golden_tree_fleet(fleet):
-    from gpuconf.output.writer import read_tree, write_tree
+    from gpuconf.output.writer import LOCK, read_tree, with_record, write_tree
 
     if REGEN:
         shutil.rmtree(GOLDEN, ignore_errors=True)
         for tree in fleet.values():
-            write_tree(GOLDEN, tree.name, tree.files)
+            write_tree(GOLDEN, tree.name, tree.files, delete_foreign=True)
+        (GOLDEN / LOCK).unlink()
     assert sorted(p.name for p in GOLDEN.iterdir()) == sorted(fleet)
     for name, tree in fleet.items():
-        assert read_tree(GOLDEN / name) == tree.files, name
+        assert read_tree(GOLDEN / name) == with_record(tree.files), name
 
 
 def test_fleet_render_is_byte_stable(fleet):
@@ -181,6 +183,30 @@ def test_fleet_file_errors(run, copy):
     _edit(fleet, "  base: base.yaml\n", "  base: base.yaml\n  colour: blue\n")
     result = run("validate", "fleet.yaml")
     assert "fleet.yaml:10:3: error GC201 spec.colour: unknown field 'colour'" in result.stdout
+
+
+@pytest.mark.parametrize("name", ["./../victim", "UPPER", "a b", ".", "..", "x" * 64])
+def test_a_fleet_name_is_a_dns_label_and_never_climbs_out_of_the_output_folder(run, copy, name):
+    victim = copy / "a" / "victim"
+    victim.mkdir(parents=True)
+    (victim / "keep.txt").write_text("precious\n", encoding="utf-8")
+    _edit(copy / "fleet.yaml", "  name: ml-fleet\n", f"  name: {json.dumps(name)}\n")
+    result = run("validate", "fleet.yaml")
+    assert result.exit_code == 1
+    assert result.stdout.startswith("fleet.yaml:7:9: error GC") and "metadata.name:" in result.stdout.splitlines()[0]
+    rendered = run("render", "fleet.yaml", "-o", "a/out")
+    assert rendered.exit_code == 1 and "nothing was written" in rendered.stderr
+    assert sorted(p.name for p in (copy / "a").iterdir()) == ["victim"]
+    assert (victim / "keep.txt").read_text(encoding="utf-8") == "precious\n"
+
+
+@pytest.mark.parametrize("name", ["..", "UPPER"])
+def test_a_cluster_name_is_a_dns_label(run, copy, name):
+    _edit(copy / "fleet.yaml", "    - name: edge-lab\n", f"    - name: {json.dumps(name)}\n")
+    lines = run("validate", "fleet.yaml").stdout.splitlines()
+    assert [line for line in lines if "GC301" in line] == [
+        f"fleet.yaml:15:13: error GC301 metadata.name: {name!r} is not a valid name (hint: use lower-case letters, "
+        "digits and '-', starting and ending with a letter or digit)"]
 
 
 def test_patch_directives_are_checked(run, copy):

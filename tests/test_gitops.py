@@ -209,11 +209,12 @@ def test_fresh_render_is_up_to_date_and_an_edited_intent_is_stale(run, tmp_path)
     assert f"{out}/ml-prod: up to date" in fresh.stderr
     before = _snapshot(out)
 
+    from gpuconf.output.writer import with_record
     from gpuconf.pipeline import render_path
 
-    old_files = render_path(str(intent), str(out)).tree.files
+    old_files = with_record(render_path(str(intent), str(out)).tree.files)
     intent.write_text(intent.read_text(encoding="utf-8").replace("replicas: 4", "replicas: 8"), encoding="utf-8")
-    new_files = render_path(str(intent), str(out)).tree.files
+    new_files = with_record(render_path(str(intent), str(out)).tree.files)
     changed = sorted(p for p in old_files if old_files[p] != new_files.get(p))
     assert changed and "manifests/sharing-configs.yaml" in changed
     stale = run("render", str(intent), "-o", str(out), "--check")
@@ -400,8 +401,8 @@ def test_several_intents_and_a_fleet_render_in_one_call(run, tmp_path):
     result = run("render", *[str(p) for p in EXAMPLES], str(FLEET), "-o", str(out))
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
-        "aks-research", "edge-lab", "eks-inference", "eu-prod", "gke-ml", "hpc-hybrid", "k3s-lab", "lab", "ml-fleet",
-        "ml-prod", "ocp-ai", "secure-enclave", "us-prod", "workstations"]
+        ".gpuconf.lock", "aks-research", "edge-lab", "eks-inference", "eu-prod", "gke-ml", "hpc-hybrid", "k3s-lab", "lab",
+        "ml-fleet", "ml-prod", "ocp-ai", "secure-enclave", "us-prod", "workstations"]
     assert run("render", *[str(p) for p in EXAMPLES], str(FLEET), "-o", str(out), "--check").exit_code == 0
 
 

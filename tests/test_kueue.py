@@ -47,10 +47,10 @@ def queued_examples():
 @pytest.fixture(scope="module", params=queued_examples(), ids=lambda p: p.name)
 def rendered(request):
     """A Kueue example: its plan and the documents of its rendered tree, as YAML readers see them."""
-    from gpuconf.render.tree import render_tree
+    from gpuconf.render.tree import Command, render_tree
 
     plan = build(request.param)
-    tree = render_tree(plan, "gpuconf render x -o out")
+    tree = render_tree(plan, Command("x", "out"))
     docs = [d for path, text in tree.files.items() if path.startswith("manifests/")
             for d in YAML11.load_all(text) if d is not None]
     return plan, docs

@@ -140,11 +140,11 @@ def test_random_valid_intents_render_and_verify(case):
     """Every valid intent renders: the values and every manifest pass their schemas (render_tree raises
     VerificationError otherwise, a gpuconf bug), and nothing crashes on odd but valid values such as overrides."""
     from gpuconf import plan as P
-    from gpuconf.render.tree import render_tree
+    from gpuconf.render.tree import Command, render_tree
 
     result = validate_document(load_text(case.text(), "r.yaml"))
     assert result.ok, shown(result.findings)
-    tree = render_tree(P.build(result.intent, "r.yaml", result.document), "gpuconf render r.yaml -o out")
+    tree = render_tree(P.build(result.intent, "r.yaml", result.document), Command("r.yaml", "out"))
     assert {"values.yaml", "kustomization.yaml", "REPORT.md", "report.json"} <= set(tree.files)
 
 

@@ -39,14 +39,15 @@ def trees():
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_golden_tree(example, trees):
-    from gpuconf.output.writer import read_tree, write_tree
+    from gpuconf.output.writer import LOCK, read_tree, with_record, write_tree
 
     tree = trees[example.stem]
     golden = GOLDEN / example.stem
     if REGEN:
-        write_tree(golden, tree.name, tree.files)
+        write_tree(golden, tree.name, tree.files, delete_foreign=True)  # golden folders hold only gpuconf's files
+        (golden / LOCK).unlink()
     assert sorted(p.name for p in golden.iterdir()) == [tree.name]
-    assert read_tree(golden / tree.name) == tree.files
+    assert read_tree(golden / tree.name) == with_record(tree.files)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
@@ -263,6 +264,46 @@ def test_no_rbac_wildcards_anywhere(trees):
                     assert "*" not in rule.get(key, []), (doc["metadata"]["name"], key)
 
 
+# Kubernetes' own rules (k8s.io/apimachinery/pkg/util/validation: IsQualifiedName, IsValidLabelValue), written out
+# here independently of gpuconf's checks.
+_K8S_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_K8S_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_MAPS = ("labels", "matchLabels", "additionalLabels", "nodeSelector", "annotations")
+
+
+def _qualified(key):
+    prefix, _, name = key.rpartition("/")
+    return (not prefix or (len(prefix) <= 253 and bool(_K8S_PREFIX.match(prefix)))) and len(name) <= 63 and \
+        bool(_K8S_NAME.match(name))
+
+
+def _label_maps(node, path=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _LABEL_MAPS and isinstance(value, dict):
+                yield (*path, key), value
+            yield from _label_maps(value, (*path, key))
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _label_maps(item, (*path, i))
+
+
+def test_every_label_and_annotation_gpuconf_writes_is_one_kubernetes_accepts(trees):
+    seen = 0
+    for tree in trees.values():
+        for path, text in tree.files.items():
+            if not path.endswith(".yaml"):
+                continue
+            for doc in _docs(text):
+                for where, labels in _label_maps(doc):
+                    for key, value in labels.items():
+                        seen += 1
+                        assert _qualified(key), (path, where, key)
+                        if where[-1] != "annotations":
+                            assert value == "" or (len(value) <= 63 and _K8S_NAME.match(value)), (path, where, value)
+    assert seen > 300  # the walk found the labels (436 in the examples)
+
+
 def test_yaml11_readers_see_the_same_data(trees):
     strict12 = YAML(typ="safe", pure=True)
     strict12.version = (1, 2)
@@ -281,15 +322,13 @@ def test_render_cli_writes_atomically_and_check_detects_staleness(run, tmp_path)
     assert run("render", example, "-o", str(out), "--check").exit_code == 0
     stale = out / "ml-prod" / "values.yaml"
     stale.write_text(stale.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
-    (out / "ml-prod" / "manifests" / "leftover.yaml").write_text("{}\n", encoding="utf-8")
     check = run("render", example, "-o", str(out), "--check")
     assert check.exit_code == 1
-    assert f"stale: {out}/ml-prod/values.yaml" in check.stdout
-    assert f"extra: {out}/ml-prod/manifests/leftover.yaml" in check.stdout
+    assert f"stale: {out}/ml-prod/values.yaml (edited after gpuconf wrote it)" in check.stdout
     assert "+# edited" not in check.stdout and "-# edited" in check.stdout
-    # A real render removes the stale extra file.
+    # A render replaces the edited file, which is gpuconf's.
     assert run("render", example, "-o", str(out)).exit_code == 0
-    assert not (out / "ml-prod" / "manifests" / "leftover.yaml").exists()
+    assert run("render", example, "-o", str(out), "--check").exit_code == 0
 
 
 def _snapshot(root):

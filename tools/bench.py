@@ -82,12 +82,12 @@ def _render_benchmarks(gpuconf: list[str], tmp: str, runs: int, big_intent_text)
     """Full renders (validate, plan, render, verify, serialise; the write excluded in process) and their scaling."""
     from gpuconf import plan as P
     from gpuconf.intent.loader import load_text
-    from gpuconf.render.tree import render_tree
+    from gpuconf.render.tree import Command, render_tree
     from gpuconf.intent.validate import validate_document
 
     def render(text: str, name: str):
         result = validate_document(load_text(text, name))
-        return render_tree(P.build(result.intent, name, result.document), "bench")
+        return render_tree(P.build(result.intent, name, result.document), Command(name, "bench"))
 
     examples = sorted((ROOT / "examples").glob("*.yaml"))
     largest = max(examples, key=lambda p: len(render(p.read_text(encoding="utf-8"), str(p)).files))

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping
 
 from .. import catalog
 from .. import plan as P
+from ..emit import single_line
 from . import nodefacts as N
 from ..intent.model import KUBERNETES_VERSIONS
 
@@ -581,7 +582,7 @@ class Importer:
         header = (
             "# yaml-language-server: $schema=https://gpuconf.dev/schemas/cluster-intent.schema.json\n"
             f"# Drafted by `gpuconf import` from {self.nodes_seen} nodes ({self.gpu_nodes} with GPUs) of "
-            f"{self.source}.\n"
+            f"{single_line(self.source)}.\n"
             "# Review it: every `not inferred` comment needs a decision. Not visible on nodes at all: teams and\n"
             "# quotas, access, monitoring, overrides, the driver upgrade policy. Then: gpuconf validate THIS-FILE\n")
         return header + buf.getvalue()

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from ..findings import ERROR, Finding, dotted, sort_findings
 from .loader import Document, LoadError, load_file
-from .model import Metadata, Name, NonEmpty, Strict
+from .model import MAX_ITEMS, Metadata, Name, NonEmpty, Strict
 
 KIND = "Fleet"
 PATCH = "$patch"
@@ -66,7 +66,7 @@ class FleetSpec(Strict):
     """The base intent and the clusters built from it."""
 
     base: NonEmpty = Field(description="Intent every cluster starts from (path relative to the fleet file).")
-    clusters: List[FleetCluster] = Field(min_length=1, description="The fleet's clusters.")
+    clusters: List[FleetCluster] = Field(min_length=1, max_length=MAX_ITEMS, description="The fleet's clusters.")
 
 
 class Fleet(Strict):
@@ -348,7 +348,7 @@ def validate_fleet(doc: Document) -> FleetResult:
     from pydantic import ValidationError
 
     from . import typecheck
-    from .validate import validate_document
+    from .validate import bounded, check_document
 
     result = FleetResult(doc.file)
     try:
@@ -357,6 +357,7 @@ def validate_fleet(doc: Document) -> FleetResult:
         result.findings = [typecheck._finding(doc, Fleet, typecheck._clean_loc(e["loc"]), e) for e in exc.errors()]
         return result
     result.fleet = fleet
+    _check_name(doc, fleet, result)
     names: dict[str, int] = {}
     for i, cluster in enumerate(fleet.spec.clusters):
         if cluster.name in names:
@@ -389,11 +390,22 @@ def validate_fleet(doc: Document) -> FleetResult:
         merged = merger.merge(merged, _name_layer(doc, i, cluster.name), ())
         result.findings += merger.findings
         document = MergedDocument(f"{doc.file}[{cluster.name}]", merged)
-        validation = validate_document(document)
-        validation.findings = sort_findings(document.attribute(f) for f in validation.findings)
+        validation = check_document(document)
+        validation.findings = bounded(sort_findings(document.attribute(f) for f in validation.findings))
         result.clusters.append(ClusterResult(cluster.name, document, validation, tuple(sources)))
     result.findings = sort_findings(result.findings)
     return result
+
+
+def _check_name(doc: Document, fleet: Fleet, result: FleetResult) -> None:
+    """The fleet's name becomes a folder name and a label value: a DNS-1123 label (GC301, as for every name of an
+    intent). A cluster's name is checked as metadata.name of its merged intent, at the cluster's line."""
+    from .rules import DNS1123_LABEL, NAME_HINT
+
+    if not DNS1123_LABEL.match(fleet.metadata.name):
+        line, column = doc.position(("metadata", "name"))
+        result.findings.append(Finding(doc.file, line, column, ERROR, "GC301", "metadata.name",
+                                       f"{fleet.metadata.name!r} is not a valid name", NAME_HINT))
 
 
 def _check_overlay_name(overlay: Document, name: str, result: FleetResult) -> None:
@@ -419,32 +431,16 @@ def _name_layer(doc: Document, index: int, name: str) -> _Node:
 # --- rendering -------------------------------------------------------------------------------------------------
 
 
-_FLEET_KIND = re.compile(rb"""^kind:[ \t]*["']?Fleet["']?[ \t]*(#.*)?\r?$""", re.M)
-
-
-def looks_like_fleet(path: str) -> bool:
-    """A cheap look for a top-level `kind: Fleet` line, so intents are loaded once, by the intent path."""
-    try:
-        with open(path, "rb") as fh:
-            return _FLEET_KIND.search(fh.read(2 * 1024 * 1024)) is not None
-    except OSError:
-        return False
-
-
 def validate_file(path: str) -> list:
-    """Validate an intent or a fleet file: one validate.Validation per intent (for a fleet: the fleet file's own
-    findings first, then one per cluster)."""
-    from .validate import Validation, validate_path
+    """Validate an intent or a fleet file, read once (a pipe can be read only once): one validate.Validation per
+    intent (for a fleet: the fleet file's own findings first, then one per cluster)."""
+    from .validate import Validation, validate_document
 
-    if not looks_like_fleet(path):
-        return [validate_path(path)]
     try:
         doc = load_file(path, path)
     except LoadError as exc:
         return [Validation(path, findings=[exc.finding])]
     if not is_fleet(doc):
-        from .validate import validate_document
-
         return [validate_document(doc)]
     result = validate_fleet(doc)
     out = [Validation(doc.file, findings=result.findings)]

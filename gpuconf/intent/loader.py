@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..findings import ERROR, Finding
 from ..gcpause import gc_paused
@@ -15,6 +15,9 @@ from ..gcpause import gc_paused
 MAX_BYTES = 1024 * 1024
 #: Deepest nesting accepted; the intent language itself needs 6.
 MAX_DEPTH = 64
+#: Most entries one list or mapping may hold when it is read (the model's own limits are far lower, README
+#: "Limits"): the loader stops before building 340,000 empty pools from 1 MiB of `{},`.
+MAX_ENTRIES = 10_000
 
 CODE_SYNTAX = "GC101"
 CODE_DUPLICATE_KEY = "GC102"
@@ -27,13 +30,18 @@ CODE_MULTI_DOC = "GC108"
 CODE_NOT_MAPPING = "GC109"
 CODE_UNREADABLE = "GC110"
 CODE_KEY = "GC111"
+CODE_NUMBER = "GC112"
+CODE_TRUNCATED = "GC113"
 
 TITLES = {
     CODE_SYNTAX: "YAML syntax error", CODE_DUPLICATE_KEY: "duplicate key", CODE_ALIAS: "YAML anchor or alias",
-    CODE_TAG: "explicit YAML tag", CODE_DEPTH: "nesting too deep", CODE_TOO_LARGE: "file too large",
+    CODE_TAG: "explicit YAML tag", CODE_DEPTH: "nesting too deep",
+    CODE_TOO_LARGE: "file too large, or a list or mapping with too many entries",
     CODE_ENCODING: "not UTF-8, or a forbidden character", CODE_MULTI_DOC: "more than one YAML document",
     CODE_NOT_MAPPING: "empty file, or top level not a mapping", CODE_UNREADABLE: "file cannot be read",
     CODE_KEY: "mapping key that is not a plain string (number, boolean, date, list, or a << merge key)",
+    CODE_NUMBER: "integer that YAML 1.1 and 1.2 read differently (a leading zero, 0x, 0o, 0b, underscores)",
+    CODE_TRUNCATED: "more findings than gpuconf reports for one intent (the rest are counted)",
 }
 
 
@@ -85,21 +93,53 @@ def locate(root: Any, loc: Sequence[str | int], point_at_key: bool = False) -> t
 
 
 def load_file(path: str | Path, display: str | None = None) -> Document:
-    """Read and parse one intent file; raise LoadError with a positioned finding."""
+    """Read one intent file exactly once, at most MAX_BYTES + 1 bytes of it, and parse it; raise LoadError with a
+    positioned finding. A pipe (`<(cat intent.yaml)`), a FIFO or a device is read like a file."""
+    import os
+    import stat
+
     name = display or str(path)
     try:
-        raw = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:  # callers check existence first; this covers races and permissions
         raise LoadError(_finding(name, 1, 1, CODE_UNREADABLE, f"cannot read file: {exc.strerror}", None)) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise LoadError(_finding(name, 1, 1, CODE_UNREADABLE, "cannot read file: it is a folder", None))
+        if stat.S_ISREG(info.st_mode) and info.st_size > MAX_BYTES:  # refused before a byte is read
+            raise _too_large(name, info.st_size)
+        raw = read_limited(lambda size: os.read(fd, size))
+    except OSError as exc:
+        raise LoadError(_finding(name, 1, 1, CODE_UNREADABLE, f"cannot read file: {exc.strerror}", None)) from None
+    finally:
+        os.close(fd)
     return load_bytes(raw, name)
+
+
+def read_limited(read: Callable[[int], bytes], limit: int = MAX_BYTES) -> bytes:
+    """Everything read(size) returns until the end, but never more than limit + 1 bytes (enough to tell that the
+    input is too large without holding more of it: /dev/zero ends here too)."""
+    chunks, total = [], 0
+    while total <= limit:
+        chunk = read(min(1 << 16, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(name: str, size: int | None) -> LoadError:
+    told = f"file is {size} bytes" if size is not None else f"input is larger than {MAX_BYTES} bytes"
+    return LoadError(_finding(name, 1, 1, CODE_TOO_LARGE, f"{told}; intent files are limited to {MAX_BYTES} bytes",
+                              "split the cluster into several intents or a fleet"))
 
 
 def load_bytes(raw: bytes, name: str) -> Document:
     """Parse bytes as one guarded YAML document."""
-    if len(raw) > MAX_BYTES:
-        raise LoadError(_finding(name, 1, 1, CODE_TOO_LARGE,
-                                 f"file is {len(raw)} bytes; intent files are limited to {MAX_BYTES} bytes",
-                                 "split the cluster into several intents or a fleet"))
+    if len(raw) > MAX_BYTES:  # read_limited stops one byte past the limit: the true size is not known then
+        raise _too_large(name, len(raw) if len(raw) != MAX_BYTES + 1 else None)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -201,6 +241,9 @@ class _Composer:
                     # A YAML 1.1 merge key: ruamel and PyYAML merge it, a YAML 1.2 reader sees a literal "<<" key.
                     raise _Refusal(CODE_KEY, event.start_mark, "YAML merge keys (<<) are not allowed",
                                    "write the merged keys out in full")
+                if plain and _NUMBER_FORMS.fullmatch(event.value):
+                    message, hint = _number_problem(event.value)
+                    raise _Refusal(CODE_NUMBER, event.start_mark, message, hint)
                 value = _plain_scalar(event.value) if plain else event.value
                 if isinstance(value, str) and _CONTROL.search(value):
                     raise _Refusal(CODE_ENCODING, event.start_mark, "value contains a control character", "remove it")
@@ -231,6 +274,10 @@ class _Composer:
         from ruamel.yaml.comments import CommentedMap
 
         container = frame[0]
+        if len(container) >= MAX_ENTRIES and (frame[1] is not _NO_KEY or not isinstance(container, CommentedMap)):
+            raise _Refusal(CODE_TOO_LARGE, mark,
+                           f"{'list' if isinstance(container, list) else 'mapping'} has more than {MAX_ENTRIES} "
+                           "entries", "no part of an intent needs that many; see the README's \"Limits\"")
         if not isinstance(container, CommentedMap):
             container.append(value)
             container._yaml_set_idx_line_col(len(container) - 1, [mark.line, mark.column])
@@ -255,6 +302,41 @@ class _Composer:
 _NO_KEY = object()
 #: C0 and C1 control characters (tab and newline excepted); other Unicode, such as NBSP, is fine.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+#: Numbers YAML readers disagree about: leading zeros (octal to YAML 1.1), 0x, 0o (a string to YAML 1.1), 0b and
+#: underscores (strings to YAML 1.2's core schema, numbers to YAML 1.1 and to ruamel).
+_NUMBER_FORMS = re.compile(r"[-+]?(0[0-9_]+|0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+"
+                           r"|[0-9][0-9_]*_[0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?)")
+
+
+def _number_problem(text: str) -> tuple[str, str]:
+    """The message and hint for a number in a form YAML readers disagree about."""
+    import yaml
+
+    sign, digits = ("-" if text[0] == "-" else ""), text.lstrip("+-").replace("_", "")
+    prefix = digits[:2].lower()
+    base = {"0x": 16, "0o": 8, "0b": 2}.get(prefix)
+    if base is not None:
+        value = int(sign + digits[2:], base)
+        forms = {16: "hexadecimal (0x)", 8: "octal (0o, a string to YAML 1.1 readers such as Helm's)",
+                 2: "binary (0b, a string to YAML 1.2's core schema)"}
+        return (f"{text} is a number written in {forms[base]}; YAML readers disagree about such forms",
+                f"write the plain number {value}, or quote it if it is text")
+    if "_" in text:
+        return (f"{text} has underscores, which YAML 1.1 readers skip and YAML 1.2's core schema reads as text",
+                f"write the plain number {sign}{digits}, or quote it if it is text")
+    decimal = int(sign + digits)
+    octal = yaml.safe_load(text)  # what a YAML 1.1 reader (Helm, kubectl, PyYAML) makes of it
+    if isinstance(octal, str):  # 09: not octal digits
+        return (f"{text} has a leading zero: YAML 1.1 readers such as Helm's read the text {text!r}, YAML 1.2 "
+                f"readers the number {decimal}", f"write the plain number {decimal}, or quote it if it is text")
+    if isinstance(octal, int) and octal != decimal:
+        return (f"{text} has a leading zero: YAML 1.1 readers such as Helm's read the octal number {octal}, YAML 1.2 "
+                f"readers the decimal {decimal}",
+                f"write {decimal} (or {octal}, if octal was meant), or quote it if it is text")
+    return (f"{text} has a leading zero, which YAML 1.1 readers take for octal notation",
+            f"write the plain number {decimal}, or quote it if it is text")
 
 
 @lru_cache(maxsize=65536)

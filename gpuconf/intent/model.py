@@ -23,6 +23,13 @@ KUBERNETES_VERSIONS = tuple(f"1.{minor}" for minor in range(25, 38))
 DISTRIBUTIONS = ("vanilla", "openshift", "rke2", "k3s", "eks", "gke", "aks", "microk8s")
 PRIORITY_TIERS = ("low", "normal", "high", "critical")
 
+#: Limits on how many items the intent's lists and mappings hold (README, "Limits"). They are far above what a real
+#: cluster needs and bound the work a small file can cause (1 MiB of `{}` would otherwise be 340,000 pools).
+MAX_ITEMS = 1000  # pools, sharing profiles, teams, overrides, waves, quota entries, subjects per role, fleet clusters
+MAX_NAMESPACES = 100  # namespaces of one team
+MAX_TEAM_NAMESPACES = 1000  # namespaces of all teams together (each becomes a Namespace, a quota and bindings)
+MAX_LABELS = 64  # node labels, taints, Prometheus selector labels, metadata labels, pull secrets, MIG layout entries
+
 Name = Annotated[str, Field(min_length=1, max_length=63, description="A DNS-1123 label: lower-case alphanumerics and '-'.")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Count = Annotated[int, Field(ge=1)]
@@ -162,7 +169,7 @@ class Operator(Strict):
     chart_version: NonEmpty = Field(description="Pinned GPU Operator chart version; one gpuconf ships base defaults for.")
     namespace: Name = Field("gpu-operator", description="Namespace of the release and its ConfigMaps.")
     registry: Optional[NonEmpty] = Field(None, description="Image registry mirror that replaces nvcr.io/nvidia for every image.")
-    image_pull_secrets: List[Name] = Field(default_factory=list, description="Names of existing pull secrets (never their content).")
+    image_pull_secrets: List[Name] = Field(default_factory=list, max_length=MAX_LABELS, description="Names of existing pull secrets (never their content).")
 
 
 class Drain(Strict):
@@ -228,8 +235,8 @@ class Upgrade(Strict):
     wait_for_completion: Optional[WaitForCompletion] = Field(None, description="Wait for matching pods before upgrading.")
     canary_pool: Optional[Name] = Field(None, description="Shorthand for waves: [[canaryPool]]: this pool first, "
                                                           "then every other pool.")
-    waves: List[Annotated[List[Name], Field(min_length=1)]] = Field(
-        default_factory=list, description="The order pools take a new cluster driver version in: each wave is a list "
+    waves: List[Annotated[List[Name], Field(min_length=1, max_length=MAX_ITEMS)]] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="The order pools take a new cluster driver version in: each wave is a list "
                                           "of pools; pools on the cluster driver that no wave lists form the last "
                                           "wave. Each pool gets its own NVIDIADriver.")
     rollout: Optional[Rollout] = Field(None, description="A driver upgrade in waves: the target version and the last "
@@ -275,7 +282,7 @@ class Mps(Strict):
                                                       "the device plugin's own default is false.")
 
 
-MigLayout = Dict[NonEmpty, Annotated[int, Field(ge=1)]]
+MigLayout = Annotated[Dict[NonEmpty, Annotated[int, Field(ge=1)]], Field(max_length=MAX_LABELS)]
 
 
 class Mig(Strict):
@@ -308,7 +315,7 @@ class Match(Strict):
     """How a pool's nodes are recognised. All given criteria must hold."""
 
     pci_device: bool = Field(False, description="Nodes whose GPU PCI device id is the pool's model (seen by NFD).")
-    node_labels: Dict[NonEmpty, str] = Field(default_factory=dict, description="Labels the nodes already carry (e.g. a node group's).")
+    node_labels: Dict[NonEmpty, str] = Field(default_factory=dict, max_length=MAX_LABELS, description="Labels the nodes already carry (e.g. a node group's).")
     hostname: Optional[NonEmpty] = Field(None, description="Regular expression the node name must match, e.g. ^gpu-h100-.")
     dmi_product: Optional[NonEmpty] = Field(None, description="DMI product name of the machine (NFD system.dmiid.product_name).")
 
@@ -330,7 +337,7 @@ class Pool(Strict):
     nodes: int = Field(ge=1, description="Number of nodes in the pool.")
     match: Match = Field(description="How the pool's nodes are recognised.")
     sharing: Name = Field("exclusive", description="Name of a sharing profile; `exclusive` is always defined.")
-    taints: List[Taint] = Field(default_factory=list, description="Taints that keep foreign pods off the pool.")
+    taints: List[Taint] = Field(default_factory=list, max_length=MAX_LABELS, description="Taints that keep foreign pods off the pool.")
     driver: Optional[PoolDriver] = Field(None, description="Pool-specific driver (version or preinstalled).")
     allow_quota_oversubscription: bool = Field(False, description="Allow team quotas to add up to more than the pool holds.")
 
@@ -392,17 +399,18 @@ class Team(Strict):
     """A team: its namespaces, its GPU quota per pool and its scheduling priority."""
 
     name: Name
-    namespaces: List[Name] = Field(min_length=1, description="Namespaces the team owns.")
-    quota: Dict[Name, QuotaValue] = Field(default_factory=dict, description="Per pool: units of the pool's resource the team may request.")
+    namespaces: List[Name] = Field(min_length=1, max_length=MAX_NAMESPACES, description="Namespaces the team owns.")
+    quota: Dict[Name, QuotaValue] = Field(default_factory=dict, max_length=MAX_ITEMS, description="Per pool: units of the pool's resource the team may request.")
     priority: Literal[PRIORITY_TIERS] = Field("normal", description="Scheduling priority tier.")  # type: ignore[valid-type]
 
 
 class Access(Strict):
     """Who may do what with the accelerators."""
 
-    admins: List[Subject] = Field(default_factory=list, description="May change accelerator settings (ClusterPolicy, NVIDIADriver, gpuconf ConfigMaps).")
-    developers: Dict[Name, List[Subject]] = Field(default_factory=dict, description="Team name -> subjects working in that team's namespaces.")
-    observers: List[Subject] = Field(default_factory=list, description="May read GPU metrics and state only.")
+    admins: List[Subject] = Field(default_factory=list, max_length=MAX_ITEMS, description="May change accelerator settings (ClusterPolicy, NVIDIADriver, gpuconf ConfigMaps).")
+    developers: Dict[Name, Annotated[List[Subject], Field(max_length=MAX_ITEMS)]] = Field(
+        default_factory=dict, max_length=MAX_ITEMS, description="Team name -> subjects working in that team's namespaces.")
+    observers: List[Subject] = Field(default_factory=list, max_length=MAX_ITEMS, description="May read GPU metrics and state only.")
 
 
 class Alerts(Strict):
@@ -419,7 +427,7 @@ class Monitoring(Strict):
 
     service_monitor: bool = Field(True, description="Create the DCGM exporter ServiceMonitor (needs the Prometheus Operator CRDs).")
     interval: Optional[Annotated[str, Field(pattern=r"^[0-9]+(ms|s|m|h)$")]] = Field(None, description="Scrape interval, e.g. 30s.")
-    prometheus_selector: Dict[NonEmpty, str] = Field(default_factory=dict, description="Labels your Prometheus selects ServiceMonitors and rules by.")
+    prometheus_selector: Dict[NonEmpty, str] = Field(default_factory=dict, max_length=MAX_LABELS, description="Labels your Prometheus selects ServiceMonitors and rules by.")
     alerts: Optional[Alerts] = Field(None, description="Alert thresholds; omit for no PrometheusRule.")
 
 
@@ -581,13 +589,13 @@ class KueueTeam(Strict):
     """A team's ClusterQueue beyond its quota: borrowing and lending per pool, and its non-GPU resources."""
 
     borrowing_limit: Dict[Name, QuotaValue] = Field(
-        default_factory=dict, description="Per pool of the team's quota (same shape as quota): units the team may "
+        default_factory=dict, max_length=MAX_ITEMS, description="Per pool of the team's quota (same shape as quota): units the team may "
                                           "borrow from the cohort above its quota; omitted: no limit.")
     lending_limit: Dict[Name, QuotaValue] = Field(
-        default_factory=dict, description="Per pool of the team's quota: units of its unused quota other teams may "
+        default_factory=dict, max_length=MAX_ITEMS, description="Per pool of the team's quota: units of its unused quota other teams may "
                                           "borrow; omitted: all of it.")
     other_resources: Dict[NonEmpty, Quantity] = Field(
-        default_factory=dict, description="Non-GPU resources the team's ClusterQueue covers, with the team's quota "
+        default_factory=dict, max_length=MAX_LABELS, description="Non-GPU resources the team's ClusterQueue covers, with the team's quota "
                                           "(e.g. cpu: 256, memory: 2Ti); on no particular pool.")
 
 
@@ -608,7 +616,8 @@ class Kueue(Strict):
                                        "their ClusterQueue does not cover.")
     resource_quotas: bool = Field(False, description="Also render the per-namespace ResourceQuotas (hard ceilings "
                                                      "for pods Kueue does not queue).")
-    teams: Dict[Name, KueueTeam] = Field(default_factory=dict, description="Team name -> its queue settings.")
+    teams: Dict[Name, KueueTeam] = Field(default_factory=dict, max_length=MAX_ITEMS,
+                                         description="Team name -> its queue settings.")
 
 
 class Queueing(Strict):
@@ -624,22 +633,33 @@ class Spec(Strict):
     operator: Operator
     driver: Driver = Field(default_factory=Driver)
     gpu_models: Dict[ModelId, DeclaredGpu] = Field(
-        default_factory=dict, description="GPU models the catalogue lacks (no MIG), by id; pools name them in `gpu`.")
-    sharing_profiles: Dict[Name, SharingProfile] = Field(default_factory=dict, description="Named sharing profiles pools refer to.")
-    pools: List[Pool] = Field(min_length=1, description="GPU node pools.")
-    teams: List[Team] = Field(default_factory=list)
+        default_factory=dict, max_length=MAX_ITEMS,
+        description="GPU models the catalogue lacks (no MIG), by id; pools name them in `gpu`.")
+    sharing_profiles: Dict[Name, SharingProfile] = Field(default_factory=dict, max_length=MAX_ITEMS, description="Named sharing profiles pools refer to.")
+    pools: List[Pool] = Field(min_length=1, max_length=MAX_ITEMS, description="GPU node pools.")
+    teams: List[Team] = Field(default_factory=list, max_length=MAX_ITEMS)
     access: Optional[Access] = None
     monitoring: Optional[Monitoring] = None
-    overrides: List[Override] = Field(default_factory=list, description="Escape hatch: raw chart values, each with a reason.")
+    overrides: List[Override] = Field(default_factory=list, max_length=MAX_ITEMS, description="Escape hatch: raw chart values, each with a reason.")
     delivery: Delivery = Field(default_factory=Delivery, description="GitOps delivery: Argo CD, Flux or none (default).")
     queueing: Optional[Queueing] = Field(None, description="Team queueing (Kueue); default: ResourceQuotas only.")
+
+    @field_validator("teams")
+    @classmethod
+    def _team_namespaces(cls, teams: List[Team]) -> List[Team]:
+        count = sum(len(team.namespaces) for team in teams)
+        if count > MAX_TEAM_NAMESPACES:
+            raise PydanticCustomError("too_long", "the teams own {actual} namespaces together; an intent holds at most "
+                                                  "{max_length}", {"actual": count, "max_length": MAX_TEAM_NAMESPACES})
+        return teams
 
 
 class Metadata(Strict):
     """Identity of the intent."""
 
     name: Name = Field(description="Cluster name; the output folder is named after it.")
-    labels: Dict[NonEmpty, str] = Field(default_factory=dict, description="Free-form labels for fleets and reports.")
+    labels: Dict[NonEmpty, str] = Field(default_factory=dict, max_length=MAX_LABELS,
+                                        description="Free-form labels for fleets and reports.")
 
 
 class ClusterIntent(Strict):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from .. import platforms, plan
-from ..findings import ERROR, WARNING, Finding
+from ..findings import WARNING, Finding
 from .rules import Context, rule
 
 CLUSTER = ("spec", "cluster")

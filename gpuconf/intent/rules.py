@@ -16,6 +16,7 @@ from .model import ClusterIntent, Pool
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+NAME_HINT = "use lower-case letters, digits and '-', starting and ending with a letter or digit"
 #: Upstream MPS limit per GPU (k8s-device-plugin cmd/mps-control-daemon/mps/device.go): 48 clients from compute
 #: capability 7.5 on, 16 below.
 MPS_MAX_REPLICAS = 48
@@ -99,9 +100,7 @@ def names_are_dns_labels(ctx: Context) -> Iterator[Finding]:
         named += [(("spec", "teams", i, "namespaces", j), ns, False) for j, ns in enumerate(team.namespaces)]
     for loc, name, at_key in named:
         if not DNS1123_LABEL.match(name):
-            yield ctx.finding("GC301", loc, f"{name!r} is not a valid name",
-                              "use lower-case letters, digits and '-', starting and ending with a letter or digit",
-                              at_key=at_key)
+            yield ctx.finding("GC301", loc, f"{name!r} is not a valid name", NAME_HINT, at_key=at_key)
     for i, secret in enumerate(spec.operator.image_pull_secrets):
         # Secret names are DNS subdomains (dots allowed), unlike namespaces.
         if len(secret) > 253 or not DNS1123_SUBDOMAIN.match(secret):
@@ -167,10 +166,10 @@ def declared_models_valid(ctx: Context) -> Iterator[Finding]:
                               at_key=True)
             continue
         decl = ctx.intent.spec.gpu_models[model_id]
-        for field, values in (("pciDeviceIds", decl.pci_device_ids), ("pciSubsystemIds", decl.pci_subsystem_ids)):
+        for key, values in (("pciDeviceIds", decl.pci_device_ids), ("pciSubsystemIds", decl.pci_subsystem_ids)):
             for j, value in enumerate(values):
                 if value in values[:j]:
-                    yield ctx.finding("GC344", (*loc, field, j), f"{value} is listed twice", None)
+                    yield ctx.finding("GC344", (*loc, key, j), f"{value} is listed twice", None)
         clash = next((m for m in [*catalog.gpu_models().values(), *seen] if not model.disjoint_from(m)), None)
         if clash is not None:
             shared = sorted(set(model.pci_device_ids) & set(clash.pci_device_ids))
@@ -261,19 +260,11 @@ def _literal_prefix(pattern: str | None) -> str | None:
     return prefix or None
 
 
-@rule("GC320", "labels, taints and hostname patterns are well formed")
+@rule("GC320", "labels, taints, selectors and hostname patterns are well formed")
 def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
     for i, pool in enumerate(ctx.intent.spec.pools):
-        for key, value in pool.match.node_labels.items():
-            loc = _pool_loc(i, "match", "nodeLabels", key)
-            problem = _qualified_name_problem(key)
-            if problem:
-                yield ctx.finding("GC320", loc, f"label key {key!r} {problem}", "keys look like prefix/name, e.g. "
-                                  "node.kubernetes.io/instance-type", at_key=True)
-            if not _label_value_ok(value):
-                yield ctx.finding("GC320", loc, f"label value {value!r} is not a valid label value",
-                                  "at most 63 characters: letters, digits, '-', '_' and '.', starting and ending "
-                                  "with a letter or digit")
+        yield from _label_findings(ctx, _pool_loc(i, "match", "nodeLabels"), pool.match.node_labels,
+                                   "node.kubernetes.io/instance-type")
         if pool.match.hostname is not None:
             try:
                 re.compile(pool.match.hostname)
@@ -283,6 +274,30 @@ def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
         if not (pool.match.pci_device or pool.match.node_labels or pool.match.hostname or pool.match.dmi_product):
             yield ctx.finding("GC320", _pool_loc(i, "match"), "match selects no nodes: give at least one criterion",
                               "pciDevice: true selects the nodes whose GPU is the pool's model")
+    monitoring = ctx.intent.spec.monitoring
+    if monitoring is not None:
+        # The PrometheusRule's labels and the ServiceMonitor's additionalLabels: the API server refuses bad ones.
+        yield from _label_findings(ctx, ("spec", "monitoring", "prometheusSelector"), monitoring.prometheus_selector,
+                                   "app.kubernetes.io/part-of")
+
+
+def _label_findings(ctx: Context, loc: tuple, labels: dict[str, str], example: str) -> Iterator[Finding]:
+    """GC320 for every key that is not a qualified name and every value that is not a label value (Kubernetes'
+    rules: apimachinery's IsQualifiedName and IsValidLabelValue)."""
+    for key, value in labels.items():
+        problem = _qualified_name_problem(key)
+        if problem:
+            yield ctx.finding("GC320", (*loc, key), f"label key {_shown_text(key)} {problem}",
+                              f"keys look like prefix/name, e.g. {example}", at_key=True)
+        if not _label_value_ok(value):
+            yield ctx.finding("GC320", (*loc, key), f"label value {_shown_text(value)} is not a valid label value",
+                              "at most 63 characters: letters, digits, '-', '_' and '.', starting and ending "
+                              "with a letter or digit")
+
+
+def _shown_text(text: str) -> str:
+    """A text for a message: quoted, escaped, and cut after 60 characters (a 10,000-character key stays readable)."""
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 @rule("GC317", "taints are valid")
@@ -868,6 +883,103 @@ def kueue_quotas_and_borrowing(ctx: Context, kueue) -> Iterator[Finding]:
                           "ResourceQuota holds only the team's quota: pods Kueue admits on borrowed quota can be "
                           "refused by it, and their Job then waits admitted without pods",
                           "set borrowingLimit 0 for those pools, or resourceQuotas: false", severity=WARNING)
+
+
+# --- image registry and URLs: what lands in image names, wrappers and the report ---------------------------------
+
+#: An image name's grammar (github.com/distribution/reference, reference.go): `domain/path`, where the domain is a
+#: host with an optional port, or a bracketed IPv6 address, and the path's components are lower-case alphanumerics
+#: joined by `.`, `_`, `__` or dashes.
+_DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:.]+\])"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_PREFIX = re.compile(rf"{_DOMAIN}(?::[0-9]+)?(?:/{_PATH_COMPONENT})*")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+@rule("GC353", "the registry mirror is a registry path that image names can start with")
+def registry_path(ctx: Context) -> Iterator[Finding]:
+    registry = ctx.intent.spec.operator.registry
+    if registry is None:
+        return
+    loc = ("spec", "operator", "registry")
+    example = "registry.corp.example/nvidia"
+    if _SCHEME.match(registry):
+        yield ctx.finding("GC353", loc, f"{_masked(registry)} has a scheme; image names have none (the mirror's chart "
+                          "folder gets oci:// by itself)", f"write the host and path alone, e.g. {example}")
+    elif not registry.isprintable() or any(ch.isspace() for ch in registry):
+        yield ctx.finding("GC353", loc, f"{_shown_text(registry)} contains whitespace or an unprintable character",
+                          f"remove it: images would be named {_shown_text(registry + '/gpu-operator')}")
+    elif registry.endswith("/"):
+        yield ctx.finding("GC353", loc, f"{registry!r} ends with '/'", f"remove it: gpuconf adds '/' and the image's "
+                          f"name (write {registry.rstrip('/')})")
+    elif "@" in registry:
+        return  # credentials (or a digest): GC354
+    elif not IMAGE_PREFIX.fullmatch(registry):
+        yield ctx.finding("GC353", loc, f"{_shown_text(registry)} is not a registry path: a host with an optional "
+                          "port, then lower-case path parts of letters, digits and . _ -",
+                          f"e.g. {example} or mirror.local:5000/nvidia")
+    else:
+        host = registry.split("/", 1)[0]
+        if "." not in host and ":" not in host and host != "localhost" and host == host.lower():
+            # distribution/reference (normalize.go) takes a first part without '.' or ':' for a Docker Hub namespace.
+            yield ctx.finding("GC353", loc, f"container runtimes read {registry!r} as docker.io/{registry}: its first "
+                              f"part {host!r} has no '.' or ':' and is not localhost",
+                              f"name the registry's host in full, e.g. {host}.corp.example/...", severity=WARNING)
+
+
+#: Where credentials must never be written (gpuconf writes these into values, wrappers, probes and REPORT.md), and
+#: where they belong instead.
+_CREDENTIAL_HOMES = {
+    ("spec", "operator", "registry"): "give the pull secret's name in spec.operator.imagePullSecrets (a Secret of "
+                                      "type kubernetes.io/dockerconfigjson)",
+    ("spec", "delivery", "repoURL"): "register the repository's credentials with Argo CD (a Secret labelled "
+                                     "argocd.argoproj.io/secret-type: repository)",
+    ("spec", "delivery", "chartRepository"): "keep them in a Secret: Argo CD's repository Secret, or the Flux "
+                                             "source's secretRef",
+    ("spec", "delivery", "destination", "server"): "register the cluster with Argo CD (a Secret labelled "
+                                                   "argocd.argoproj.io/secret-type: cluster)",
+}
+
+
+@rule("GC354", "no credentials in the registry or in URLs")
+def no_credentials(ctx: Context) -> Iterator[Finding]:
+    delivery = ctx.intent.spec.delivery
+    values = {("spec", "operator", "registry"): ctx.intent.spec.operator.registry,
+              ("spec", "delivery", "repoURL"): delivery.repoURL,
+              ("spec", "delivery", "chartRepository"): delivery.chart_repository,
+              ("spec", "delivery", "destination", "server"): delivery.destination.server
+              if delivery.destination is not None else None}
+    for loc, value in values.items():
+        if value is not None and _credentials(value, loc[-1] == "registry"):
+            yield ctx.finding("GC354", loc, f"{_masked(value)} carries credentials (the part before '@'); gpuconf "
+                              "would write them into values, wrappers and REPORT.md", _CREDENTIAL_HOMES[loc])
+
+
+def _userinfo(value: str) -> tuple[str | None, str]:
+    """The part of a URL (or of git's user@host:path form) before '@', if any, and the scheme."""
+    scheme = _SCHEME.match(value)
+    rest = value[scheme.end():] if scheme else value
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0] if scheme else rest.split("/", 1)[0]
+    if "@" not in authority:
+        return None, scheme.group(0)[:-3].lower() if scheme else ""
+    return authority.rpartition("@")[0], scheme.group(0)[:-3].lower() if scheme else ""
+
+
+def _credentials(value: str, registry: bool) -> bool:
+    """A password (user:password@), or any user part where a user is a token (http, https, oci, a registry)."""
+    user, scheme = _userinfo(value)
+    if user is None:
+        return False
+    # ssh://git@host/... and git@host:org/repo name the SSH user, not a secret; a password after it is one.
+    return registry or ":" in user or scheme in ("http", "https", "oci")
+
+
+def _masked(value: str) -> str:
+    """value for a message, with what stands before '@' in its authority replaced: findings end up in CI logs."""
+    user, _ = _userinfo(value)
+    if user is None:
+        return _shown_text(value)
+    return _shown_text(value.replace(user + "@", "***@", 1))
 
 
 # --- operator, driver, overrides --------------------------------------------------------------------------------

@@ -96,7 +96,9 @@ def _finding(doc: Document, root: type, loc: tuple, err: dict) -> Finding:
         return Finding(doc.file, line, col, ERROR, CODE_INVALID_CHOICE, path,
                        f"{_describe(value)} is not one of {shown}", hint)
     if etype in _RANGE:
-        return Finding(doc.file, line, col, ERROR, CODE_OUT_OF_RANGE, path, _range_message(etype, value, err), None)
+        hint = "gpuconf's limits are in the README (\"Limits\"); split the cluster into several intents or a " \
+               "fleet" if etype == "too_long" else None
+        return Finding(doc.file, line, col, ERROR, CODE_OUT_OF_RANGE, path, _range_message(etype, value, err), hint)
     if etype == "string_pattern_mismatch":
         pattern = (err.get("ctx") or {}).get("pattern", "")
         return Finding(doc.file, line, col, ERROR, CODE_BAD_FORMAT, path,
@@ -115,6 +117,8 @@ def _range_message(etype: str, value: Any, err: dict) -> str:
     if etype in ("too_short", "string_too_short"):
         return f"must have at least {ctx.get('min_length')} item{'s' if ctx.get('min_length') != 1 else ''}" \
             if etype == "too_short" else "must not be empty"
+    if etype == "too_long" and "actual_length" in ctx:
+        return f"must have at most {ctx.get('max_length')} items, got {ctx.get('actual_length')}"
     return _lower(err["msg"])
 
 

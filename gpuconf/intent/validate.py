@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..findings import Finding, has_errors, sort_findings
+from ..findings import ERROR, WARNING, Finding, has_errors, sort_findings
 from ..gcpause import gc_paused
-from .loader import Document, LoadError, load_file
+from .loader import CODE_TRUNCATED, Document, LoadError, load_file
 
 
 @dataclass
@@ -35,9 +35,16 @@ def validate_path(path: str | Path, display: str | None = None) -> Validation:
     return validate_document(doc)
 
 
-@gc_paused
 def validate_document(doc: Document) -> Validation:
-    """Type-check and rule-check an already-loaded document."""
+    """Type-check and rule-check an already-loaded document; at most MAX_FINDINGS findings, then a count."""
+    result = check_document(doc)
+    result.findings = bounded(result.findings)
+    return result
+
+
+@gc_paused
+def check_document(doc: Document) -> Validation:
+    """Type-check and rule-check an already-loaded document: every finding, sorted."""
     from pydantic import ValidationError
 
     from .model import ClusterIntent
@@ -53,3 +60,24 @@ def validate_document(doc: Document) -> Validation:
     result.intent = intent
     result.findings = sort_findings(check(intent, doc))
     return result
+
+
+#: Most findings reported for one intent (or one cluster of a fleet): past them, one last finding counts the rest.
+MAX_FINDINGS = 100
+
+
+def bounded(findings: list[Finding]) -> list[Finding]:
+    """The first MAX_FINDINGS of sorted findings and, when there are more, a GC113 finding that counts the rest (an
+    error when any of them is one), placed where the first of them is."""
+    if len(findings) <= MAX_FINDINGS:
+        return findings
+    rest = findings[MAX_FINDINGS:]
+    errors = sum(1 for f in rest if f.severity == ERROR)
+    first = rest[0]
+    counts = ", ".join(part for part in (f"{errors} error{'s' if errors != 1 else ''}" if errors else "",
+                                         f"{len(rest) - errors} warning{'s' if len(rest) - errors != 1 else ''}"
+                                         if len(rest) > errors else "") if part)
+    summary = Finding(first.file, first.line, first.column, ERROR if errors else WARNING, CODE_TRUNCATED, "",
+                      f"{len(rest)} more findings from here on are not shown ({counts}); gpuconf reports at most "
+                      f"{MAX_FINDINGS} per intent", "fix the findings above and validate again")
+    return [*findings[:MAX_FINDINGS], summary]

@@ -134,11 +134,10 @@ def chart_move(plan: P.Plan, target: str) -> dict:
                      f"one chart's facts hold are not compared (NFD {old.nfd_chart_version} -> {new.nfd_chart_version})")
     output = None
     if not has_errors(findings):
-        from ..pipeline import render_command
-        from ..render.tree import render_tree
+        from ..render.tree import Command, render_tree
         from .treediff import compare_trees
 
-        command = render_command(plan.source, "out")
+        command = Command(plan.source, "out")
         output = compare_trees(render_tree(plan, command).files, render_tree(new_plan, command).files,
                                f"chart {old.version}", f"chart {target}")
     return {

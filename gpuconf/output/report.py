@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator
 
 from .. import __version__, catalog
 from .. import plan as P
+from ..emit import single_line
 from ..findings import Finding, dotted
 from ..render.values import lookup
 
@@ -382,7 +383,7 @@ def queueing_facts(plan: P.Plan) -> dict | None:
         comments = {
             ("metadata", "labels", K.QUEUE_LABEL): "optional: Kueue sets it on a Job of a namespace with a "
                                                   "LocalQueue named default",
-            ("metadata", "labels", K.PRIORITY_CLASS_LABEL): f"the team's tier; without it Kueue takes the pod's "
+            ("metadata", "labels", K.PRIORITY_CLASS_LABEL): "the team's tier; without it Kueue takes the pod's "
                                                            "priorityClassName",
             ("spec", "template", "spec", "nodeSelector"): "optional: picks the pool (its flavor); without it Kueue "
                                                           "tries the team's pools in spec.pools order",
@@ -673,10 +674,13 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
 
     ns = plan.namespace
     spec = plan.intent.spec
+    from ..emit import shell_word
+
     folder = f"{out.rstrip('/') or '.'}/{plan.name}"
     files = set(tree_files or ())
+    values_file = shell_word(f"{folder}/values.yaml")
     steps = []
-    early = [f"{folder}/{path}" for path in ("manifests/namespaces.yaml", platform.PLATFORM_FILE) if path in files]
+    early = [shell_word(f"{folder}/{path}") for path in ("manifests/namespaces.yaml", platform.PLATFORM_FILE) if path in files]
     if openshift.olm(plan):
         steps += [
             {"title": f"With Red Hat's NFD operator installed (OperatorHub), subscribe to the certified GPU Operator "
@@ -698,7 +702,7 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
                                     "system-node-critical pods) exist before the chart's pods are created"})
         steps.append(
             {"title": "Install or upgrade the GPU Operator chart with the rendered values",
-             "commands": [helm_install_command(plan, f"{folder}/values.yaml")],
+             "commands": [helm_install_command(plan, values_file)],
              "proves": "the chart accepts the values (Helm validates the NFD subchart's values against its schema) "
                        "and its CRDs (ClusterPolicy, NVIDIADriver, NodeFeatureRule) exist before the manifests use "
                        "them"})
@@ -712,6 +716,7 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
                       "proves": "Kueue's CRDs and webhooks are in place before the queues are applied (Kueue's "
                                 "installation guide; its Helm chart works as well)"})
     policy = openshift.CLUSTER_POLICY_NAME if openshift.olm(plan) else "cluster-policy"
+    folder = shell_word(folder)
     steps += [
         {"title": "Apply the manifests (or let Argo CD / Flux sync the folder)",
          "commands": [f"kubectl apply -k {folder}"],
@@ -809,7 +814,7 @@ def rollback_steps(plan: P.Plan) -> list[str]:
 # --- the whole report ------------------------------------------------------------------------------------------
 
 
-def build_report(plan: P.Plan, values, command: str, files: Iterable[str] = ()) -> dict:
+def build_report(plan: P.Plan, values, command, files: Iterable[str] = ()) -> dict:
     """Every fact of REPORT.md and report.json for a rendered plan; plain data, deterministic."""
     merged = values.merged()
     file = plan.source
@@ -818,7 +823,7 @@ def build_report(plan: P.Plan, values, command: str, files: Iterable[str] = ()) 
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "generated": {"by": f"gpuconf {__version__}", "from": file, "command": command},
+        "generated": {"by": f"gpuconf {__version__}", "from": file, "command": str(command)},
         "cluster": {
             "name": plan.name, "chartVersion": plan.chart_version, "namespace": plan.namespace,
             "kubernetesVersion": spec.cluster.kubernetes_version, "distribution": spec.cluster.distribution,
@@ -837,8 +842,8 @@ def build_report(plan: P.Plan, values, command: str, files: Iterable[str] = ()) 
         "flow": flow_facts(plan),
         "upgrade": upgrade_facts(plan, merged),
         "rollback": rollback_steps(plan),
-        # The output folder is the render command's (gpuconf render INTENT -o OUT), so commands can be pasted.
-        "acceptance": acceptance_facts(plan, command.rsplit(" -o ", 1)[1] if " -o " in command else "out", files),
+        # The output folder is the render command's (a render.tree.Command), so commands can be pasted.
+        "acceptance": acceptance_facts(plan, command.out, files),
     }
 
 
@@ -951,6 +956,8 @@ def _environment():
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["line"] = single_line
+    env.filters["comment"] = md_comment
     env.filters["cell"] = md_cell
     env.filters["code"] = md_code
     env.filters["codes"] = md_codes
@@ -1003,6 +1010,11 @@ def _bytecode_cache():
                 pass
 
     return BytecodeCache(str(directory))
+
+
+def md_comment(text: Any) -> str:
+    """Text inside an HTML comment on one line: nothing in it ends the line or the comment."""
+    return single_line(str(text)).replace("-->", "--&gt;")
 
 
 def md_cell(text: Any) -> str:

@@ -99,30 +99,67 @@ def rules_text() -> str:
 
 
 def render_summary(tree, target: str) -> str:
-    """What a render wrote: the intent summary, then the files."""
-    lines = [summarise(tree.plan.intent, tree.plan.source).rstrip("\n"), f"wrote {len(tree.files)} files to {target}/:"]
-    lines += [f"  {path}" for path in sorted(tree.files)]
+    """What a render wrote: the intent summary (a cluster's), then the files, the record of them included."""
+    from .writer import with_record
+
+    files = sorted(with_record(tree.files))
+    lines = [summarise(tree.plan.intent, tree.plan.source).rstrip("\n")] if tree.plan is not None else []
+    lines.append(f"wrote {len(files)} files to {target}/:")
+    lines += [f"  {path}" for path in files]
     return "\n".join(lines) + "\n"
 
 
-def tree_diff(old: dict[str, str], new: dict[str, str], root: str) -> str:
-    """Stale, missing and extra files between an existing tree and a fresh render, with a unified diff."""
+def tree_diff(folder, new: dict[str, str], root: str) -> str:
+    """Stale, missing, extra and foreign files of a folder (writer.Folder) against a fresh render, byte for byte,
+    with a unified diff of the files gpuconf owns."""
     import difflib
 
+    if folder.kind in ("symlink", "file"):
+        what = "a symbolic link" if folder.kind == "symlink" else "not a folder"
+        return f"foreign: {root} ({what}; gpuconf writes real folders only and does not replace this)\n"
+    old = folder.files
+    expected = {path: text.encode("utf-8") for path, text in new.items()}
+    foreign = set(folder.foreign)
     out = []
-    for path in sorted(set(old) | set(new)):
-        if path not in old:
+    for path in sorted(set(old) | set(expected) | foreign):
+        if path in foreign:
+            out.append(f"foreign: {root}/{path} (gpuconf did not write it: a render refuses to delete it)")
+        elif path not in old:
             out.append(f"missing: {root}/{path}")
-        elif path not in new:
+        elif path not in expected:
             out.append(f"extra: {root}/{path}")
-        elif old[path] != new[path]:
-            out.append(f"stale: {root}/{path}")
+        elif old[path] != expected[path]:
+            out.append(f"stale: {root}/{path}{_why_stale(folder, path, expected[path])}")
     if not out:
         return ""
     text = "\n".join(out) + "\n"
-    for path in sorted(set(old) | set(new)):
-        if old.get(path) != new.get(path):
+    for path in sorted((set(old) | set(expected)) - foreign):
+        if old.get(path) != expected.get(path):
             text += "".join(difflib.unified_diff(
-                old.get(path, "").splitlines(keepends=True), new.get(path, "").splitlines(keepends=True),
+                _shown_lines(old.get(path)), _shown_lines(expected.get(path)),
                 fromfile=f"{root}/{path} (committed)", tofile=f"{root}/{path} (rendered)"))
     return text
+
+
+def _why_stale(folder, path: str, expected: bytes) -> str:
+    """What a reader of the stale line should know beyond the diff: hand edits, line endings, encoding."""
+    data = folder.files[path] or b""
+    notes = []
+    if folder.edited(path):
+        notes.append("edited after gpuconf wrote it")
+    if b"\r" in data and b"\r" not in expected:
+        notes.append("carriage returns: CRLF or \\r line endings, gpuconf writes \\n")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        notes.append("not UTF-8")
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+def _shown_lines(data: bytes | None) -> list[str]:
+    """A file's lines for the unified diff, split at \\n only, carriage returns made visible."""
+    if not data:
+        return []
+    text = data.decode("utf-8", "replace").replace("\r", "\\r")
+    lines = [line + "\n" for line in text.split("\n")]
+    return lines[:-1] if text.endswith("\n") else lines

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..findings import dotted
+from .writer import RECORD
 
-#: Derived from the other files; they change whenever those do and are not applied to the cluster.
-REPORT_FILES = ("REPORT.md", "report.json")
+#: Derived from the other files; they change whenever those do and are not applied to the cluster (the record of
+#: what gpuconf wrote neither).
+REPORT_FILES = ("REPORT.md", "report.json", RECORD)
 
 
 @dataclass(frozen=True)

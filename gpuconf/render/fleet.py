@@ -18,13 +18,9 @@ class FleetRender:
     trees: list = field(default_factory=list)  # render.tree.Tree
 
 
-def render_command(fleet_file: str, out: str) -> str:
-    """The command line in every generated file of a fleet."""
-    return f"gpuconf render {fleet_file} -o {out}"
-
-
-def render_fleet(doc: Document, out: str) -> FleetRender:
-    """Validate a fleet and, when every cluster is valid, render every cluster and the fleet folder."""
+def render_fleet(doc: Document, command) -> FleetRender:
+    """Validate a fleet and, when every cluster is valid, render every cluster and the fleet folder; command (a
+    tree.Command) regenerates them."""
     from .. import plan as P
     from .tree import render_tree
 
@@ -32,7 +28,6 @@ def render_fleet(doc: Document, out: str) -> FleetRender:
     rendered = FleetRender(result)
     if not result.ok or result.fleet is None:
         return rendered
-    command = render_command(doc.file, out)
     plans = []
     for cluster in result.clusters:
         source = f"{doc.file}, cluster {cluster.name} ({' + '.join(cluster.sources)})"
@@ -71,7 +66,7 @@ def _coherence(result: FleetResult, plans: list) -> list[Finding]:
     return out
 
 
-def render_fleet_tree(fleet: Fleet, plans: list, fleet_file: str, command: str):
+def render_fleet_tree(fleet: Fleet, plans: list, fleet_file: str, command):
     """OUTPUT/<fleet>/: an ApplicationSet for the Argo CD clusters, a Flux entry point per Flux cluster."""
     from .. import __version__
     from ..output import verify
