@@ -108,8 +108,19 @@ free_text = st.one_of(st.sampled_from(_TRICKY + ["ProLiant DL380 Gen11", " lead"
 _paths = st.sampled_from(["/etc/containerd/config.toml", "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
                           "/etc/crio/crio.conf", "/run/containerd/containerd.sock", "/run/k3s/containerd/containerd.sock",
                           "/x", "/a b/c"])
+def _reads_back(registry: str) -> bool:
+    """The chart prints repositories unquoted (GC353): a registry such as `null` or `1e5` would not survive."""
+    import yaml
+
+    try:
+        return yaml.safe_load(registry) == registry
+    except yaml.YAMLError:
+        return False
+
+
 _registries = st.builds(lambda host, port, path: host + port + path, dns_subdomains,
-                        st.sampled_from(["", ":5000", ":443"]), st.sampled_from(["", "/nvidia", "/mirror/nvidia"]))
+                        st.sampled_from(["", ":5000", ":443"]),
+                        st.sampled_from(["", "/nvidia", "/mirror/nvidia"])).filter(_reads_back)
 _profile_names = dns_labels.filter(lambda s: s != "exclusive")
 words = st.sampled_from(LABEL_NAMES[:100])
 sentences = st.lists(words, min_size=3, max_size=9).map(lambda ws: " ".join(ws) + ".")

@@ -132,7 +132,9 @@ def test_a_newline_in_a_reason_does_not_add_settings(folder, baseline):
                                 '    - action: drop"')
     rendered = _render(intent)
     values = rendered["secure-enclave"]["values.yaml"]
-    assert "  # via spec.overrides[1] (line 87): The hardened node image mounts /usr/local read-only.\\n    " \
+    line = next(n for n, text in enumerate((folder / "x.yaml").read_text(encoding="utf-8").splitlines(), 1)
+                if text.strip() == WHY) - 2  # the override's own line, two above its reason
+    assert f"  # via spec.overrides[1] (line {line}): The hardened node image mounts /usr/local read-only.\\n    " \
            "relabelings:\\n    - action: drop\n" in values
     assert {n: _parsed(f) for n, f in rendered.items()} == baseline
 

@@ -37,7 +37,9 @@ def _findings(text: str) -> list[tuple[str, str, str]]:
     ("registry.corp.example/nvidia", []),
     ("mirror.local:5000/nvidia/gpu", []),
     ("localhost:5000/nvidia", []),
-    ("'[::1]:5000/nvidia'", []),
+    # distribution/reference allows a bracketed IPv6 host, but the chart prints the repository unquoted and YAML
+    # reads `[::1]:5000/nvidia` as a flow sequence: the chart could not render it.
+    ("'[::1]:5000/nvidia'", [("GC353", "error")]),
     ("Registry.Corp.Example/nvidia", []),  # hosts may be upper-case, paths may not
     ("registry.corp.example", []),
     ("https://mirror.corp.example/nvidia/", [("GC353", "error")]),
@@ -50,6 +52,10 @@ def _findings(text: str) -> list[tuple[str, str, str]]:
     ("mirror.corp.example/nvidia:v1", [("GC353", "error")]),
     ("mirror.corp.example//nvidia", [("GC353", "error")]),
     ("mirror/nvidia", [("GC353", "warning")]),  # docker.io/mirror/nvidia to a container runtime
+    # The chart prints `repository: {{ ... }}` unquoted: these would reach the ClusterPolicy as null, true, 1.5.
+    ('"null"', [("GC353", "error")]),
+    ('"true"', [("GC353", "error")]),
+    ('"1.5"', [("GC353", "error")]),
     ("robot:s3cret@mirror.corp.example/nvidia", [("GC354", "error")]),
     ("token@mirror.corp.example/nvidia", [("GC354", "error")]),
 ])

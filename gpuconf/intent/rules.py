@@ -919,6 +919,18 @@ def registry_path(ctx: Context) -> Iterator[Finding]:
                           "port, then lower-case path parts of letters, digits and . _ -",
                           f"e.g. {example} or mirror.local:5000/nvidia")
     else:
+        from ..render import chart as C
+
+        try:
+            reads = C.unquoted(registry, "registry")
+        except C.TemplateError:
+            reads = None
+        if reads != registry:
+            # The chart prints every `repository: {{ ... }}` unquoted (templates/clusterpolicy.yaml).
+            yield ctx.finding("GC353", loc, f"the chart prints image repositories unquoted, and YAML reads "
+                              f"{registry!r} back as {_shown(reads)}, not as the registry's name",
+                              f"add the registry's path, e.g. {registry}/nvidia")
+            return
         host = registry.split("/", 1)[0]
         if "." not in host and ":" not in host and host != "localhost" and host == host.lower():
             # distribution/reference (normalize.go) takes a first part without '.' or ':' for a Docker Hub namespace.
