@@ -519,7 +519,10 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
     # --- teams and quotas
     t = draw(st.integers(0, max_teams))
     team_names = draw(st.lists(dns_labels, min_size=t, max_size=t, unique=True))
-    namespaces = iter(draw(st.lists(dns_labels, min_size=3 * t, max_size=3 * t, unique=True)))
+    # A team never owns the operator's namespace (GC302).
+    operator_ns = operator.get("namespace", "gpu-operator")
+    namespaces = iter(draw(st.lists(dns_labels.filter(lambda ns: ns != operator_ns), min_size=3 * t, max_size=3 * t,
+                                    unique=True)))
     shapes = [_pool_resources(p, m, pool["gpusPerNode"], strategy) for p, m, pool in zip(pool_profiles, models, pools)]
     left: dict[tuple[int, str], int] = {}
     for i, (shape, per_node) in enumerate(shapes):

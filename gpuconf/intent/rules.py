@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import types
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -121,6 +122,14 @@ def names_are_unique(ctx: Context) -> Iterator[Finding]:
         "pull secret": [(("spec", "operator", "imagePullSecrets", i), s)
                         for i, s in enumerate(spec.operator.image_pull_secrets)],
     }
+    for i, team in enumerate(spec.teams):
+        for j, ns in enumerate(team.namespaces):
+            if ns == spec.operator.namespace:
+                # Two Namespace objects of one name: kustomize refuses the folder, and the team's quota would limit
+                # the operator's own pods.
+                yield ctx.finding("GC302", ("spec", "teams", i, "namespaces", j),
+                                  f"namespace {ns!r} is the GPU Operator's own (spec.operator.namespace)",
+                                  "give the team a namespace of its own")
     for what, items in groups.items():
         first: dict[str, tuple] = {}
         for loc, name in items:
@@ -279,6 +288,16 @@ def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
         # The PrometheusRule's labels and the ServiceMonitor's additionalLabels: the API server refuses bad ones.
         yield from _label_findings(ctx, ("spec", "monitoring", "prometheusSelector"), monitoring.prometheus_selector,
                                    "app.kubernetes.io/part-of")
+        from ..render import common_labels
+
+        # The selector's labels go onto gpuconf's PrometheusRule beside gpuconf's own, which GitOps tools prune by
+        # and `kubectl get -l` finds them by: a selector may not take them over.
+        own = common_labels(types.SimpleNamespace(name=ctx.intent.metadata.name))
+        for key in monitoring.prometheus_selector:
+            if key in own:
+                yield ctx.finding("GC320", ("spec", "monitoring", "prometheusSelector", key),
+                                  f"label {key!r} is gpuconf's own label on everything it renders",
+                                  "select your Prometheus by another label", at_key=True)
 
 
 def _label_findings(ctx: Context, loc: tuple, labels: dict[str, str], example: str) -> Iterator[Finding]:
