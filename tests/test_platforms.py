@@ -567,3 +567,24 @@ def test_openshift_olm_brings_the_charts_default_nvidiadriver_when_pools_use_it(
     own = [d for d in _docs(tree.files["manifests/nvidia-drivers.yaml"]) if d["spec"]["version"] == "595.91.07"]
     assert own and not own[0]["spec"]["default"]
     _verified(tree)
+
+
+def test_a_disconnected_openshift_subscribes_from_its_mirrored_catalogue(tmp_path):
+    cluster = ('{kubernetesVersion: "1.31", distribution: openshift, openshift: {catalogSource: '
+               '{name: cs-redhat-operator-index, namespace: openshift-marketplace}}}')
+    tree = _render(tmp_path, _intent(cluster, L4_POOL))
+    subscription = next(d for d in _docs(tree.files["manifests/platform.yaml"]) if d["kind"] == "Subscription")
+    assert (subscription["spec"]["source"], subscription["spec"]["sourceNamespace"]) == \
+        ("cs-redhat-operator-index", "openshift-marketplace")
+    assert subscription["spec"]["name"] == "gpu-operator-certified"  # the mirrored catalogue carries the same package
+    _verified(tree)
+
+
+def test_a_catalogue_source_without_olm_is_a_finding():
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    text = _intent('{kubernetesVersion: "1.31", distribution: openshift, openshift: {install: helm, catalogSource: '
+                   '{name: mirror}}}', L4_POOL)
+    findings = validate_document(load_text(text, "x.yaml")).findings
+    assert [(f.code, f.path) for f in findings] == [("GC348", "spec.cluster.openshift.catalogSource")]

@@ -40,6 +40,13 @@ Subject = Annotated[str, Field(
 )]
 
 
+K8sLabelName = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                                    description="A DNS-1123 label: lower-case alphanumerics and '-'.")]
+K8sObjectName = Annotated[str, Field(
+    min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    description="A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.'.")]
+
+
 class Strict(BaseModel):
     """Base of every intent model: camelCase keys, unknown keys rejected, no type coercion."""
 
@@ -132,12 +139,23 @@ class Eks(Strict):
                                                              "selected by karpenter.sh/nodepool.")
 
 
+class CatalogSource(Strict):
+    """The OLM catalogue a Subscription installs from."""
+
+    name: K8sObjectName = Field(description="Name of the CatalogSource, e.g. the one oc-mirror creates for a "
+                                            "disconnected cluster.")
+    namespace: K8sLabelName = Field("openshift-marketplace", description="Its namespace.")
+
+
 class Openshift(Strict):
     """Red Hat OpenShift: how the operator is installed."""
 
     install: Literal["olm", "helm"] = Field(
         "olm", description="olm (NVIDIA's supported route): OperatorGroup, Subscription and the ClusterPolicy; helm: "
                            "the chart with platform.openshift.")
+    catalog_source: Optional[CatalogSource] = Field(
+        None, description="OLM only: the catalogue the Subscription installs from; default Red Hat's "
+                          "certified-operators. A disconnected cluster names its mirrored catalogue here.")
 
 
 class Cluster(Strict):
@@ -447,11 +465,6 @@ ARGOCD_NAMESPACE = "argocd"
 FLUX_NAMESPACE = "flux-system"
 ARGOCD_IN_CLUSTER = "https://kubernetes.default.svc"
 
-K8sLabelName = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-                                    description="A DNS-1123 label: lower-case alphanumerics and '-'.")]
-K8sObjectName = Annotated[str, Field(
-    min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
-    description="A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.'.")]
 RepoPath = Annotated[str, Field(
     pattern=r"^(\.|[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*)$",
     description="A folder of the Git repository, relative to its root, without a leading or trailing '/': "

@@ -166,6 +166,11 @@ def _gke_tolerations(ctx: Context) -> Iterator[Finding]:
 @rule("GC348", "the OpenShift OLM route has what it needs")
 def openshift_olm(ctx: Context) -> Iterator[Finding]:
     cluster = ctx.intent.spec.cluster
+    if cluster.distribution == "openshift" and cluster.openshift is not None and \
+            cluster.openshift.install != "olm" and cluster.openshift.catalog_source is not None:
+        yield ctx.finding("GC348", ("spec", "cluster", "openshift", "catalogSource"),
+                          "catalogSource is the OLM Subscription's, but the operator is installed with Helm",
+                          "remove catalogSource, or set install: olm")
     if cluster.distribution != "openshift" or (cluster.openshift is not None and cluster.openshift.install != "olm"):
         return
     version = ctx.intent.spec.operator.chart_version

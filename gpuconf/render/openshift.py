@@ -34,6 +34,10 @@ def subscription_objects(plan: P.Plan) -> list[dict]:
     bundle = platforms.olm_bundle(plan.chart_version)
     assert bundle is not None, "validation (GC348) guarantees bundle facts for the chart"
     ns = plan.namespace
+    settings = plan.intent.spec.cluster.openshift
+    catalog = settings.catalog_source if settings is not None else None
+    # A disconnected cluster installs from its mirrored catalogue (oc-mirror makes one); the package is the same.
+    source = (catalog.name, catalog.namespace) if catalog is not None else (bundle["source"], bundle["sourceNamespace"])
     return [
         {"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
          "metadata": metadata(plan, OPERATOR_GROUP_NAME, ns), "spec": {"targetNamespaces": [ns]}},
@@ -45,8 +49,8 @@ def subscription_objects(plan: P.Plan) -> list[dict]:
              # a newer release in the channel never arrives unreviewed.
              "installPlanApproval": "Manual",
              "name": bundle["package"],
-             "source": bundle["source"],
-             "sourceNamespace": bundle["sourceNamespace"],
+             "source": source[0],
+             "sourceNamespace": source[1],
          }},
     ]
 
