@@ -58,6 +58,9 @@ def _findings(text: str) -> list[tuple[str, str, str]]:
     ('"1.5"', [("GC353", "error")]),
     ("robot:s3cret@mirror.corp.example/nvidia", [("GC354", "error")]),
     ("token@mirror.corp.example/nvidia", [("GC354", "error")]),
+    # An '@' outside the host part is no credential and no registry path either (found by the property below).
+    ('"/@"', [("GC353", "error")]),
+    ("mirror.corp.example/nv@idia", [("GC353", "error")]),
 ])
 def test_the_registry_is_a_path_image_names_can_start_with(registry, expected):
     assert [(c, s) for c, s, _ in _findings(_intent(registry))] == expected

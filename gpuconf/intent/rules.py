@@ -931,8 +931,8 @@ def registry_path(ctx: Context) -> Iterator[Finding]:
     elif registry.endswith("/"):
         yield ctx.finding("GC353", loc, f"{registry!r} ends with '/'", f"remove it: gpuconf adds '/' and the image's "
                           f"name (write {registry.rstrip('/')})")
-    elif "@" in registry:
-        return  # credentials (or a digest): GC354
+    elif _credentials(registry, registry=True):
+        return  # credentials: GC354 says so, and what the rest of the path is does not matter then
     elif not IMAGE_PREFIX.fullmatch(registry):
         yield ctx.finding("GC353", loc, f"{_shown_text(registry)} is not a registry path: a host with an optional "
                           "port, then lower-case path parts of letters, digits and . _ -",
