@@ -267,8 +267,8 @@ def _notes(nodes) -> None:
 
 _NODES_HELP = "A NodeList: the output of `kubectl get nodes -o json` (`-` reads standard input)."
 _KUBECONFIG_HELP = "Read the nodes from a live cluster instead (read-only: lists nodes, nothing else)."
-_TIMEOUT_HELP = ("With --kubeconfig: seconds each list request may take, from connecting to its last byte "
-                 "(a stalled or dripping API server fails with exit 2).")
+_TIMEOUT_HELP = ("With --kubeconfig: seconds the whole node list (every page) may take, from connecting to its last "
+                 "byte (a stalled or dripping API server fails with exit 2).")
 _request_timeout = click.option("--request-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
                                 default=30.0, show_default=True, metavar="SECONDS", help=_TIMEOUT_HELP)
 

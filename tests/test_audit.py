@@ -551,7 +551,7 @@ class FakeApiServer:
     TOKEN = "test-token"
 
     def __init__(self, nodes: list[dict], forbidden: bool = False, drip: str | None = None, interval: float = 0.2,
-                 tls: tuple[str, str] | None = None) -> None:
+                 tls: tuple[str, str] | None = None, page_delay: float = 0.0) -> None:
         self.nodes = nodes
         self.forbidden = forbidden
         self.requests: list[tuple[str, str, dict]] = []
@@ -598,6 +598,7 @@ class FakeApiServer:
                 if server.forbidden:
                     return self._status(403, "Forbidden", 'nodes is forbidden: User "system:serviceaccount:ci:'
                                         'auditor" cannot list resource "nodes" in API group "" at the cluster scope')
+                time.sleep(page_delay)  # every page answered in time, the listing as a whole slow
                 start = int(base64.b64decode(query["continue"]).decode()) if "continue" in query else 0
                 limit = int(query.get("limit", len(server.nodes) or 1))
                 page = server.nodes[start:start + limit]
@@ -724,6 +725,24 @@ def test_a_dripping_api_server_meets_the_request_timeout(tmp_path, drip):
             assert done.stderr.splitlines() == [
                 f"gpuconf: the cluster at http://127.0.0.1:{api.port} did not send the node list within 1.5 s "
                 "(--request-timeout): a stalled or very slow API server"]
+
+
+def test_the_request_timeout_bounds_the_whole_listing_not_each_page(tmp_path, monkeypatch):
+    """Pages that each arrive well within --request-timeout still fail once the listing as a whole has taken longer:
+    the deadline is one for all pages (issue 11, item 11: an overall deadline)."""
+    nodes = _clean("single-pool")
+    with FakeApiServer(nodes, page_delay=0.4) as api:
+        config = _kubeconfig(tmp_path, api.port)
+        done = subprocess.run([sys.executable, "-c", "import sys; from gpuconf.cluster import nodesource; "
+                               "nodesource.PAGE_SIZE = 1; from gpuconf.cli import run; sys.argv[0] = 'gpuconf'; run()",
+                               "import", "--kubeconfig", config, "--request-timeout", "1.5"],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert len(nodes) >= 5  # five pages of 0.4 s: each in time, 2 s in all
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines()[-1] == (
+            f"gpuconf: the cluster at http://127.0.0.1:{api.port} did not send the node list within 1.5 s "
+            "(--request-timeout): a stalled or very slow API server")
+        assert 2 <= len([r for r in api.requests if r[1] == "/api/v1/nodes"]) < len(nodes)
 
 
 def test_request_timeout_must_be_positive(run, tmp_path):

@@ -404,9 +404,11 @@ class ClusterNodes:
         page = 0
         late = (f"the cluster at {host} did not send the node list within {timeout:g} s (--request-timeout): a "
                 "stalled or very slow API server")
+        # One deadline for the whole listing, every page included: a server that answers each page just in time
+        # cannot stretch the audit either.
+        deadline = time.monotonic() + timeout
         try:
             while True:
-                deadline = time.monotonic() + timeout
 
                 def request(token: str | None = token, deadline: float = deadline) -> Any:
                     left = max(0.001, deadline - time.monotonic())
