@@ -51,3 +51,18 @@ def test_unlabelled_pool_is_compared_with_every_labelled_one():
     h100 = [i for i in range(60) if i % 6 == 0 and i != 30]
     assert sorted(f.path for f in findings if f.code == "GC303") == sorted(
         f"spec.pools[{max(i, 30)}].match" for i in h100)
+
+
+def test_rendering_many_pools_renders_the_node_templates_a_fixed_number_of_times(monkeypatch):
+    """Not a timing: the count of whole-plan passes. REPORT.md's pool table once asked for the node templates pool
+    by pool, which made a 1,000-pool render quadratic (7 s instead of under one)."""
+    from gpuconf import plan as P
+    from gpuconf.render import nodes
+    from gpuconf.render.tree import Command, render_tree
+
+    calls = []
+    real = nodes.node_templates
+    monkeypatch.setattr(nodes, "node_templates", lambda plan: calls.append(1) or real(plan))
+    result = _validate(big_intent_text(200))
+    render_tree(P.build(result.intent, "big.yaml", result.document), Command("big.yaml", "out"))
+    assert 1 <= len(calls) <= 3

@@ -670,10 +670,10 @@ class Auditor:
 
     def _label_source(self, pool: _Pool) -> str:
         """What puts the pool's labels on its nodes (render.nodes.label_source), computed once per pool."""
-        from ..render.nodes import label_source
+        from ..render.nodes import label_sources
 
-        if pool.name not in self._label_sources:
-            self._label_sources[pool.name] = label_source(self.plan, pool.plan)
+        if not self._label_sources:
+            self._label_sources.update(label_sources(self.plan))
         return self._label_sources[pool.name]
 
     @classmethod

@@ -231,9 +231,10 @@ def _driver_fact(plan: P.Plan, pool: P.PoolPlan) -> dict:
 
 def pool_facts(plan: P.Plan) -> list[dict]:
     """One row per pool: model, size, sharing, what it advertises, taints, driver, labels and how they get there."""
-    from ..render.nodes import label_source
+    from ..render.nodes import label_sources
     from ..render.probes import job_name
 
+    sources = label_sources(plan)
     rows = []
     for pool in plan.pools:
         p = pool.pool
@@ -250,7 +251,7 @@ def pool_facts(plan: P.Plan) -> list[dict]:
             "taints": [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in p.taints],
             "driver": _driver_fact(plan, pool),
             "labels": dict(pool.labels),
-            "labelledBy": label_source(plan, pool),
+            "labelledBy": sources[pool.name],
             "devicePluginConfig": pool.device_plugin_key,
             "migConfig": pool.mig_key,
             "probe": job_name(pool.name),

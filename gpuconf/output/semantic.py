@@ -138,6 +138,7 @@ class _Reader:
         self.tree = tree
         self.docs = [d for docs in tree.documents.values() for d in docs]
         self.override_paths = [tuple(o.path.split(".")) for o in plan.intent.spec.overrides]
+        self._pool_labels: dict[str, dict[str, str]] | None = None
 
     # --- helpers ---------------------------------------------------------------------------------------------
 
@@ -157,7 +158,13 @@ class _Reader:
         return self.of_kind("NVIDIADriver")
 
     def pool_labels(self) -> dict[str, dict[str, str]]:
-        """The labels each pool's nodes get: from its NodeFeatureRule, or from its node template's kubelet flags."""
+        """The labels each pool's nodes get: from its NodeFeatureRule, or from its node template's kubelet flags
+        (read once per tree)."""
+        if self._pool_labels is None:
+            self._pool_labels = self._read_pool_labels()
+        return self._pool_labels
+
+    def _read_pool_labels(self) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}
         for rule in self.of_kind("NodeFeatureRule"):
             for item in rule["spec"]["rules"]:
@@ -273,11 +280,15 @@ class _Reader:
                     yield f"devicePlugin.config.default {default!r} is not a key of ConfigMap {name}"
                 import yaml
 
+                parsed: dict[str, Any] = {}  # one parse per key: a thousand pools share a handful of configs
                 for pool in self.plan.pools:
                     key = labels.get(pool.name, {}).get(P.DEVICE_PLUGIN_LABEL)
                     if key not in keys:
                         yield f"pool {pool.name}: label {P.DEVICE_PLUGIN_LABEL}={key} names no key of {name}"
-                    elif yaml.safe_load(keys[key]) != self.plan.device_plugin_configs.get(key):
+                        continue
+                    if key not in parsed:
+                        parsed[key] = yaml.load(keys[key], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                    if parsed[key] != self.plan.device_plugin_configs.get(key):
                         yield f"pool {pool.name}: config {key} is not the pool's sharing profile"
         mig_pools = [p for p in self.plan.pools if p.mig_key is not None]
         if mig_pools and not self.overridden("migManager.config"):

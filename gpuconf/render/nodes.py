@@ -100,11 +100,12 @@ def node_templates(plan: P.Plan) -> dict[str, dict | str]:
 
     out: dict[str, dict | str] = {}
     scripts = node_pool_scripts(plan)
+    by_pool = {name.rsplit(".", 2)[0]: name for name in scripts}
     karpenter = {p.name for p in karpenter_pools(plan)}
     for pool in plan.pools:
         if pool.nfd or pool.name in karpenter:
             continue
-        script = next((name for name in scripts if name.rsplit(".", 2)[0] == pool.name), None)
+        script = by_pool.get(pool.name)
         if script is not None:
             out[script] = scripts[script]
             continue
@@ -117,16 +118,26 @@ def node_templates(plan: P.Plan) -> dict[str, dict | str]:
     return out
 
 
-def label_source(plan: P.Plan, pool: P.PoolPlan) -> str:
-    """What puts the pool's labels on its nodes, as REPORT.md and the audit name it."""
+def label_sources(plan: P.Plan) -> dict[str, str]:
+    """Pool name -> what puts the pool's labels on its nodes, as REPORT.md and the audit name it (all pools at
+    once: the node templates are rendered one time, not once per pool)."""
     from .karpenter import KARPENTER_FILE, karpenter_pools, nodepool_label
 
-    if pool.nfd:
-        return f"NodeFeatureRule gpuconf-pool-{pool.name}"
-    if pool.name in {p.name for p in karpenter_pools(plan)}:
-        return f"Karpenter NodePool {pool.pool.match.node_labels[nodepool_label()]} ({KARPENTER_FILE})"
-    script = next((name for name in node_templates(plan) if name.rsplit(".", 2)[0] == pool.name
-                   and name.endswith(".sh")), None)
-    if script is not None:
-        return f"node-pool command node-templates/{script}"
-    return f"node template node-templates/{pool.name}.kubelet.env"
+    karpenter = {p.name for p in karpenter_pools(plan)}
+    scripts = {name.rsplit(".", 2)[0]: name for name in node_templates(plan) if name.endswith(".sh")}
+    out = {}
+    for pool in plan.pools:
+        if pool.nfd:
+            out[pool.name] = f"NodeFeatureRule gpuconf-pool-{pool.name}"
+        elif pool.name in karpenter:
+            out[pool.name] = f"Karpenter NodePool {pool.pool.match.node_labels[nodepool_label()]} ({KARPENTER_FILE})"
+        elif pool.name in scripts:
+            out[pool.name] = f"node-pool command node-templates/{scripts[pool.name]}"
+        else:
+            out[pool.name] = f"node template node-templates/{pool.name}.kubelet.env"
+    return out
+
+
+def label_source(plan: P.Plan, pool: P.PoolPlan) -> str:
+    """What puts one pool's labels on its nodes (label_sources, for one pool)."""
+    return label_sources(plan)[pool.name]
