@@ -150,7 +150,7 @@ def test_gke_before_1_33_keeps_the_toolkits_config_source(tmp_path):
 
 def test_gke_with_the_operators_driver_keeps_the_chart_paths_and_says_how_to_create_the_pool(tmp_path):
     pools = ("    - {name: l4, gpu: L4, gpusPerNode: 2, nodes: 3, match: {nodeLabels: "
-             "{cloud.google.com/gke-nodepool: gpu-l4}}, taints: [{key: example.com/l4, effect: NoSchedule}]}\n")
+             "{cloud.google.com/gke-nodepool: gpu-l4}}, taints: [{key: example.com/l4, value: x, effect: NoSchedule}]}\n")
     tree = _render(tmp_path, _intent('{kubernetesVersion: "1.33", distribution: gke}', pools,
                                      "  driver: {preinstalled: false}\n"))
     values = _values(tree)
@@ -158,11 +158,11 @@ def test_gke_with_the_operators_driver_keeps_the_chart_paths_and_says_how_to_cre
     assert _policy(tree)["hostPaths"]["driverInstallDir"] == "/run/nvidia/driver"
     script = tree.files["node-templates/l4.gke.sh"]
     assert "gcloud container node-pools create gpu-l4" in script
-    assert "--accelerator type=$ACCELERATOR,count=2,gpu-driver-version=disabled" in script
-    assert ': "${ACCELERATOR:?' in script  # GKE's type for the model is not in gpuconf's facts: the script asks
+    assert '--accelerator type="${ACCELERATOR}",count=2,gpu-driver-version=disabled' in script
+    assert 'if [ -z "${ACCELERATOR:-}" ]' in script  # GKE's type for the model is not in gpuconf's facts: the script asks
     assert "gke-no-default-nvidia-gpu-device-plugin=true" in script and "gpuconf.dev/pool=l4" in script
     assert "cloud.google.com" not in script.split("--node-labels", 1)[1]  # GKE sets its own labels
-    assert "--node-taints example.com/l4:NoSchedule" in script
+    assert "--node-taints example.com/l4=x:NoSchedule" in script
     report = json.loads(tree.files["report.json"])
     assert any(n["title"] == "Driver: the operator's" for n in report["platform"])
 

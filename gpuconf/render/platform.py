@@ -5,6 +5,7 @@ fact sheet); this module decides which of them apply to a plan.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -192,13 +193,54 @@ def _settable(labels: dict[str, str], reserved: str) -> dict[str, str]:
 
 
 def _taint_flag(pool: P.PoolPlan) -> str:
-    return ",".join(f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.pool.taints)
+    """gcloud's and az's taint list: key=value:effect, comma-separated (both refuse a taint without a value)."""
+    return ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.pool.taints)
 
 
-def _script(lines: list[str], required: dict[str, str], command: list[str]) -> str:
-    out = [*lines, "set -eu"]
-    out += [f': "${{{name}:?{why}}}"' for name, why in required.items()]
-    out.append(" \\\n  ".join(command))
+@dataclass(frozen=True)
+class Env:
+    """A word (or part of one) the script takes from an environment variable the user sets."""
+
+    name: str
+
+
+#: Characters bash's single quotes keep, but shellcheck reads as a slip (SC2016 `$`, SC1003 backslash) or cannot hold.
+_ANSI = re.compile(r"[$`\\'\x00-\x1f\x7f]")
+
+
+def quote(text: str) -> str:
+    """One literal shell word: bare when safe, in single quotes, or in bash's $'...' when it holds a quote, a
+    backslash, `$`, a backtick or a control character (so shellcheck reads it as meant, too)."""
+    if not _ANSI.search(text):
+        # shlex leaves a leading '=' bare, which shellcheck reads as a botched assignment (SC2283)
+        return f"'{text}'" if text.startswith("=") else shlex.quote(text)
+    escaped = "".join({"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t"}.get(c) or (
+        f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7f else c) for c in text)
+    return f"$'{escaped}'"
+
+
+def _word(word: Any) -> str:
+    """One shell word: literal parts quoted, variables expanded inside double quotes (never re-split)."""
+    parts = word if isinstance(word, tuple) else (word,)
+    return "".join(f'"${{{p.name}}}"' if isinstance(p, Env) else quote(p) for p in parts)
+
+
+def _comment(text: str) -> str:
+    """A comment line: free text never leaves it (a line break would start a command)."""
+    return "# " + " ".join(text.split())
+
+
+def shell_script(comments: list[str], required: dict[str, str], command: list[list[Any]]) -> str:
+    """A bash script: shebang, comments, a check of each variable the user must set, one command.
+
+    command is a list of lines, each a list of words (literal text, Env, or a tuple of both); every literal is
+    quoted for the shell, so no label, taint or name can break the script or run something of its own.
+    """
+    out = ["#!/usr/bin/env bash", *(_comment(c) for c in comments)]
+    out.append("set -eu")
+    for name, why in required.items():
+        out.append(f'if [ -z "${{{name}:-}}" ]; then echo {quote(why)} >&2; exit 2; fi')
+    out.append(" \\\n  ".join(" ".join(_word(w) for w in line) for line in command))
     return "\n".join(out) + "\n"
 
 
@@ -209,26 +251,27 @@ def gke_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
     if not any(k.startswith(gke["reservedLabelPrefix"]) for k in labels):
         return None
     name = labels.get(gke["labels"]["nodePool"], pool.name)
-    accelerator = labels.get(gke["labels"]["accelerator"])
+    accelerator: Any = labels.get(gke["labels"]["accelerator"])
     required = {"CLUSTER": "set CLUSTER to the GKE cluster", "LOCATION": "set LOCATION to its region or zone",
                 "MACHINE_TYPE": "set MACHINE_TYPE to a machine type that carries the GPUs"}
     if accelerator is None:
-        required["ACCELERATOR"] = f"set ACCELERATOR to GKE's accelerator type of {pool.model.id}"
-        accelerator = "$ACCELERATOR"
+        required["ACCELERATOR"] = f"set ACCELERATOR to the GKE accelerator type of {pool.model.id}"
+        accelerator = Env("ACCELERATOR")
     own = {**_settable({**labels, **pool.labels}, gke["reservedLabelPrefix"]),
            gke["nodePoolLabel"]["key"]: gke["nodePoolLabel"]["value"]}
-    command = ["gcloud container node-pools create " + shlex.quote(name),
-               '--cluster "$CLUSTER"', '--location "$LOCATION"', '--machine-type "$MACHINE_TYPE"',
-               f"--num-nodes {pool.pool.nodes}",
-               f"--accelerator type={accelerator},count={pool.pool.gpus_per_node},{gke['acceleratorOption']}",
-               "--node-labels " + shlex.quote(",".join(f"{k}={v}" for k, v in sorted(own.items())))]
+    command: list[list[Any]] = [
+        ["gcloud", "container", "node-pools", "create", name],
+        ["--cluster", Env("CLUSTER")], ["--location", Env("LOCATION")], ["--machine-type", Env("MACHINE_TYPE")],
+        ["--num-nodes", str(pool.pool.nodes)],
+        ["--accelerator", ("type=", accelerator, f",count={pool.pool.gpus_per_node},{gke['acceleratorOption']}")],
+        ["--node-labels", ",".join(f"{k}={v}" for k, v in sorted(own.items()))]]
     if pool.pool.taints:
-        command.append("--node-taints " + shlex.quote(_taint_flag(pool)))
-    return _script([
-        f"# GKE node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node.",
-        f"# {gke['nodePoolLabel']['key']} removes GKE's own device plugin and {gke['acceleratorOption']} its",
-        "# automatic driver install, in either driver mode (NVIDIA's GKE guide); the pool's labels and taints are the",
-        "# ones gpuconf's configs and probes expect.",
+        command.append(["--node-taints", _taint_flag(pool)])
+    return shell_script([
+        f"GKE node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node.",
+        f"{gke['nodePoolLabel']['key']} removes GKE's own device plugin and {gke['acceleratorOption']} its "
+        "automatic driver install, in either driver mode (NVIDIA's GKE guide); the pool's labels and taints are the "
+        "ones gpuconf's configs and probes expect.",
     ], required, command)
 
 
@@ -239,20 +282,21 @@ def aks_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
     agent_pool = labels.get(aks["agentPoolLabel"])
     if agent_pool is None:
         return None
-    required = {"RESOURCE_GROUP": "set RESOURCE_GROUP to the cluster's resource group",
+    required = {"RESOURCE_GROUP": "set RESOURCE_GROUP to the resource group of the cluster",
                 "CLUSTER": "set CLUSTER to the AKS cluster", "VM_SIZE": "set VM_SIZE to a GPU VM size"}
     own = _settable({**labels, **pool.labels}, aks["reservedLabelPrefix"])
-    command = ['az aks nodepool add --resource-group "$RESOURCE_GROUP" --cluster-name "$CLUSTER"',
-               f"--name {shlex.quote(agent_pool)}", '--node-vm-size "$VM_SIZE"', f"--node-count {pool.pool.nodes}",
-               "--labels " + " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(own.items()))]
+    command: list[list[Any]] = [
+        ["az", "aks", "nodepool", "add", "--resource-group", Env("RESOURCE_GROUP"), "--cluster-name", Env("CLUSTER")],
+        ["--name", agent_pool], ["--node-vm-size", Env("VM_SIZE")], ["--node-count", str(pool.pool.nodes)],
+        ["--labels", *(f"{k}={v}" for k, v in sorted(own.items()))]]
     if pool.pool.taints:
-        command.append("--node-taints " + shlex.quote(_taint_flag(pool)))
-    lines = [f"# AKS node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node."]
+        command.append(["--node-taints", _taint_flag(pool)])
+    lines = [f"AKS node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node."]
     if pool.driver != "preinstalled":
-        command.append(aks["operatorDriver"]["nodePoolFlag"])
-        lines += [f"# {aks['operatorDriver']['nodePoolFlag']} ({aks['operatorDriver']['cli']}) leaves the driver to "
+        command.append(aks["operatorDriver"]["nodePoolFlag"].split())
+        lines += [f"{aks['operatorDriver']['nodePoolFlag']} ({aks['operatorDriver']['cli']}) leaves the driver to "
                   "the operator; it applies only when the pool is created (NVIDIA's AKS guide)."]
-    return _script(lines, required, command)
+    return shell_script(lines, required, command)
 
 
 def node_pool_scripts(plan: P.Plan) -> dict[str, str]:

@@ -120,6 +120,9 @@ def render_tree(plan: P.Plan, command: Command) -> Tree:
         if isinstance(content, dict):
             tree.documents[path] = [content]
             tree.files[path] = head + dump_all([content])
+        elif content.startswith("#!"):  # a script: its interpreter line comes first, then the header
+            shebang, _, rest = content.partition("\n")
+            tree.files[path] = f"{shebang}\n{head}{rest}"
         else:
             tree.files[path] = head + content
     kustomization = {
