@@ -152,14 +152,29 @@ def render(intents: tuple[str, ...], out: str, check: bool, delete_foreign: bool
 @click.option("--to-chart", "to_chart", metavar="VERSION",
               help="Explain what moving the intent to another GPU Operator chart version changes.")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 when the override report has warnings.")
-def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool) -> None:
+@click.option("--against-values", "against_values", multiple=True, metavar="FILE",
+              type=click.Path(exists=True, dir_okay=False),
+              help="Compare effective values leaf by leaf (the chart's defaults merged with each side): these Helm "
+                   "values files (later win) against INTENT's render. Repeatable.")
+@click.option("--values", "values", multiple=True, metavar="FILE", type=click.Path(exists=True, dir_okay=False),
+              help="With --against-values: values files layered on INTENT's render, as a Helm release adds them.")
+def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool,
+         against_values: tuple[str, ...], values: tuple[str, ...]) -> None:
     """The override report of INTENT: every value that differs from the chart's defaults, and why.
 
-    Exit codes: 0 ok; 1 invalid intent, differences (--against) or a move that breaks the intent (--to-chart);
-    2 usage error.
+    Exit codes: 0 ok; 1 invalid intent, differences (--against, --against-values) or a move that breaks the intent
+    (--to-chart); 2 usage error.
     """
     from .pipeline import UsageProblem, diff as run_diff
 
+    if values and not against_values:
+        raise click.UsageError("--values goes with --against-values")
+    if against_values:
+        if against is not None or to_chart is not None or fmt == "markdown":
+            raise click.UsageError("--against-values compares values: not with --against, --to-chart or markdown")
+        from .pipeline import diff_against_values
+
+        _finish(diff_against_values(intent, against_values, values, fmt))
     try:
         outcome = run_diff(intent, fmt, against, to_chart, warnings_as_errors)
     except UsageProblem as exc:
@@ -319,22 +334,83 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: 
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_KUBECONFIG_HELP)
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
 @_request_timeout
+@click.option("--values", "-f", "values", multiple=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+              help="A Helm values file of the installation; repeat: later files win, as with helm -f.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE[,...]",
+              help="A helm --set argument (Helm's syntax: a.b=c, a\\.b=c, a={x,y}, a[0]=x); applied after the files.")
+@click.option("--configmap", "configmaps", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="A device-plugin ConfigMap (YAML) the values name in devicePlugin.config.name; repeatable.")
+@click.option("--chart-version", "chart_version", metavar="VERSION",
+              help="The GPU Operator chart to adopt onto (default: what the nodes run, else the newest gpuconf knows).")
+@click.option("--gpu", metavar="MODEL", help="Without --nodes: the GPU model of the drafted pools.")
+@click.option("--report", "report", type=click.Path(dir_okay=False),
+              help="Write what became of every values path as JSON (mapped, override, default, dropped, changed).")
 @click.option("--name", default="imported", show_default=True, help="metadata.name of the draft intent.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the draft here (refuses to overwrite).")
-def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float, name: str,
-            output: str | None) -> None:
-    """Draft an intent from an existing cluster's nodes: pools, GPUs, sharing, taints, drivers.
+def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float,
+            values: tuple[str, ...], sets: tuple[str, ...], configmaps: tuple[str, ...], chart_version: str | None,
+            gpu: str | None, report: str | None, name: str, output: str | None) -> None:
+    """Draft an intent from an existing installation: its nodes (--nodes, --kubeconfig), its Helm values (--values,
+    --set) and device-plugin ConfigMaps (--configmap).
 
-    Comments in the draft mark what the nodes cannot tell (chart version, teams, ...). Review it, then validate.
+    Comments in the draft mark what could not be told. With values, every values path gets one outcome (mapped,
+    override, default, dropped, changed): a summary goes to stderr, the whole list to --report. Exit 1 when the draft
+    does not validate; 2 for an input that is not what its option says.
     """
+    from pathlib import Path
+
+    adopting = bool(values or sets or configmaps)
+    for path, what in ((output, "gpuconf import never overwrites a file"),):
+        if path and Path(path).exists():
+            raise click.UsageError(f"{path} exists; {what}")
+    if not adopting:
+        for flag, given in (("--chart-version", chart_version), ("--gpu", gpu), ("--report", report)):
+            if given is not None:
+                raise click.UsageError(f"{flag} goes with --values, --set or --configmap")
+    if gpu is not None and (nodes_file or kubeconfig):
+        raise click.UsageError("--gpu is for a draft without nodes: with --nodes the pools' GPUs come from them")
+    draft = None
+    if nodes_file is not None or kubeconfig is not None or not adopting:
+        draft = _draft_from_nodes(nodes_file, kubeconfig, context, timeout, name)
+    if not adopting:
+        _write_draft(output, draft.text, draft.describe())
+        sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in draft.findings) else EXIT_OK)
+    from .adopt.sources import InputError
+    from .pipeline import UsageProblem, import_values
+
+    nodes_chart = None
+    if draft is not None:  # the chart the nodes run (the importer's newest known one when it could not tell)
+        import yaml
+
+        nodes_chart = yaml.safe_load(draft.text)["spec"]["operator"]["chartVersion"]
+    try:
+        adopted = import_values(values, sets, configmaps, chart_version, name, draft.text if draft else None, gpu,
+                                nodes_chart)
+    except InputError as exc:
+        click.echo(f"gpuconf: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    except UsageProblem as exc:
+        raise click.UsageError(str(exc)) from None
+    for line in adopted.summary():
+        click.echo(line, err=True)
+    if report:
+        import json
+
+        from .output.writer import write_text_atomic
+
+        _written(write_text_atomic, report, json.dumps(adopted.report(), indent=2, sort_keys=True,
+                                                       ensure_ascii=False) + "\n")
+    errors = adopted.errors
+    state = "validates" if not errors else f"does NOT validate ({len(errors)} errors: a gpuconf bug, please report)"
+    _write_draft(output, adopted.text, f"the draft {state}")
+    sys.exit(EXIT_FINDINGS if errors else EXIT_OK)
+
+
+def _draft_from_nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float, name: str):
+    """The node importer's Draft; exits 2 when the nodes cannot be read, 1 when none has a GPU gpuconf knows."""
     from .cluster.importer import draft_intent
     from .cluster.nodesource import NodeSourceError
 
-    if output:
-        from pathlib import Path
-
-        if Path(output).exists():
-            raise click.UsageError(f"{output} exists; gpuconf import never overwrites a file")
     nodes, source = _nodes(nodes_file, kubeconfig, context, timeout)
     try:
         draft = draft_intent(nodes, source, name)
@@ -348,14 +424,19 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
                    "pci-10de label, nvidia.com/gpu.present, a GFD product in the catalogue): nothing to import"
                    + "".join(f"\n  {node}: {why}" for node, why in draft.skipped), err=True)
         sys.exit(EXIT_FINDINGS)
+    return draft
+
+
+def _write_draft(output: str | None, text: str, describe: str) -> None:
+    """The draft to -o (never overwriting) or stdout, and its one line to stderr."""
     if output:
         from .output.writer import write_text_new
 
-        _written(write_text_new, output, draft.text)
-        click.echo(f"wrote {output}: {draft.describe()}; review it, then run: gpuconf validate {output}", err=True)
+        _written(write_text_new, output, text)
+        click.echo(f"wrote {output}: {describe}; review it, then run: gpuconf validate {output}", err=True)
     else:
-        click.echo(draft.text, nl=False)
-        click.echo(draft.describe(), err=True)
+        click.echo(text, nl=False)
+        click.echo(describe, err=True)
 
 
 @main.command()

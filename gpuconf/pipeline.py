@@ -254,6 +254,9 @@ def _diff_against(tree, intent: str, against: str, fmt: str) -> Outcome:
 
     from .output.writer import OutputError
 
+    foreign = _diff_foreign(tree, intent, against, fmt)
+    if foreign is not None:
+        return foreign
     target = Path(against) / tree.name
     if not target.is_dir():
         raise UsageProblem(f"{target} does not exist: DIR must hold the rendered folder of cluster {tree.name}")
@@ -271,20 +274,137 @@ def _diff_against(tree, intent: str, against: str, fmt: str) -> Outcome:
     return Outcome(text, code=EXIT_OK if result.equal else EXIT_FINDINGS)
 
 
-def images(intent: str, driver_os: tuple[str, ...]) -> Outcome:
-    """`gpuconf images`: the image references a valid intent's rendered output pulls, one a line, sorted."""
-    from .output.images import images as list_images
+def _valid_tree(intent: str, instead: str) -> tuple[object, Outcome | None]:
+    """(the rendered tree, None) of a valid intent, or (None, the Outcome that says why there is none)."""
     from .render.tree import VerificationError
 
     try:
         rendered = render_path(intent, "out")
     except VerificationError as exc:
-        return Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
-                       code=EXIT_INTERNAL)
+        return None, Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
+                             code=EXIT_INTERNAL)
     if not rendered.ok:
         from .findings import format_text
 
-        return Outcome(format_text(rendered.findings), [f"{intent}: invalid; no images"], EXIT_FINDINGS)
-    tree = rendered.tree
+        return None, Outcome(format_text(rendered.findings), [f"{intent}: invalid; {instead}"], EXIT_FINDINGS)
+    return rendered.tree, None
+
+
+def images(intent: str, driver_os: tuple[str, ...]) -> Outcome:
+    """`gpuconf images`: the image references a valid intent's rendered output pulls, one a line, sorted."""
+    from .output.images import images as list_images
+
+    tree, failed = _valid_tree(intent, "no images")
+    if failed is not None:
+        return failed
     found = list_images(tree.plan, tree.values.merged(), tree.documents, driver_os)
     return Outcome("".join(f"{ref}\n" for ref in found.references), [f"gpuconf: note: {n}" for n in found.notes])
+
+
+# --- adoption: import from values, and the effective-values comparison (issue 19) ---------------------------------
+
+
+def import_values(values: tuple[str, ...], sets: tuple[str, ...], configmaps: tuple[str, ...],
+                  chart_version: str | None, name: str, nodes_text: str | None = None, gpu: str | None = None,
+                  nodes_chart: str | None = None):
+    """`gpuconf import --values/--set/--configmap`: the Adopted draft (raises adopt.sources.InputError for an input
+    that is not what its option says, UsageProblem for an unknown chart version or GPU)."""
+    from . import catalog
+    from .adopt import sources as S
+    from .adopt.draft import Adopter
+
+    version = chart_version or nodes_chart or catalog.chart_versions()[-1]
+    if catalog.chart(version) is None:
+        raise UsageProblem(f"gpuconf has no facts for GPU Operator chart {version!r} "
+                           f"(known: {', '.join(catalog.chart_versions())}); --chart-version picks the target")
+    if gpu is not None and catalog.gpu_model(gpu) is None:
+        raise UsageProblem(f"--gpu {gpu!r} is not in gpuconf's catalogue (`gpuconf catalog` lists the models)")
+    inputs = [S.read_values_file(path) for path in values]
+    for argument in sets:
+        S.read_set(argument)  # refused here, before anything is merged, with the argument named
+        inputs.append(S.ValuesInput(f"--set {argument}", {}))
+    maps = [cm for path in configmaps for cm in S.read_configmaps(path)]
+    return Adopter(inputs, maps, version, name, nodes_text, gpu).run()
+
+
+def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str, ...], fmt: str) -> Outcome:
+    """`gpuconf diff INTENT --against-values FILE`: the effective values (the chart defaults of INTENT's chart,
+    merged with each side) compared leaf by leaf; side one is the values files, side two INTENT's render plus any
+    --values files layered on it."""
+    from .adopt import mapping as M
+    from .adopt import sources as S
+
+    tree, failed = _valid_tree(intent, "nothing to compare")
+    if failed is not None:
+        return failed
+    defaults = tree.plan.chart.defaults
+    try:
+        old, _ = S.merge_inputs([S.read_values_file(p) for p in against])
+        extra, _ = S.merge_inputs([S.read_values_file(p) for p in values])
+    except S.InputError as exc:
+        return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
+    old = _unwrapped(old, defaults)
+    new_user = tree.values.overrides()
+    S._merge_maps(new_user, extra)
+    rows = M.differing(S.coalesce(defaults, old), S.coalesce(defaults, new_user))
+    return _values_diff_outcome(rows, " ".join(against), f"{intent} (chart {tree.plan.chart_version})", fmt)
+
+
+def _diff_foreign(tree, intent: str, against: str, fmt: str) -> Outcome | None:
+    """`diff --against` a folder gpuconf did not render (no record of its files, a values.yaml): its values and the
+    render's compared as effective values, so that keys equal to the chart's defaults are no losses; None for a
+    folder gpuconf rendered."""
+    from pathlib import Path
+
+    from .adopt import mapping as M
+    from .adopt import sources as S
+    from .output.writer import RECORD
+
+    for folder in (Path(against) / tree.name, Path(against)):
+        values = folder / "values.yaml"
+        if folder.is_dir() and not (folder / RECORD).exists() and values.is_file():
+            try:
+                old, _ = S.merge_inputs([S.read_values_file(str(values))])
+            except S.InputError as exc:
+                return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
+            defaults = tree.plan.chart.defaults
+            rows = M.differing(S.coalesce(defaults, _unwrapped(old, defaults)),
+                               S.coalesce(defaults, tree.values.overrides()))
+            outcome = _values_diff_outcome(rows, str(values), f"{intent} (chart {tree.plan.chart_version})", fmt
+                                           if fmt == "json" else "text")
+            outcome.stderr.append(f"gpuconf: {folder} was not rendered by gpuconf (no {RECORD}): its values.yaml is "
+                                  "compared as effective values (the chart's defaults merged in); its other files "
+                                  "are not compared")
+            return outcome
+    return None
+
+
+def _unwrapped(values: dict, defaults: dict) -> dict:
+    """Values nested under a parent chart's gpu-operator: key, unnested."""
+    from .adopt.sources import PARENT_KEY
+
+    inner = values.get(PARENT_KEY)
+    if isinstance(inner, dict) and PARENT_KEY not in defaults and not (set(values) - {PARENT_KEY}) & set(defaults):
+        return inner
+    return values
+
+
+def _values_diff_outcome(rows: list, old_name: str, new_name: str, fmt: str) -> Outcome:
+    """The leaf-by-leaf comparison of two effective values trees as text or JSON; exit 1 when any leaf differs."""
+    from .adopt import mapping as M
+    from .findings import dotted
+
+    if fmt == "json":
+        import json
+
+        doc = {"against": old_name, "rendered": new_name, "equal": not rows,
+               "leaves": [{"path": dotted(p), "old": None if a is M.ABSENT else a, "new": None if b is M.ABSENT else b,
+                           "op": "added" if a is M.ABSENT else "removed" if b is M.ABSENT else "changed"}
+                          for p, a, b in rows]}
+        text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+    else:
+        lines = [f"{dotted(p)}: {M.shown(a)} -> {M.shown(b)}" for p, a, b in rows]
+        lines.append(f"effective values: {len(rows)} leaves differ between {old_name} and {new_name}" if rows else
+                     f"effective values: no leaf differs between {old_name} and {new_name}")
+        text = "\n".join(lines) + "\n"
+    return Outcome(text, code=EXIT_FINDINGS if rows else EXIT_OK)

@@ -1,0 +1,291 @@
+"""`gpuconf import --values/--set/--configmap` (issue 19): Helm's --set syntax, one outcome per values path, the
+draft's behaviour proven by the effective values of its render, input errors, and `diff --against-values`.
+
+Each folder of tests/fixtures/adopt is one shape of values file people commit, with the import's report and draft as
+golden files (GPUCONF_REGEN=1 rewrites them; review the diff).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from gpuconf.adopt import mapping as M
+from gpuconf.adopt import sources as S
+from gpuconf.adopt import strvals
+from gpuconf.findings import dotted
+
+FIXTURES = Path(__file__).parent / "fixtures" / "adopt"
+SHAPES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+REGEN = os.environ.get("GPUCONF_REGEN") == "1"
+
+
+# --- Helm's --set ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argument, expected", [
+    ("a.b=c,d=e", {"a": {"b": "c"}, "d": "e"}),
+    (r"nodeSelector.nvidia\.com/gpu\.present=true", {"nodeSelector": {"nvidia.com/gpu.present": True}}),
+    ("a={x,2,true}", {"a": ["x", 2, True]}),
+    ("a[0]=x,a[2].b=3", {"a": ["x", None, {"b": 3}]}),
+    ("a[0][1]=x", {"a": [[None, "x"]]}),
+    # typedVal: only true/false/null (any case), 0 and decimal integers without a leading 0 are typed.
+    ("a=01,b=1.5,c=NULL,d=-3,e=TRUE,f=0,g=1e3,h=", {"a": "01", "b": "1.5", "c": None, "d": -3, "e": True, "f": 0,
+                                                   "g": "1e3", "h": ""}),
+    (r"x=a\,b", {"x": "a,b"}),
+    ("version=590", {"version": 590}),
+    ("a=9223372036854775808", {"a": "9223372036854775808"}),  # beyond int64: ParseInt fails, a string
+])
+def test_set_follows_helms_strvals(argument, expected):
+    found: dict = {}
+    strvals.parse_into(argument, found)
+    assert found == expected
+
+
+def test_set_string_keeps_every_value_a_string():
+    found: dict = {}
+    strvals.parse_into("a=true,b=5", found, strings=True)
+    assert found == {"a": "true", "b": "5"}
+
+
+@pytest.mark.parametrize("argument, message", [
+    ("a", "key 'a' has no value"),
+    ("a,b=c", "key 'a' has no value (cannot end with ,)"),
+    ("a={x,y", "list must terminate with '}'"),
+    ("a[-1]=x", "negative -1 index not allowed"),
+    ("a[x]=1", "index 'x' is not a number"),
+    ("a[70000]=1", "greater than Helm's maximum of 65536"),
+])
+def test_set_refuses_what_helm_refuses(argument, message):
+    with pytest.raises(strvals.SetError, match=None) as caught:
+        strvals.parse_into(argument, {})
+    assert message in str(caught.value)
+
+
+def test_set_into_merged_values_nests_into_existing_maps_and_refuses_a_scalar():
+    merged, sources = S.merge_inputs([S.ValuesInput("v.yaml", {"driver": {"enabled": True}}, {("driver",): 1}),
+                                      S.ValuesInput("--set driver.version=580.95.05", {})])
+    assert merged == {"driver": {"enabled": True, "version": "580.95.05"}}
+    assert sources == {("driver", "enabled"): "v.yaml:1", ("driver", "version"): "--set driver.version=580.95.05"}
+    with pytest.raises(S.InputError, match="holds a value, not a map"):
+        S.merge_inputs([S.ValuesInput("v.yaml", {"driver": 5}), S.ValuesInput("--set driver.version=1", {})])
+
+
+def test_later_files_win_maps_merge_lists_replace_and_null_deletes_a_default():
+    first = S.ValuesInput("a.yaml", {"x": {"a": 1, "b": [1, 2]}, "y": 1})
+    second = S.ValuesInput("b.yaml", {"x": {"b": [3]}, "y": None})
+    merged, _ = S.merge_inputs([first, second])
+    assert merged == {"x": {"a": 1, "b": [3]}, "y": None}
+    assert S.coalesce({"y": 5, "z": {"k": 1}}, merged) == {"x": {"a": 1, "b": [3]}, "z": {"k": 1}}
+
+
+# --- the shapes --------------------------------------------------------------------------------------------------
+
+
+def _args(shape: str) -> list[str]:
+    folder = FIXTURES / shape
+    extra = json.loads((folder / "args.json").read_text()) if (folder / "args.json").exists() else []
+    files = sorted(p.name for p in folder.glob("values*.yaml"))
+    return [a for name in files for a in ("--values", name)] + extra
+
+
+def _import(run, shape: str, tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(FIXTURES / shape)
+    draft, report = tmp_path / "intent.yaml", tmp_path / "report.json"
+    result = run("import", *_args(shape), "-o", str(draft), "--report", str(report))
+    return result, draft, report
+
+
+def _golden(path: Path, text: str) -> None:
+    if REGEN:
+        path.write_text(text)
+    assert path.exists(), f"{path} is missing: GPUCONF_REGEN=1 writes it"
+    assert text == path.read_text(), f"{path} differs (GPUCONF_REGEN=1 rewrites it; review the diff)"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_import_shape_matches_its_golden_report_and_draft(run, shape, tmp_path, monkeypatch):
+    result, draft, report = _import(run, shape, tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == f"wrote {draft}: the draft validates; review it, then run: gpuconf " \
+                                             f"validate {draft}"
+    data = json.loads(report.read_text())
+    assert {row["outcome"] for row in data["settings"]} <= set(M.OUTCOMES)
+    assert data["draftValid"] is True
+    paths = [row["path"] for row in data["settings"]]
+    assert len(paths) == len(set(paths)), "every values path has exactly one outcome"
+    _golden(FIXTURES / shape / "expected-report.json", report.read_text())
+    _golden(FIXTURES / shape / "expected-intent.yaml", draft.read_text())
+    assert run("validate", str(draft)).exit_code == 0
+
+
+def _user_values(shape: str) -> dict:
+    """What Helm merged from the shape's files and --set arguments (the installation's own values)."""
+    folder = FIXTURES / shape
+    inputs = [S.read_values_file(str(folder / name), name) for name in sorted(p.name for p in
+                                                                             folder.glob("values*.yaml"))]
+    args = _args(shape)
+    inputs += [S.ValuesInput(f"--set {args[i + 1]}", {}) for i, a in enumerate(args) if a == "--set"]
+    merged, _ = S.merge_inputs(inputs)
+    inner = merged.get(S.PARENT_KEY)
+    return inner if isinstance(inner, dict) and "global" in merged else merged
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_round_trip_differs_only_where_the_report_says_changed_or_dropped(run, shape, tmp_path, monkeypatch):
+    result, draft, report = _import(run, shape, tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.stderr
+    out = tmp_path / "out"
+    rendered = run("render", str(draft), "-o", str(out))
+    assert rendered.exit_code == 0, rendered.stderr
+    data = json.loads(report.read_text())
+    version = data["chartVersion"]
+    from gpuconf import catalog
+
+    defaults = catalog.chart(version).defaults
+    values = yaml.safe_load((out / "imported" / "values.yaml").read_text()) or {}
+    rows = M.differing(S.coalesce(defaults, _user_values(shape)), S.coalesce(defaults, values))
+    settled = {row["path"] for row in data["settings"] if row["outcome"] in ("changed", "dropped")}
+    assert rows, "gpuconf always sets its own device-plugin ConfigMap: some leaf differs"
+    for path, old, new in rows:
+        covering = {dotted(path[:n]) for n in range(1, len(path) + 1)}
+        below = {p for p in settled if p.startswith(dotted(path))}
+        assert covering & settled or below, f"{dotted(path)}: {M.shown(old)} -> {M.shown(new)} is not reported"
+    # Every reported change or drop is a leaf that really differs (no false alarms either).
+    differing = {dotted(p[:n]) for p, _, _ in rows for n in range(1, len(p) + 1)}
+    outside = {row["path"] for row in data["settings"] if row["why"].startswith("a value of the parent chart")}
+    for path in settled - outside:
+        assert path in differing or any(d.startswith(path) for d in differing), path
+
+
+@pytest.mark.parametrize("shape", [s for s in SHAPES if "--set" not in _args(s)])
+def test_diff_against_values_lists_exactly_the_reported_leaves(run, shape, tmp_path, monkeypatch):
+    result, draft, report = _import(run, shape, tmp_path, monkeypatch)
+    diff = run("diff", str(draft), "--against-values", "values.yaml", "--format", "json")
+    assert diff.exit_code == 1
+    leaves = json.loads(diff.stdout)["leaves"]
+    settled = {row["path"] for row in json.loads(report.read_text())["settings"]
+               if row["outcome"] in ("changed", "dropped")}
+    for leaf in leaves:
+        path = leaf["path"]
+        assert any(path == p or path.startswith(p + ".") or path.startswith(p + "[") or p.startswith(path)
+                   for p in settled), path
+
+
+def test_the_default_sharing_config_stays_the_default_of_every_gpu_node(run, tmp_path, monkeypatch):
+    result, draft, _ = _import(run, "timeslicing-default", tmp_path, monkeypatch)
+    intent = yaml.safe_load(draft.read_text())
+    (pool,) = intent["spec"]["pools"]
+    assert pool["match"] == {"pciDevice": True} and pool["sharing"] == "any"
+    assert intent["spec"]["sharingProfiles"]["any"] == {"timeSlicing": {"replicas": 4}}
+    assert "# the default device-plugin config 'any' applied to every GPU node" in draft.read_text()
+
+
+def test_named_configs_stay_selectable_by_their_label_values(run, tmp_path, monkeypatch):
+    result, draft, _ = _import(run, "named-configs", tmp_path, monkeypatch)
+    pools = {p["name"]: p for p in yaml.safe_load(draft.read_text())["spec"]["pools"]}
+    assert {n: (p["match"], p["sharing"]) for n, p in pools.items()} == {
+        name: ({"nodeLabels": {"nvidia.com/device-plugin.config": name}}, name)
+        for name in ("tesla-t4", "a10-x2", "mps-l4")}
+    profiles = yaml.safe_load(draft.read_text())["spec"]["sharingProfiles"]
+    assert profiles["tesla-t4"] == {"timeSlicing": {"replicas": 4, "renameByDefault": True}}
+    assert profiles["a10-x2"] == {"timeSlicing": {"replicas": 2, "failRequestsGreaterThanOne": True}}
+    assert profiles["mps-l4"] == {"mps": {"replicas": 8, "renameByDefault": False}}
+
+
+def test_operand_tolerations_and_node_selectors_are_kept(run, tmp_path, monkeypatch):
+    result, draft, report = _import(run, "timeslicing-default", tmp_path, monkeypatch)
+    rows = {row["path"]: row for row in json.loads(report.read_text())["settings"]}
+    assert rows["daemonsets.tolerations"]["outcome"] == "override"
+    assert rows["daemonsets.tolerations"]["why"] == "carried over from values.yaml:25"
+    assert rows['node-feature-discovery.worker.nodeSelector["nvidia.com/gpu.present"]']["outcome"] == "override"
+    assert rows["dcgmExporter.tolerations"]["outcome"] == "dropped"
+
+
+# --- inputs that are not values ----------------------------------------------------------------------------------
+
+
+NOT_VALUES = {
+    "nodelist.json": (json.dumps({"apiVersion": "v1", "kind": "NodeList", "items": []}),
+                      "a Kubernetes NodeList (v1), not Helm values; nodes go to --nodes"),
+    "secret.yaml": ("apiVersion: v1\nkind: Secret\nmetadata: {name: sh.helm.release.v1.gpu-operator.v3}\n"
+                    "type: helm.sh/release.v1\ndata: {release: SDRzSUFBQUFBQUFBLw==}\n",
+                    "a Kubernetes Secret (v1), not Helm values; a Helm release Secret is read from the cluster"),
+    "binary.bin": (b"\x1f\x8b\x08\x08\xd2\x9e\x81\x66\xff\x03", "not UTF-8 text (byte 1): binary data"),
+    "nul.yaml": (b"driver:\n  enabled: true\x00\n", "binary data (a NUL byte at offset 23)"),
+    "manifests.yaml": ("a: 1\n---\nb: 2\n", "holds 2 YAML documents; a values file holds one"),
+    "list.yaml": ("- a\n- b\n", "the document is a list, not a map of values"),
+    "broken.yaml": ("driver:\n  version: [590\n", "not YAML"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_VALUES))
+def test_a_file_that_is_not_values_is_an_input_error(run, tmp_path, name):
+    content, message = NOT_VALUES[name]
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    result = run("import", "--values", str(path), "-o", str(tmp_path / "intent.yaml"))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"gpuconf: {path}") and message in result.stderr
+    assert not (tmp_path / "intent.yaml").exists()
+
+
+def test_a_bad_set_argument_and_an_unknown_chart_are_usage_errors(run, tmp_path):
+    result = run("import", "--set", "driver.version")
+    assert result.exit_code == 2 and result.stderr == "gpuconf: --set driver.version: key 'version' has no value\n"
+    result = run("import", "--set", "a=1", "--chart-version", "v1.0.0")
+    assert result.exit_code == 2 and "no facts for GPU Operator chart 'v1.0.0'" in result.stderr
+
+
+# --- no input makes import fail with an internal error ------------------------------------------------------------
+
+_KEYS = st.sampled_from(["driver", "version", "enabled", "devicePlugin", "config", "name", "default", "data",
+                         "toolkit", "env", "daemonsets", "tolerations", "mig", "strategy", "gpu-operator",
+                         "dcgmExporter", "serviceMonitor", "additionalLabels", "interval", "nvidia.com/gpu",
+                         "upgradePolicy", "drain", "maxUnavailable", "x", "0"])
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2 ** 40), st.floats(allow_nan=True),
+                     st.text(max_size=12), st.sampled_from(["590", "570.10", "single", "mixed", "cdi", "30s", "25%",
+                                                            "version: v1\nsharing: {timeSlicing: {resources: "
+                                                            "[{name: nvidia.com/gpu, replicas: 3}]}}"]))
+_TREES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                        st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(tree=st.dictionaries(_KEYS, _TREES, max_size=5),
+       sets=st.lists(st.text(alphabet="ab.=,{}[]0\\x1-", max_size=12), max_size=2))
+def test_no_values_make_import_fail_internally(run, tmp_path, tree, sets):
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(tree))
+    args = [a for s in sets for a in ("--set", s)]
+    result = run("import", "--values", str(path), *args)
+    assert result.exit_code in (0, 1, 2), result.output
+    if result.exit_code == 0:
+        assert "the draft validates" in result.stderr
+
+
+def test_the_migration_guides_two_commands_pass(run, tmp_path, monkeypatch):
+    import re
+    import shlex
+
+    root = Path(__file__).parent.parent
+    guide = (root / "docs" / "how-to" / "migrate.md").read_text()
+    block = re.search(r"## From hand-written values\n\n```sh\n(.*?)```", guide, re.DOTALL).group(1)
+    first, second = [shlex.split(line) for line in block.strip().splitlines()]
+    assert first[:2] == ["gpuconf", "import"] and second[:2] == ["gpuconf", "diff"]
+    monkeypatch.chdir(tmp_path)
+    absolute = [str(root / a) if a.startswith("tests/") else a for a in first[1:]]
+    imported = run(*absolute)
+    assert imported.exit_code == 0 and (tmp_path / "intent.yaml").exists() and (tmp_path / "import-report.json").exists()
+    compared = run(*[str(root / a) if a.startswith("tests/") else a for a in second[1:]])
+    assert compared.exit_code == 1  # the reported leaves differ
+    reported = {r["path"] for r in json.loads((tmp_path / "import-report.json").read_text())["settings"]
+                if r["outcome"] in ("changed", "dropped")}
+    for line in compared.stdout.splitlines()[:-1]:
+        assert any(line.startswith(p + ":") or line.startswith(p + "[") for p in reported), line
