@@ -1,0 +1,75 @@
+"""Rules at their limits: GC365's count of Kueue flavors and group members exactly at Kueue's maximum and one past it,
+and the taints a ResourceFlavor can carry."""
+
+from __future__ import annotations
+
+import pytest
+
+HEAD = """apiVersion: gpuconf.dev/v1alpha1
+kind: ClusterIntent
+metadata:
+  name: big-lab
+spec:
+  cluster:
+    kubernetesVersion: "1.33"
+    migStrategy: mixed
+  operator:
+    chartVersion: v26.7.0
+  sharingProfiles:
+    shared-x2: {timeSlicing: {replicas: 2, renameByDefault: true}}
+    small: {mig: {layout: {"1g.10gb": 7}}}
+    half: {mig: {layout: {"3g.40gb": 2}}}
+  queueing:
+    kueue:
+      version: v0.19.2
+  pools:
+"""
+#: Four kinds of pool, each advertising its own resource name: four resource groups of the acceptance queue.
+KINDS = (("L4", "exclusive"), ("L4", "shared-x2"), ("H100-80GB", "small"), ("H100-80GB", "half"))
+
+
+def _intent(per_kind: tuple[int, ...], taints: int = 0) -> str:
+    pools = []
+    for (gpu, sharing), count in zip(KINDS, per_kind):
+        for i in range(count):
+            name = f"{sharing}-{i}"
+            taint = "".join(f"\n        - {{key: t{t}.example.com/x, effect: NoSchedule}}" for t in range(taints))
+            pools.append(f"    - name: {name}\n      gpu: {gpu}\n      gpusPerNode: 1\n      nodes: 1\n"
+                         f"      sharing: {sharing}\n      match:\n        nodeLabels: {{pool: {name}}}\n"
+                         + (f"      taints:{taint}\n" if taints else ""))
+    return HEAD + "".join(pools)
+
+
+def _gc365(text: str) -> list[str]:
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    findings = validate_document(load_text(text, "big.yaml")).findings
+    # Unused profiles (GC312, a warning) aside, GC365 is all there is.
+    assert all(f.code in ("GC365", "GC312") for f in findings), [f.text() for f in findings]
+    return [f"{f.path}: {f.message}" for f in findings if f.code == "GC365"]
+
+
+def test_256_flavors_fit_the_acceptance_queue():
+    # 255 pools and the flavor of cpu and memory: exactly Kueue's 256.
+    assert _gc365(_intent((64, 64, 64, 63))) == []
+
+
+def test_257_flavors_do_not():
+    assert _gc365(_intent((64, 64, 64, 64))) == [
+        "spec.queueing.kueue: the acceptance queue (every pool) would have 257 flavors (at most 256): Kueue rejects "
+        "the ClusterQueue"]
+
+
+def test_64_pools_sharing_a_resource_fit_one_group_and_65_do_not():
+    assert _gc365(_intent((64,))) == []
+    assert _gc365(_intent((65,))) == [
+        "spec.queueing.kueue: the acceptance queue (every pool) would have 65 pools advertising nvidia.com/gpu in one "
+        "group (at most 64): Kueue rejects the ClusterQueue"]
+
+
+@pytest.mark.parametrize(("taints", "found"), [(8, False), (9, True)])
+def test_a_flavor_holds_eight_tolerations(taints, found):
+    expected = ["spec.pools[0].taints: pool 'exclusive-0' has 9 taints, but a ResourceFlavor holds at most 8 "
+                "tolerations"] if found else []
+    assert _gc365(_intent((1,), taints=taints)) == expected
