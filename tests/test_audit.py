@@ -480,7 +480,9 @@ def _read(text: str | bytes, chunk: int | None = None, monkeypatch=None) -> tupl
 
 @pytest.mark.parametrize("chunk", [1, 3, 7, 64, 1 << 20])
 def test_reader_is_exact_at_every_chunk_size(monkeypatch, chunk):
-    items = [{"kind": "Node", "metadata": {"name": f"n{i}", "labels": {"x": "é" * i, "n": str(10 ** i)}},
+    # Multi-byte text in an annotation (labels are checked: an API server accepts no "é" there).
+    items = [{"kind": "Node", "metadata": {"name": f"n{i}", "annotations": {"x": "é" * i},
+                                           "labels": {"n": str(10 ** i)}},
               "status": {"allocatable": {"nvidia.com/gpu": "8"}}, "n": 12345678901234567890, "f": -1.5e3,
               "t": [True, False, None]} for i in range(5)]
     doc = {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}

@@ -95,16 +95,39 @@ def test_output_file_is_never_overwritten(run, tmp_path):
     assert run("import").exit_code == 2
 
 
-def test_unknown_gpus_are_left_out_with_a_comment():
+def test_unknown_gpus_without_a_pci_label_are_left_out_with_a_comment():
     nodes = _nodes("single-pool")
     odd = copy.deepcopy(nodes[0])
     odd["metadata"]["name"] = "workstation-01"
     odd["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-GeForce-RTX-4090"
     draft = _draft(nodes + [odd])
-    assert draft.skipped == [("workstation-01", "GPU product 'NVIDIA-GeForce-RTX-4090' is not in gpuconf's catalogue")]
+    why = ("GPU product 'NVIDIA-GeForce-RTX-4090' is not in gpuconf's catalogue and no NFD label names its PCI device "
+           "id (NFD's deviceLabelFields lacks `device`): declare it under spec.gpuModels")
+    assert draft.skipped == [("workstation-01", why)]
     assert "#   workstation-01: GPU product 'NVIDIA-GeForce-RTX-4090'" in draft.text
     assert "1 GPU nodes skipped" in draft.describe()
     _validated(draft.text)
+
+
+def test_unknown_gpus_with_a_pci_label_become_gpu_models_entries():
+    nodes = _nodes("single-pool")
+    odd = []
+    for i in range(2):
+        n = copy.deepcopy(nodes[0])
+        n["metadata"]["name"] = f"workstation-{i:02d}"
+        labels = n["metadata"]["labels"]
+        labels.pop("gpuconf.dev/pool", None)
+        labels.update({"nvidia.com/gpu.product": "NVIDIA-GeForce-RTX-4090", "nvidia.com/gpu.memory": "24564",
+                       "nvidia.com/gpu.count": "2", "feature.node.kubernetes.io/pci-0300_10de_2684.present": "true"})
+        odd.append(n)
+    draft = _draft(nodes + odd)
+    assert draft.skipped == []
+    intent = _validated(draft.text).intent
+    declared = intent.spec.gpu_models["GEFORCE-RTX-4090"]
+    assert declared.pci_device_ids == ["0x268410DE"] and declared.memory_gib == 24.0
+    assert declared.product_labels == ["NVIDIA-GeForce-RTX-4090"]
+    (pool,) = [p for p in intent.spec.pools if p.gpu == "GEFORCE-RTX-4090"]
+    assert (pool.nodes, pool.gpus_per_node) == (2, 2)
 
 
 def test_same_model_pools_without_node_groups_are_told_apart_by_name():
@@ -306,3 +329,53 @@ def test_a_single_strategy_mig_layout_comes_back_from_the_config_keys_hash():
     assert "the layout (4 x 1g.18gb per GPU) is the one the nodes' nvidia.com/mig.config key was made from" in draft.text
     mine = NL.plan_of(draft.text, "draft.yaml")
     assert audit(mine, nodes, "t").findings == []
+
+
+def test_an_unprefixed_taint_selects_the_pool_by_its_gfd_product(run, tmp_path):
+    nodes = _nodes("single-pool")
+    for n in nodes:
+        n["metadata"]["labels"].pop("gpuconf.dev/pool", None)
+        n["spec"]["taints"] = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+    draft = _draft(nodes)
+    intent = _validated(draft.text).intent
+    (pool,) = intent.spec.pools
+    product = nodes[0]["metadata"]["labels"]["nvidia.com/gpu.product"]
+    assert pool.match.node_labels == {"nvidia.com/gpu.product": product} and not pool.match.pci_device
+    assert [(t.key, t.value, t.effect) for t in pool.taints] == [("dedicated", "gpu", "NoSchedule")]
+    assert "the taint key(s) dedicated have no prefix, which NFD cannot apply" in draft.text
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "NodeList", "items": nodes}))
+    assert run("import", "--nodes", str(path)).exit_code == 0
+
+
+def test_a_draft_that_does_not_validate_exits_1(run, tmp_path, monkeypatch):
+    from gpuconf.cluster import importer
+    from gpuconf.findings import Finding
+
+    real = importer.Importer.draft
+
+    def broken(self):
+        draft = real(self)
+        draft.findings.append(Finding("<draft>", 1, 1, "error", "GC303", "spec.pools", "pools overlap"))
+        return draft
+
+    monkeypatch.setattr(importer.Importer, "draft", broken)
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "NodeList", "items": _nodes("single-pool")}))
+    result = run("import", "--nodes", str(path))
+    assert result.exit_code == 1
+    assert "the draft does NOT validate (1 errors: a gpuconf bug, please report)" in result.stderr
+
+
+@pytest.mark.parametrize("labels, problem", [
+    ({"team": "gpu nodes"}, "metadata.labels['team'] value 'gpu nodes' is not a label value an API server accepts"),
+    ({"-bad": "x"}, "metadata.labels key '-bad' is not a label key an API server accepts"),
+    ({"team": "x" * 64}, "is not a label value an API server accepts"),
+])
+def test_labels_an_api_server_refuses_are_an_input_error(run, tmp_path, labels, problem):
+    nodes = _nodes("single-pool")
+    nodes[0]["metadata"]["labels"].update(labels)
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "NodeList", "items": nodes}))
+    result = run("import", "--nodes", str(path))
+    assert result.exit_code == 2 and problem in result.stderr

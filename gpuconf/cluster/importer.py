@@ -35,6 +35,8 @@ from . import nodefacts as N
 from ..intent.model import KUBERNETES_VERSIONS
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: NFD's PCI label with the device field (deviceLabelFields [class, vendor, device] or [vendor, device]).
+_NFD_DEVICE = re.compile(r"feature\.node\.kubernetes\.io/pci-(?:[0-9a-f]{4}_)?10de_([0-9a-f]{4})\.present")
 #: The operator's record of which NVIDIADriver drives a node (gpu-operator-facts §7): `default` is the chart's own,
 #: any other name a pool's (gpuconf renders one per pool with its own driver version).
 DRIVER_OWNER = "nvidia.com/gpu-operator.driver.owner"
@@ -112,6 +114,7 @@ class Group:
     nodes: list[str] = field(default_factory=list)
     drivers: Counter = field(default_factory=Counter)
     owners: Counter = field(default_factory=Counter)  # nvidia.com/gpu-operator.driver.owner values
+    products: Counter = field(default_factory=Counter)  # GFD nvidia.com/gpu.product values
     name: str = ""
     profile: str = ""  # the sharing profile's name in the draft
     keys_kept: bool = False  # the draft renders the nodes' config keys (the content hashes matched)
@@ -229,6 +232,7 @@ class Importer:
         self.gpu_names: list[str] = []  # every GPU node, to prove that a hostname prefix is a pool's own
         self.operator_images: Counter = Counter()  # (repository, tag) of gpu-operator images -> GPU nodes
         self.amis: Counter = Counter()  # EKS node AMIs of the GPU nodes, read off their OS image
+        self.declared: dict[str, tuple[catalog.GpuModel, dict]] = {}  # models the catalogue lacks: spec.gpuModels
 
     def add(self, raw: Mapping[str, Any]) -> None:
         """Read one Node object."""
@@ -244,13 +248,15 @@ class Importer:
         self.operator_images.update(_operator_images(raw))
         labels = node.labels
         self.amis[_eks_ami(raw)] += 1
-        model_id = N.node_model(labels)
+        model_id = N.node_model(labels, tuple(m for m, _ in self.declared.values()))
         if model_id is None:
             product = labels.get(N.GFD_PRODUCT)
-            self.skipped.append((node.name, f"GPU product {product!r} is not in gpuconf's catalogue" if product
-                                 else "no GFD product label (GPU feature discovery has not run there)"))
-            return
-        model = catalog.gpu_model(model_id)
+            model_id, why = self._declare(labels) if product else (None, "")
+            if model_id is None:
+                self.skipped.append((node.name, f"GPU product {product!r} is not in gpuconf's catalogue{why}"
+                                     if product else "no GFD product label (GPU feature discovery has not run there)"))
+                return
+        model = self._model(model_id)
         sharing, gpus = read_sharing(node, model)
         if N.GFD_MIG_STRATEGY in labels:
             self.strategies[labels[N.GFD_MIG_STRATEGY]] += 1
@@ -273,6 +279,43 @@ class Importer:
         if version:
             group.drivers[version] += 1
         group.owners[labels.get(DRIVER_OWNER)] += 1
+        group.products[labels.get(N.GFD_PRODUCT)] += 1
+
+    def _model(self, model_id: str) -> catalog.GpuModel:
+        """A model of the catalogue, or one the draft declares."""
+        found = catalog.gpu_model(model_id)
+        return found if found is not None else self.declared[model_id][0]
+
+    def _declare(self, labels: Mapping[str, str]) -> tuple[str | None, str]:
+        """Declare the GPU of a node the catalogue lacks (spec.gpuModels) from what its labels prove: the product
+        (GFD), the memory (GFD, MiB) and the PCI device id (an NFD label with the device field, pci-<class>_10de_
+        <device>.present); (model id, "") or (None, why not)."""
+        product = labels[N.GFD_PRODUCT]
+        memory = labels.get(N.GFD_MEMORY, "")
+        devices = sorted({m.group(1).upper() for key in labels for m in [_NFD_DEVICE.fullmatch(key)] if m})
+        if N.mig_profile_of_product(product) is not None or "-MIG-" in product:
+            return None, " (a MIG product: the GPU's own name is not on the node)"
+        if not devices:
+            return None, (" and no NFD label names its PCI device id (NFD's deviceLabelFields lacks `device`): "
+                          "declare it under spec.gpuModels")
+        if not (memory.isdigit() and int(memory) > 0):
+            return None, " and no GFD gpu.memory label tells its memory: declare it under spec.gpuModels"
+        name = product.removesuffix("-SHARED")
+        model_id = _dns(name.removeprefix("NVIDIA-")).upper()[:63].rstrip("-") or "GPU"
+        if catalog.gpu_model(model_id) is not None or not re.fullmatch(r"[A-Z0-9][A-Z0-9-]*", model_id):
+            return None, f" (its id {model_id!r} is taken or unusable): declare it under spec.gpuModels"
+        entry = {"name": name.replace("-", " "), "pciDeviceIds": [f"0x{d}10DE" for d in devices],
+                 "memoryGiB": round(int(memory) / 1024, 1), "productLabels": sorted({name, product})}
+        if model_id in self.declared and self.declared[model_id][1] != entry:
+            return None, f" (another node declares {model_id} differently): declare it under spec.gpuModels"
+        model = catalog.GpuModel(
+            id=model_id, name=entry["name"], pci_device_ids=tuple(entry["pciDeviceIds"]), memory_gib=entry["memoryGiB"],
+            compute_capability=None, family="", mig_capable=False, memory_slots=0, mig_profiles={},
+            balanced_layout={}, pci_devices={p: entry["name"] for p in entry["pciDeviceIds"]},
+            sources=("declared in the intent (spec.gpuModels)",), confidence="user-declared",
+            pci_subsystem_ids=(), product_labels=tuple(entry["productLabels"]), declared=True)
+        self.declared[model_id] = (model, entry)
+        return model_id, ""
 
     # -- the draft ----------------------------------------------------------------------------------------------
 
@@ -283,6 +326,7 @@ class Importer:
         groups = self._merged(groups)
         self._name(groups)
         self._match(groups)
+        self._unprefixed_taints(groups)
         self._profiles(groups)
         text = self._render(groups)
         findings = _validated(text)[0].findings
@@ -395,6 +439,25 @@ class Importer:
                     head.owners.update(other.owners)
                     groups.remove(other)
 
+    @staticmethod
+    def _unprefixed_taints(groups: list[Group]) -> None:
+        """A taint key without a prefix (dedicated=gpu:NoSchedule) is one NFD cannot apply (GC317), so a pool that
+        has one is not selected through NFD: by the GFD product label its nodes carry instead, when they all carry
+        the same one (the nodes have the taint already; nothing needs to apply it)."""
+        for g in groups:
+            bare = sorted({k for k, _, _ in g.taints if "/" not in k})
+            if not bare or not g.match.get("pciDevice"):
+                continue
+            products = [p for p in g.products if p]
+            if len(products) != 1 or len(g.products) != 1:
+                g.notes.append(f"taint key(s) {', '.join(bare)} have no prefix, which NFD cannot apply, and the nodes "
+                               "share no GFD product label to select them by: give the pool a node label")
+                continue
+            g.match = {"nodeLabels": {N.GFD_PRODUCT: products[0]},
+                       **({"hostname": g.match["hostname"]} if g.match.get("hostname") else {})}
+            g.notes.append(f"match: the taint key(s) {', '.join(bare)} have no prefix, which NFD cannot apply, so the "
+                           f"pool selects its nodes by their GFD product label (they carry the taint already)")
+
     def _own_prefix(self, group: Group) -> str | None:
         """The name prefix all of a pool's nodes share and no other GPU node has (what the nodes prove), if any."""
         if len(group.nodes) < 2:
@@ -417,7 +480,7 @@ class Importer:
         """
         used: dict[str, dict] = {}
         for g in sorted(groups, key=lambda g: (-len(g.nodes), g.name)):
-            model = catalog.gpu_model(g.model)
+            model = self._model(g.model)
             if g.sharing.kind == "exclusive":
                 g.profile = "exclusive"
                 continue
@@ -520,7 +583,7 @@ class Importer:
         profiles = CommentedMap()
         pools = CommentedSeq()
         for g in groups:
-            model = catalog.gpu_model(g.model)
+            model = self._model(g.model)
             profile_name = g.profile or g.sharing.name(model)
             if profile_name != "exclusive" and profile_name not in profiles:
                 profiles[profile_name] = _plain(g.sharing.profile(model))
@@ -561,6 +624,10 @@ class Importer:
         spec = CommentedMap([("cluster", cluster), ("operator", operator)])
         if driver:
             spec["driver"] = driver
+        if self.declared:
+            spec["gpuModels"] = _plain({k: e for k, (_, e) in sorted(self.declared.items())})
+            note(spec, "gpuModels", "GPUs the catalogue lacks, declared from the nodes' GFD product and memory and "
+                 "NFD's PCI device label: check the name and memory", 2)
         if profiles:
             spec["sharingProfiles"] = profiles
         spec["pools"] = pools

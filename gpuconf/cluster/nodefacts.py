@@ -171,11 +171,28 @@ _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 #: suffix (k8s.io/apimachinery/pkg/api/resource); 64 characters is far beyond any real one.
 _QUANTITY = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
 _MAX_QUANTITY = 64
+#: What an API server accepts as a label (apimachinery validation: IsQualifiedName for keys, IsValidLabelValue for
+#: values): a node that carries anything else was not read from one.
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = re.compile(rf"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_LABEL_NAME}")
+_LABEL_VALUE = re.compile(rf"({_LABEL_NAME})?")
 
 
 def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
             float: "a number"}.get(type(value), "null" if value is None else type(value).__name__)
+
+
+def _label_problem(labels: Mapping[str, str]) -> str | None:
+    """The first label an API server would refuse, said as a problem of the node; None when all are valid."""
+    for k, v in labels.items():
+        if not (_LABEL_KEY.fullmatch(k) and (k.find("/") == -1 and len(k) <= 63 or
+                                              len(k.partition("/")[0]) <= 253)):
+            return f"metadata.labels key {k[:80]!r} is not a label key an API server accepts"
+        if len(v) > 63 or not _LABEL_VALUE.fullmatch(v):
+            return (f"metadata.labels[{k[:80]!r}] value {v[:80]!r} is not a label value an API server accepts (at "
+                    "most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)")
+    return None
 
 
 def check_node(node: Mapping[str, Any]) -> str | None:
@@ -207,6 +224,10 @@ def check_node(node: Mapping[str, Any]) -> str | None:
         except TypeError:
             k, v = next((k, v) for k, v in value.items() if type(v) is not str)
             return f"{where}.{key}[{k[:80]!r}] is {_kind(v)}, not a string"
+        if key == "labels":
+            problem = _label_problem(value)
+            if problem:
+                return problem
         if where == "status":
             # Any quantity may be long (int() refuses 4,300 digits); the GPU resources are read, so their form too.
             bad = [k for k, v in value.items() if len(v) > _MAX_QUANTITY] if max(map(len, value.values())) > \
