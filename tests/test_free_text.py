@@ -4,6 +4,7 @@ rendered output parses to the same data; only comment text differs. Every commen
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import tempfile
@@ -257,3 +258,70 @@ def test_a_ten_thousand_character_label_is_refused_with_a_short_message(folder):
     assert [f.code for f in findings] == ["GC320"], [f.text() for f in findings]
     [finding] = findings
     assert finding.message == f"label value {'x' * 57 + '...'!r} is not a valid label value"
+
+
+# REPORT.md (issue 21, item 13): free text shows as typed, whatever Markdown or HTML it holds. A CommonMark parser
+# with GitHub's tables and strikethrough reads the rendered Markdown back.
+MARKUP = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "[x](javascript:alert(1))",
+          "<javascript:alert(1)>", "![i](javascript:alert(1))", "*em*", "_em_", "**b**", "`code`", "``", "~~s~~",
+          "$x$", "&amp;", "&lt;", "&#x3c;", "\\*", "|", "\\|", "<br>", "[r]: /x", "http://x.example", " ", "  "]
+#: The line breaks md_text turns into <br>: str.splitlines()'s (written out here, not taken from the code).
+BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _markdown():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def _shown(inline) -> str:
+    """What a reader sees of an inline token: its text, each <br> a line break; any other markup fails."""
+    out = []
+    for child in inline.children:
+        assert child.type == "text" or (child.type == "html_inline" and child.content == "<br>"), child
+        out.append("\n" if child.type == "html_inline" else child.content)
+    return "".join(out)
+
+
+def _as_typed(text: str) -> str:
+    """text as md_text must show it: each kind of line break a new line, what is not printable an escape."""
+    from gpuconf.emit import single_line
+
+    return "\n".join(single_line(line) for line in BREAKS.split(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_free_text(tuple(MARKUP)))
+def test_free_text_shows_as_typed_in_a_table_cell_and_a_list_item(text):
+    from gpuconf.output.report import md_text
+
+    escaped = md_text(text)
+    assert escaped.isprintable(), escaped  # one line of the file, whatever line breaks the text had
+    cell = [t for t in _markdown().parse(f"| a | b |\n|---|---|\n| {escaped} | z |\n") if t.type == "inline"]
+    assert [_shown(t) for t in cell] == ["a", "b", _as_typed(text).strip(" "), "z"]
+    item = [t for t in _markdown().parse(f"- x: {escaped}\n") if t.type == "inline"]
+    assert [_shown(t) for t in item] == [("x: " + _as_typed(text)).rstrip(" ")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_free_text(tuple(MARKUP)))
+def test_inline_code_shows_its_text_on_one_line_in_a_table_cell(text):
+    from gpuconf.emit import single_line
+    from gpuconf.output.report import md_code
+
+    code = md_code(text)
+    assert code.isprintable(), code
+    cell = [t for t in _markdown().parse(f"| a |\n|---|\n| {code} |\n") if t.type == "inline"][1]
+    assert [(c.type, c.content) for c in cell.children] == [("code_inline", single_line(text))]
+
+
+def test_a_reason_with_html_links_and_line_separators_shows_as_typed_in_report_md(folder):
+    why = ("Mirror <script>alert(1)</script> [docs](javascript:alert(1)) <javascript:alert(2)> *now*\u2028"
+           "second line\u2029third | fourth")
+    intent = _with(folder, WHY, f"why: {_quoted(why)}")
+    report = _render(intent)["secure-enclave"]["REPORT.md"]
+    row = next(line for line in report.split("\n") if "Mirror" in line)
+    cells = [t for t in _markdown().parse(f"| {'|'.join(['x'] * 5)} |\n|{'---|' * 5}\n{row}\n") if t.type == "inline"]
+    assert _shown(cells[5 + 3]) == why.replace("\u2028", "\n").replace("\u2029", "\n")
+    assert "<script>" not in report and "\u2028" not in report and "\u2029" not in report

@@ -951,7 +951,7 @@ def _environment():
     env = Environment(
         loader=jinja2.PackageLoader("gpuconf.output", "templates"),
         bytecode_cache=_bytecode_cache(),
-        autoescape=False,  # Markdown, not HTML: the filters below escape what a table cell needs
+        autoescape=False,  # Markdown, not HTML: free text goes through md_text (the `cell` filter)
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -959,7 +959,7 @@ def _environment():
     )
     env.filters["line"] = single_line
     env.filters["comment"] = md_comment
-    env.filters["cell"] = md_cell
+    env.filters["cell"] = md_text
     env.filters["code"] = md_code
     env.filters["codes"] = md_codes
     env.filters["labels"] = md_labels
@@ -1018,15 +1018,31 @@ def md_comment(text: Any) -> str:
     return single_line(str(text)).replace("-->", "--&gt;")
 
 
-def md_cell(text: Any) -> str:
-    """Text safe inside a Markdown table cell."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
+#: Every line break a reader may see: what str.splitlines() splits at (\r\n, \n, \r, \v, \f, \x1c-\x1e, U+0085,
+#: U+2028, U+2029). Markdown breaks only at \n and \r, but editors and terminals show the others as new lines.
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+#: What starts Markdown or HTML inline: HTML's three as entities; Markdown's punctuation (emphasis, code, links and
+#: images, strikethrough, GitHub's math, the table's pipe, the escape itself) backslash-escaped. Block syntax
+#: (`#`, `-`, `1.`) needs nothing: free text never starts a line of REPORT.md.
+_MD_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;",
+                             **{ch: "\\" + ch for ch in "\\`*_[]|~$"}})
+
+
+def md_text(text: Any) -> str:
+    """Free text as Markdown that shows exactly that text, on one line of REPORT.md (a table cell or a list item).
+
+    Nothing in it becomes markup: raw HTML (`<script>`), links (`[x](javascript:...)`, `<javascript:...>`),
+    emphasis and code show as typed. Every kind of line break becomes `<br>`; other characters that are not
+    printable are written as escapes such as \\x1b (see single_line).
+    """
+    return "<br>".join([single_line(line.translate(_MD_ESCAPES)) for line in _LINE_BREAK.split(str(text))])
 
 
 def md_code(text: Any) -> str:
-    """Inline code that survives backticks and table pipes inside the text."""
-    text = str(text)
-    fence = "``" if "`" in text else "`"
+    """Inline code on one line that survives backticks and table pipes inside the text: the fence is one backtick
+    longer than the longest run of them in the text; characters that are not printable are escaped (single_line)."""
+    text = single_line(str(text))
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
 
