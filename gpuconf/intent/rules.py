@@ -1291,6 +1291,54 @@ def upgrade_waves(ctx: Context) -> Iterator[Finding]:
                           "runs it and driver.version is the new one", severity=WARNING)
 
 
+#: The driver image's tags are `<version>-<os tag>` with a three-part version, `<major>.<minor>.<revision>`
+#: (../shared/reference/gpu-operator-facts.md, `driver.version`: 595.91.07 tags 595.91.07-ubuntu24.04; GFD publishes
+#: the same three parts as nvidia.com/cuda.driver-version.{major,minor,revision}, nvidia-formats-facts.md). A version
+#: of another shape (`470.1`) names no image: the driver pods would fail to pull it. Every shipped chart's default
+#: has this shape (tests/test_catalog.py).
+DRIVER_TAG = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+
+
+def _driver_versions(ctx: Context) -> Iterator[tuple[tuple, str]]:
+    """Every driver version the intent names, with its location."""
+    spec = ctx.intent.spec
+    if spec.driver.version:
+        yield ("spec", "driver", "version"), spec.driver.version
+    for i, pool in enumerate(spec.pools):
+        if pool.driver is not None and pool.driver.version:
+            yield _pool_loc(i, "driver", "version"), pool.driver.version
+    if spec.driver.upgrade is not None and spec.driver.upgrade.rollout is not None:
+        yield ("spec", "driver", "upgrade", "rollout", "version"), spec.driver.upgrade.rollout.version
+
+
+@rule("GC316", "driver versions name a tag of the chart's driver image: <major>.<minor>.<revision>")
+def driver_tags(ctx: Context) -> Iterator[Finding]:
+    chart = catalog.chart(ctx.intent.spec.operator.chart_version)
+    example = chart.defaults["driver"]["version"] if chart is not None else "595.91.07"
+    for loc, version in _driver_versions(ctx):
+        if not DRIVER_TAG.fullmatch(version):
+            yield ctx.finding("GC316", loc, f"no driver image has version {version}: the driver's tags are "
+                              "<major>.<minor>.<revision>-<os tag>",
+                              f"give all three parts, e.g. {example!r} (the chart's default)")
+
+
+@rule("GC321", "a driver rollout moves to a newer version")
+def rollout_forward(ctx: Context) -> Iterator[Finding]:
+    spec = ctx.intent.spec
+    rollout = spec.driver.upgrade.rollout if spec.driver.upgrade is not None else None
+    chart = catalog.chart(spec.operator.chart_version)
+    if rollout is None or chart is None or spec.driver.preinstalled:
+        return
+    current = spec.driver.version or chart.defaults["driver"]["version"]
+    if not (DRIVER_TAG.fullmatch(current) and DRIVER_TAG.fullmatch(rollout.version)):
+        return  # GC316 says what is wrong
+    if tuple(map(int, rollout.version.split("."))) < tuple(map(int, current.split("."))):
+        yield ctx.finding("GC321", ("spec", "driver", "upgrade", "rollout", "version"),
+                          f"the rollout moves the pools from {current} down to the older {rollout.version}",
+                          "a downgrade is rare: check the version; to undo a wave instead, revert the commit that "
+                          "raised rollout.wave", severity=WARNING)
+
+
 def _driver_preinstalled(intent: ClusterIntent, pool: Pool) -> bool:
     return plan.pool_driver(intent, pool) == "preinstalled"
 
