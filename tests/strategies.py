@@ -124,10 +124,9 @@ _registries = st.builds(lambda host, port, path: host + port + path, dns_subdoma
 _profile_names = dns_labels.filter(lambda s: s != "exclusive")
 words = st.sampled_from(LABEL_NAMES[:100])
 sentences = st.lists(words, min_size=3, max_size=9).map(lambda ws: " ".join(ws) + ".")
-driver_versions = st.one_of(
-    st.builds(lambda a, b, c: f"{a}.{b}.{c:02d}", st.integers(400, 700), st.integers(0, 200), st.integers(0, 99)),
-    st.builds(lambda a, b: f"{a}.{b}", st.integers(400, 700), st.integers(0, 200)),
-)
+#: Driver image tags have three parts (GC316).
+driver_versions = st.builds(lambda a, b, c: f"{a}.{b}.{c:02d}", st.integers(400, 700), st.integers(0, 200),
+                            st.integers(0, 99))
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-1000, 10**6),
               st.text(st.characters(categories=("L", "N", "P", "S"), include_characters=" "), max_size=12)),
@@ -583,6 +582,16 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
         elif draw(st.booleans()):
             kueue["resourceQuotas"] = True  # (with a cohort it would warn, GC366)
             features.add("kueue-resource-quotas")
+        for team in queued:  # under Kueue a quota of 0 only borrows, which needs a lender (GC336): leave it out
+            for pool_name, value in list(team["quota"].items()):
+                value = value if isinstance(value, int) else {p: c for p, c in value.items() if c} or 0
+                if value:
+                    team["quota"][pool_name] = value
+                else:
+                    del team["quota"][pool_name]
+            if not team["quota"]:
+                del team["quota"]
+        queued = [team for team in queued if team.get("quota")]
         queue_teams: dict[str, Any] = {}
         for team in queued:
             entry: dict[str, Any] = {"otherResources": {"cpu": draw(st.sampled_from([1, 64, "500m", "2.5"])),

@@ -815,6 +815,44 @@ def kueue_limits(ctx: Context, kueue) -> Iterator[Finding]:
                                               severity=WARNING)
 
 
+@kueue_rule("GC336", "every quota a team's queue names can admit a workload")
+def kueue_admits(ctx: Context, kueue) -> Iterator[Finding]:
+    """A quota of 0 admits only what the team borrows: without a cohort, with a borrowing limit of 0, or in a cohort
+    where no other team lends that pool's resource (all at 0, or a lending limit of 0), its workloads stay pending
+    forever (Kueue v0.19.2 admits a workload only within nominal quota plus what its cohort lends)."""
+    teams = [(i, t) for i, t in enumerate(ctx.intent.spec.teams) if t.quota]
+    rows = {t.name: plan.team_queue_rows(ctx.intent, t, ctx.strategy) for _, t in teams}
+    pools = {p.name: p for p in ctx.intent.spec.pools}
+    for i, team in teams:
+        for pool_name, value in team.quota.items():
+            cap = plan.pool_capacity(ctx.intent, pools[pool_name], ctx.strategy) if pool_name in pools else None
+            if cap is None:
+                continue  # GC314 and the sharing rules say why
+            for resource, count in plan.quota_units(cap.per_node, value).items():
+                if count:
+                    continue
+                loc = ("spec", "teams", i, "quota", pool_name)
+                if isinstance(value, dict):
+                    loc = (*loc, next(p for p in value if plan.quota_units(cap.per_node, {p: 0}) == {resource: 0}))
+                where = f"team {team.name!r} has a quota of 0 {resource} on pool {pool_name!r}"
+                mine = next(r for r in rows[team.name] if r.pool == pool_name and r.resource == resource)
+                if not kueue.cohort:
+                    yield ctx.finding("GC336", loc, f"{where} and its queue is in no cohort, so it can never admit "
+                                      "a workload there", "give the team quota there, set spec.queueing.kueue.cohort "
+                                      "to let it borrow from other teams, or remove the pool from its quota")
+                elif mine.borrowing_limit == 0:
+                    yield ctx.finding("GC336", loc, f"{where} and a borrowingLimit of 0 there, so its queue can never "
+                                      "admit a workload there", "raise the borrowingLimit, or give the team quota")
+                elif not any(r.nominal if r.lending_limit is None else min(r.nominal, r.lending_limit)
+                             for other, theirs in rows.items() if other != team.name
+                             for r in theirs if r.pool == pool_name and r.resource == resource):
+                    yield ctx.finding("GC336", loc, f"{where}, and no other team of cohort {kueue.cohort!r} lends it "
+                                      "(each has 0 there or a lendingLimit of 0), so its queue can never admit a "
+                                      "workload there unless a ClusterQueue gpuconf does not render lends it",
+                                      "give a team of the cohort quota there to lend, or raise its lendingLimit",
+                                      severity=WARNING)
+
+
 @kueue_rule("GC363", "the preemption policy is one Kueue accepts")
 def kueue_preemption(ctx: Context, kueue) -> Iterator[Finding]:
     policy = kueue.preemption
