@@ -316,7 +316,8 @@ def test_inline_code_shows_its_text_on_one_line_in_a_table_cell(text):
     assert [(c.type, c.content) for c in cell.children] == [("code_inline", single_line(text))]
 
 
-def test_a_reason_with_html_links_and_line_separators_shows_as_typed_in_report_md(folder):
+def test_a_reason_with_html_links_and_line_separators_shows_as_typed_in_report_md(folder, monkeypatch):
+    monkeypatch.chdir(folder)  # another module-wide fixture may have moved elsewhere
     why = ("Mirror <script>alert(1)</script> [docs](javascript:alert(1)) <javascript:alert(2)> *now*\u2028"
            "second line\u2029third | fourth")
     intent = _with(folder, WHY, f"why: {_quoted(why)}")
