@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import textwrap
 
+import re
+
 import pytest
 from ruamel.yaml import YAML
 
@@ -302,7 +304,9 @@ def test_openshift_installs_through_olm_with_the_charts_clusterpolicy(tmp_path):
     assert objects["Subscription"]["metadata"]["namespace"] == "gpu-operator"
     assert objects["Subscription"]["spec"] == {"channel": "v26.7", "installPlanApproval": "Manual",
                                                "name": "gpu-operator-certified", "source": "certified-operators",
-                                               "sourceNamespace": "openshift-marketplace"}
+                                               "sourceNamespace": "openshift-marketplace",
+                                               # the bundle CSV of chart v26.7.0, not the channel head (issue 21)
+                                               "startingCSV": "gpu-operator-certified.v26.7.0"}
     assert objects["OperatorGroup"]["spec"] == {"targetNamespaces": ["gpu-operator"]}
     nfd = objects["NodeFeatureDiscovery"]
     assert nfd["metadata"]["namespace"] == "openshift-nfd" and nfd["spec"]["enableTaints"] is True
@@ -578,6 +582,63 @@ def test_a_disconnected_openshift_subscribes_from_its_mirrored_catalogue(tmp_pat
         ("cs-redhat-operator-index", "openshift-marketplace")
     assert subscription["spec"]["name"] == "gpu-operator-certified"  # the mirrored catalogue carries the same package
     _verified(tree)
+    # REPORT.md names the catalogue the Subscription really uses (issue 21, item 10).
+    report = tree.files["REPORT.md"]
+    assert "catalogue cs-redhat-operator-index in openshift-marketplace" in report
+    assert "certified-operators" not in report
+
+
+def _ocp_report_steps(report: str) -> list[str]:
+    """The titles of REPORT.md's acceptance steps."""
+    return re.findall(r"^\d+\. \*\*(.*)\*\*$", report.split("## Acceptance checklist")[1], re.M)
+
+
+def test_openshift_without_the_nfd_operator_makes_it_the_first_acceptance_step(tmp_path):
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.31", distribution: openshift}', L4_POOL))
+    kinds = [(d["kind"], d["metadata"]["namespace"]) for d in _docs(tree.files["manifests/platform.yaml"])]
+    assert ("Subscription", "openshift-nfd") not in kinds and ("NodeFeatureDiscovery", "openshift-nfd") in kinds
+    steps = _ocp_report_steps(tree.files["REPORT.md"])
+    assert steps[0].startswith("Prerequisite: install Red Hat's Node Feature Discovery Operator")
+    assert "kubectl get crd nodefeaturediscoveries.nfd.openshift.io" in tree.files["REPORT.md"]
+
+
+def test_openshift_renders_the_nfd_operator_so_one_sync_installs_everything(tmp_path):
+    cluster = ('{kubernetesVersion: "1.31", distribution: openshift, openshift: {catalogSource: {name: cs-certified}, '
+               'nfdOperator: {catalogSource: {name: cs-redhat}}}}')
+    tree = _render(tmp_path, _intent(cluster, L4_POOL))
+    docs = _docs(tree.files["manifests/platform.yaml"])
+    nfd = {d["kind"]: d for d in docs if d["metadata"].get("namespace") == "openshift-nfd"
+           or d["metadata"]["name"] == "openshift-nfd"}
+    assert nfd["Namespace"]["metadata"]["labels"]["openshift.io/cluster-monitoring"] == "true"
+    assert nfd["OperatorGroup"]["spec"] == {"targetNamespaces": ["openshift-nfd"]}
+    assert nfd["Subscription"]["spec"] == {"channel": "stable", "installPlanApproval": "Automatic", "name": "nfd",
+                                           "source": "cs-redhat", "sourceNamespace": "openshift-marketplace"}
+    # One namespace, one OperatorGroup each: OLM stops at a second OperatorGroup in a namespace.
+    groups = [d["metadata"]["namespace"] for d in docs if d["kind"] == "OperatorGroup"]
+    assert sorted(groups) == ["gpu-operator", "openshift-nfd"]
+    # Applied in one go: the NFD instance after its operator's Subscription (Argo CD skips the dry run of a kind
+    # whose CRD is still arriving).
+    order = [(d["kind"], d["metadata"].get("namespace")) for d in docs]
+    assert order.index(("Subscription", "openshift-nfd")) < order.index(("NodeFeatureDiscovery", "openshift-nfd"))
+    _verified(tree)
+    report = tree.files["REPORT.md"]
+    assert not any(s.startswith("Prerequisite") for s in _ocp_report_steps(report))
+    assert "installs Red Hat's Node Feature Discovery Operator (namespace openshift-nfd, package nfd, channel " \
+           "stable, catalogue cs-redhat in openshift-marketplace" in report
+
+
+@pytest.mark.parametrize("openshift, finding", [
+    ("{install: helm, nfdOperator: {}}", "error GC337"),
+    ("{catalogSource: {name: cs-certified}, nfdOperator: {}}", "warning GC337"),
+])
+def test_the_nfd_operator_needs_olm_and_a_catalogue_the_cluster_has(openshift, finding):
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    text = _intent(f'{{kubernetesVersion: "1.31", distribution: openshift, openshift: {openshift}}}', L4_POOL)
+    findings = validate_document(load_text(text, "x.yaml")).findings
+    assert [f"{f.severity} {f.code}" for f in findings] == [finding]
+    assert findings[0].path == "spec.cluster.openshift.nfdOperator"
 
 
 def test_a_catalogue_source_without_olm_is_a_finding():

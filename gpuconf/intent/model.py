@@ -147,6 +147,14 @@ class CatalogSource(Strict):
     namespace: K8sLabelName = Field("openshift-marketplace", description="Its namespace.")
 
 
+class NfdOperator(Strict):
+    """Red Hat's Node Feature Discovery Operator, installed by gpuconf's output (OLM only)."""
+
+    catalog_source: Optional[CatalogSource] = Field(
+        None, description="The catalogue its Subscription installs from; default Red Hat's redhat-operators. A "
+                          "disconnected cluster names the mirrored catalogue of redhat-operator-index here.")
+
+
 class Openshift(Strict):
     """Red Hat OpenShift: how the operator is installed."""
 
@@ -156,6 +164,10 @@ class Openshift(Strict):
     catalog_source: Optional[CatalogSource] = Field(
         None, description="OLM only: the catalogue the Subscription installs from; default Red Hat's "
                           "certified-operators. A disconnected cluster names its mirrored catalogue here.")
+    nfd_operator: Optional[NfdOperator] = Field(
+        None, description="OLM only: render the Namespace, OperatorGroup and Subscription of Red Hat's NFD Operator "
+                          "(openshift-nfd), so one sync installs everything. Leave it out where the NFD Operator is "
+                          "installed already: a second OperatorGroup in its namespace stops OLM.")
 
 
 class Cluster(Strict):

@@ -185,3 +185,22 @@ def openshift_olm(ctx: Context) -> Iterator[Finding]:
         yield ctx.finding("GC348", ("spec", "delivery", "tool"),
                           "gpuconf's Flux layout deploys the Helm chart; it has no OLM variant yet",
                           "deliver with argocd or none, or install with Helm (spec.cluster.openshift.install: helm)")
+
+
+@rule("GC337", "Red Hat's NFD Operator is installed by OLM, from a catalogue the cluster has")
+def openshift_nfd_operator(ctx: Context) -> Iterator[Finding]:
+    settings = ctx.intent.spec.cluster.openshift
+    if settings is None or settings.nfd_operator is None:
+        return
+    loc = ("spec", "cluster", "openshift", "nfdOperator")
+    if settings.install != "olm":
+        yield ctx.finding("GC337", loc, "nfdOperator installs Red Hat's NFD Operator through OLM, but the GPU "
+                          "Operator is installed with Helm, whose chart runs NFD itself",
+                          "remove nfdOperator, or set install: olm", at_key=True)
+    elif settings.catalog_source is not None and settings.nfd_operator.catalog_source is None:
+        from ..render.openshift import NFD_OPERATOR
+
+        yield ctx.finding("GC337", loc, f"the GPU Operator installs from catalogue {settings.catalog_source.name!r}, "
+                          f"but the NFD Operator from Red Hat's {NFD_OPERATOR['source']!r}, which a disconnected "
+                          "cluster does not have", "give nfdOperator.catalogSource: the catalogue oc-mirror made of "
+                          "redhat-operator-index", severity=WARNING, at_key=True)

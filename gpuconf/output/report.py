@@ -683,18 +683,33 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
     steps = []
     early = [shell_word(f"{folder}/{path}") for path in ("manifests/namespaces.yaml", platform.PLATFORM_FILE) if path in files]
     if openshift.olm(plan):
-        steps += [
-            {"title": f"With Red Hat's NFD operator installed (OperatorHub), subscribe to the certified GPU Operator "
-                      f"(OLM), then approve the InstallPlan whose CSV is {plan.chart_version} (INSTALL_PLAN: its name "
-                      "in the list)",
+        from .. import platforms
+
+        nfd_ns = shell_word(platforms.openshift()["nfd"]["namespace"])
+        csv = openshift.starting_csv(plan)
+        if not openshift.nfd_operator_rendered(plan):
+            steps.append(
+                {"title": f"Prerequisite: install Red Hat's Node Feature Discovery Operator (OperatorHub, namespace "
+                          f"{nfd_ns}); gpuconf's output does not install it unless spec.cluster.openshift.nfdOperator "
+                          "is set",
+                 "commands": [f"kubectl -n {nfd_ns} get csv", f"kubectl get crd {openshift.NFD_CRD}"],
+                 "proves": "the NFD Operator's CSV is Succeeded and its NodeFeatureDiscovery CRD exists, so "
+                           f"{platform.PLATFORM_FILE}, which holds a NodeFeatureDiscovery, applies"})
+        nfd = (f"{platform.PLATFORM_FILE} installs Red Hat's NFD Operator (automatic approval) and subscribes to "
+               if openshift.nfd_operator_rendered(plan) else "Subscribe to ")
+        steps.append(
+            {"title": f"{nfd}the certified GPU Operator (OLM), then approve the InstallPlan of CSV {csv} "
+                      "(INSTALL_PLAN: its name in the list)",
              "commands": ["kubectl apply " + " ".join(f"-f {path}" for path in early),
                           f"kubectl -n {ns} get installplan",
                           f'kubectl -n {ns} patch installplan "$INSTALL_PLAN" --type merge '
                           "-p '{\"spec\":{\"approved\":true}}'",
-                          f"kubectl -n {ns} get csv"],
-             "proves": f"OLM installs the operator's CSV of {plan.chart_version} (phase Succeeded) and with it the "
-                       "ClusterPolicy and NVIDIADriver CRDs; the Red Hat NFD operator's instance starts labelling nodes"},
-        ]
+                          f"kubectl -n {ns} get csv",
+                          *([f"kubectl -n {nfd_ns} get csv"] if openshift.nfd_operator_rendered(plan) else [])],
+             "proves": f"OLM installs CSV {csv} (phase Succeeded), the chart version the intent pins, and with it "
+                       "the ClusterPolicy and NVIDIADriver CRDs; "
+                       + ("the NFD Operator's CSV is Succeeded and " if openshift.nfd_operator_rendered(plan) else "")
+                       + "the NFD Operator's NodeFeatureDiscovery instance starts labelling nodes"})
     else:
         if platform.PLATFORM_FILE in files:
             steps.append({"title": "Apply what the platform needs before the chart",

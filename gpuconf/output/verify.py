@@ -488,8 +488,9 @@ DOCUMENTED_KINDS: dict[str, dict[str, Any]] = {
         "scope": "Namespaced", "required": ["targetNamespaces"], "spec": {"targetNamespaces": _STRS}},
     "operators.coreos.com/v1alpha1/Subscription": {
         "scope": "Namespaced", "required": ["channel", "name", "source", "sourceNamespace"],
+        # startingCSV: OLM's SubscriptionSpec (operator-framework/api pkg/operators/v1alpha1/subscription_types.go).
         "spec": {"channel": _STR, "installPlanApproval": ("Automatic", "Manual"), "name": _STR, "source": _STR,
-                 "sourceNamespace": _STR}},
+                 "sourceNamespace": _STR, "startingCSV": _STR}},
     "nfd.openshift.io/v1/NodeFeatureDiscovery": {
         "scope": "Namespaced", "required": [],
         "spec": {"operand": _MAP, "extraLabelNs": _STRS, "enableTaints": _BOOL}},

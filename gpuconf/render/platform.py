@@ -145,7 +145,8 @@ def manifest_files(plan: P.Plan, merged_values: dict) -> dict[str, list[dict]]:
         files[PLATFORM_FILE].append(gke_resource_quota(plan))
     if openshift.olm(plan):
         worker = merged_values.get("node-feature-discovery", {}).get("worker", {}).get("tolerations", [])
-        files[PLATFORM_FILE] += [*openshift.subscription_objects(plan), openshift.nfd_instance(plan, worker)]
+        files[PLATFORM_FILE] += [*openshift.nfd_operator_objects(plan), *openshift.subscription_objects(plan),
+                                 openshift.nfd_instance(plan, worker)]
         files[openshift.CLUSTER_POLICY_FILE] = openshift.cluster_policy(plan, merged_values)
     return {path: docs for path, docs in files.items() if docs}
 
@@ -395,14 +396,26 @@ def notes(plan: P.Plan) -> list[dict[str, str]]:
         ocp = platforms.openshift()
         if openshift.olm(plan):
             bundle = platforms.olm_bundle(plan.chart_version)
+            source, source_ns = openshift.catalog_source(plan)
             note("OLM", f"manifests/platform.yaml subscribes {plan.namespace} to {bundle['package']} (channel "
-                 f"{bundle['channel']}, catalogue {bundle['source']}) with manual approval: approve the InstallPlan "
-                 f"of {plan.chart_version}. manifests/cluster-policy.yaml is the ClusterPolicy the chart would "
-                 f"render from values.yaml; it applies once the CSV has installed its CRD. OpenShift "
-                 f"{bundle['openshiftVersions']}.", ocp["source"])
-            note("NFD", f"Install Red Hat's Node Feature Discovery Operator ({ocp['nfd']['namespace']}) first; "
-                 f"manifests/platform.yaml holds its NodeFeatureDiscovery {openshift.NFD_INSTANCE_NAME}, and GPU "
-                 f"nodes then carry {ocp['nfd']['presentLabel']}=true.", "NVD:ocp-install-nfd")
+                 f"{bundle['channel']}, catalogue {source} in {source_ns}) with manual approval, starting at "
+                 f"{openshift.starting_csv(plan)}: approve that InstallPlan. manifests/cluster-policy.yaml is the "
+                 f"ClusterPolicy the chart would render from values.yaml; it applies once the CSV has installed its "
+                 f"CRD. OpenShift {bundle['openshiftVersions']}.", ocp["source"])
+            if openshift.nfd_operator_rendered(plan):
+                nfd_source, nfd_source_ns = openshift.nfd_catalog_source(plan)
+                note("NFD", f"manifests/platform.yaml installs Red Hat's Node Feature Discovery Operator (namespace "
+                     f"{ocp['nfd']['namespace']}, package {openshift.NFD_OPERATOR['package']}, channel "
+                     f"{openshift.NFD_OPERATOR['channel']}, catalogue {nfd_source} in {nfd_source_ns}, automatic "
+                     f"approval) and its NodeFeatureDiscovery {openshift.NFD_INSTANCE_NAME}, which applies once the "
+                     f"operator's CSV has installed its CRD; GPU nodes then carry {ocp['nfd']['presentLabel']}=true.",
+                     "NVD:ocp-install-nfd; Red Hat OCP 4.20 NFD Operator (CLI)")
+            else:
+                note("NFD", f"Install Red Hat's Node Feature Discovery Operator ({ocp['nfd']['namespace']}) first "
+                     "(the first acceptance step), or set spec.cluster.openshift.nfdOperator to have "
+                     f"manifests/platform.yaml install it; manifests/platform.yaml holds its NodeFeatureDiscovery "
+                     f"{openshift.NFD_INSTANCE_NAME}, and GPU nodes then carry {ocp['nfd']['presentLabel']}=true.",
+                     "NVD:ocp-install-nfd")
         else:
             note("Helm on OpenShift", "NVIDIA documents only the OLM route for OpenShift; the chart's "
                  "platform.openshift is set for this Helm install.", ocp["source"])
