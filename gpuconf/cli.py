@@ -444,15 +444,24 @@ def _write_draft(output: str | None, text: str, describe: str) -> None:
 @click.option("--driver-os", "driver_os", multiple=True, metavar="TAG",
               help="OS tag of the GPU nodes (ubuntu24.04, rhel9.6, ...): driver images are tagged <version>-<TAG>. "
                    "Repeat for several.")
-def images(intent: str, driver_os: tuple[str, ...]) -> None:
+@click.option("--pairs", is_flag=True,
+              help="Print `SOURCE DESTINATION` per line: where the mirror copies each image from, and what the "
+                   "cluster pulls.")
+@click.option("--oc-mirror", "oc_mirror", metavar="OPENSHIFT_VERSION",
+              help="Print oc-mirror's ImageSetConfiguration (v2) for an OpenShift cluster of this minor version "
+                   "(e.g. 4.20): the GPU Operator's bundle of the pinned chart, the NFD Operator, every image by tag.")
+def images(intent: str, driver_os: tuple[str, ...], pairs: bool, oc_mirror: str | None) -> None:
     """Print every image INTENT's output makes the cluster pull (repository:tag), sorted, one per line.
 
-    With spec.operator.registry set, all of them point at the mirror: fill it with a loop over the output.
-    Notes on what cannot be listed exactly (driver OS tags, OLM's catalogue) go to stderr.
+    With spec.operator.registry set, all of them point at the mirror; --pairs adds the source of each, for a copy
+    loop (`while read -r src dst; do skopeo copy docker://$src docker://$dst; done`). Notes on what cannot be
+    listed exactly (driver OS tags, OLM's catalogue) go to stderr.
     """
     from .pipeline import images as list_images
 
-    _finish(list_images(intent, tuple(driver_os)))
+    if pairs and oc_mirror is not None:
+        raise click.UsageError("give --pairs or --oc-mirror, not both")
+    _finish(list_images(intent, tuple(driver_os), pairs, oc_mirror))
 
 
 @main.command()

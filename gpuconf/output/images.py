@@ -11,7 +11,7 @@ appVersion, which is the released chart version (gpu-operator-facts §2).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 #: Operands of the ClusterPolicy that pull one image each when enabled: values key -> sub-block ("" for the block).
 OPERANDS = ("toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter", "gds",
@@ -25,10 +25,40 @@ SANDBOX_MANAGERS = ("vgpuManager", "vfioManager")
 
 @dataclass
 class ImageList:
-    """The references (sorted, unique) and what the list could not say exactly."""
+    """The references (sorted, unique), where each is copied from, and what the list could not say exactly."""
 
     references: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: destination (what the cluster pulls) -> source (where the mirror copies it from); equal without a mirror.
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def _repositories(values: Any) -> Iterator[str]:
+    """Every image repository a values tree names (the values of its `repository` keys)."""
+    if isinstance(values, dict):
+        for key, value in values.items():
+            if key == "repository" and isinstance(value, str) and value:
+                yield value
+            else:
+                yield from _repositories(value)
+    elif isinstance(values, list):
+        for value in values:
+            yield from _repositories(value)
+
+
+def image_sources(references: Iterable[str], registry: str | None, upstreams: Iterable[str]) -> dict[str, str]:
+    """Each reference's source: the upstream repository whose mirror (plan.mirror_repository) the reference starts
+    with, the longest such mirror first (MIRROR/k8s/x comes from nvcr.io/nvidia/k8s, not nvcr.io/nvidia/k8s/k8s); a
+    reference under no mirror (none is set, or an override points elsewhere) is its own source."""
+    from ..plan import mirror_repository
+
+    mirrors = sorted({(mirror_repository(u, registry), u) for u in upstreams if registry},
+                     key=lambda pair: (-len(pair[0]), pair))
+    out = {}
+    for ref in references:
+        out[ref] = next((upstream + ref[len(mirror):] for mirror, upstream in mirrors
+                         if ref.startswith(mirror) and ref[len(mirror):len(mirror) + 1] in ("/", ":", "@")), ref)
+    return out
 
 
 def reference(repository: str, image: str, version: str) -> str:
@@ -57,7 +87,8 @@ def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os:
 
     if openshift.olm(plan):
         out.notes.append("the operator itself comes from OLM's catalogue (its CSV's related images): mirror the "
-                         "certified-operators catalogue with oc-mirror")
+                         "GPU Operator's catalogue with oc-mirror (`gpuconf images --oc-mirror OPENSHIFT_VERSION` "
+                         "writes its ImageSetConfiguration)")
     else:
         add(_block(merged, "operator"), app_version)
     add(_block(merged, "validator"), app_version)
@@ -115,4 +146,37 @@ def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os:
                 for container in doc["spec"]["template"]["spec"]["containers"]:
                     refs.add(container["image"])
     out.references = sorted(refs)
+    from ..render.values import NFD_IMAGE_REPOSITORY
+
+    upstreams = {*_repositories(plan.chart.defaults), NFD_IMAGE_REPOSITORY}
+    out.sources = image_sources(out.references, plan.intent.spec.operator.registry, upstreams)
     return out
+
+
+def image_set_configuration(plan: Any, found: ImageList, openshift_version: str) -> dict:
+    """oc-mirror's ImageSetConfiguration (mirror.openshift.io/v2alpha1) for an OpenShift cluster: the certified GPU
+    Operator's bundle of the pinned chart and Red Hat's NFD Operator from their catalogues (tagged with the
+    OpenShift minor), and every image gpuconf's output pulls by tag, from its source.
+
+    Field names: openshift/oc-mirror @ 855b64a3, internal/pkg/api/v2alpha1/type_config.go and
+    type_config_include.go (mirror.operators[].catalog and .packages[].name/.channels[].name/minVersion/maxVersion,
+    mirror.additionalImages[].name). Catalogue images: NVIDIA's openshift/mirror-gpu-ocp-disconnected.rst @ 52dcb7b8.
+    """
+    from .. import platforms
+    from ..render import openshift
+
+    bundle = platforms.olm_bundle(plan.chart_version)
+    version = openshift.bundle_version(plan)
+    operators = [
+        {"catalog": f"{openshift.CERTIFIED_CATALOG_IMAGE}:v{openshift_version}",
+         "packages": [{"name": bundle["package"],
+                       "channels": [{"name": bundle["channel"], "minVersion": version, "maxVersion": version}]}]},
+    ]
+    nfd = openshift.NFD_OPERATOR  # rendered by gpuconf or installed by hand, the NodeFeatureDiscovery needs it
+    operators.append({"catalog": f"{nfd['catalogImage']}:v{openshift_version}",
+                      "packages": [{"name": nfd["package"], "channels": [{"name": nfd["channel"]}]}]})
+    mirror: dict = {"operators": operators}
+    sources = sorted({found.sources.get(ref, ref) for ref in found.references})
+    if sources:
+        mirror["additionalImages"] = [{"name": ref} for ref in sources]
+    return {"kind": "ImageSetConfiguration", "apiVersion": "mirror.openshift.io/v2alpha1", "mirror": mirror}

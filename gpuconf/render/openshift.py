@@ -51,6 +51,12 @@ def starting_csv(plan: P.Plan) -> str:
     return f"{bundle['package']}.{plan.chart_version}"
 
 
+def bundle_version(plan: P.Plan) -> str:
+    """The bundle's version, the CSV's spec.version: the chart version without its `v` (26.7.0 at v26.7.0, same file
+    as starting_csv)."""
+    return plan.chart_version.removeprefix("v")
+
+
 def catalog_source(plan: P.Plan) -> tuple[str, str]:
     """The name and namespace of the CatalogSource the GPU Operator's Subscription installs from."""
     bundle = platforms.olm_bundle(plan.chart_version)
