@@ -282,6 +282,9 @@ def _notes(nodes) -> None:
 
 _NODES_HELP = "A NodeList: the output of `kubectl get nodes -o json` (`-` reads standard input)."
 _KUBECONFIG_HELP = "Read the nodes from a live cluster instead (read-only: lists nodes, nothing else)."
+_IMPORT_KUBECONFIG_HELP = ("Read the nodes from a live cluster, and the installation: the gpu-operator Helm release's "
+                           "values (its release Secret), else the ClusterPolicy; the NVIDIADrivers; the device-plugin "
+                           "ConfigMap they name (read-only: GET requests only).")
 _TIMEOUT_HELP = ("With --kubeconfig: seconds the whole node list (every page) may take, from connecting to its last "
                  "byte (a stalled or dripping API server fails with exit 2).")
 _request_timeout = click.option("--request-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
@@ -331,7 +334,7 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: 
 @main.command("import")
 @click.option("--nodes", "nodes_file", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help=_NODES_HELP)
-@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_KUBECONFIG_HELP)
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_IMPORT_KUBECONFIG_HELP)
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
 @_request_timeout
 @click.option("--values", "-f", "values", multiple=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True),
@@ -363,19 +366,35 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
     for path, what in ((output, "gpuconf import never overwrites a file"),):
         if path and Path(path).exists():
             raise click.UsageError(f"{path} exists; {what}")
-    if not adopting:
+    if not adopting and kubeconfig is None:
         for flag, given in (("--chart-version", chart_version), ("--gpu", gpu), ("--report", report)):
             if given is not None:
-                raise click.UsageError(f"{flag} goes with --values, --set or --configmap")
+                raise click.UsageError(f"{flag} goes with --values, --set, --configmap or --kubeconfig")
     if gpu is not None and (nodes_file or kubeconfig):
         raise click.UsageError("--gpu is for a draft without nodes: with --nodes the pools' GPUs come from them")
     draft = None
     if nodes_file is not None or kubeconfig is not None or not adopting:
-        draft = _draft_from_nodes(nodes_file, kubeconfig, context, timeout, name)
+        # With --nodes too, the nodes come from the file and only the installation from the cluster.
+        draft = _draft_from_nodes(nodes_file, None if nodes_file else kubeconfig, None if nodes_file else context,
+                                  timeout, name)
+    from .adopt.sources import InputError
+
+    cluster = None
+    if kubeconfig is not None:
+        from .adopt.cluster import read_cluster_config
+
+        try:
+            cluster = read_cluster_config(kubeconfig, context, timeout)
+        except InputError as exc:
+            click.echo(f"gpuconf: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        adopting = adopting or bool(cluster.values)
+        if not adopting:
+            for note in cluster.notes:
+                click.echo(f"gpuconf: note: {note}", err=True)
     if not adopting:
         _write_draft(output, draft.text, draft.describe())
         sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in draft.findings) else EXIT_OK)
-    from .adopt.sources import InputError
     from .pipeline import UsageProblem, import_values
 
     nodes_chart = None
@@ -385,7 +404,7 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
         nodes_chart = yaml.safe_load(draft.text)["spec"]["operator"]["chartVersion"]
     try:
         adopted = import_values(values, sets, configmaps, chart_version, name, draft.text if draft else None, gpu,
-                                nodes_chart)
+                                nodes_chart, cluster)
     except InputError as exc:
         click.echo(f"gpuconf: {exc}", err=True)
         sys.exit(EXIT_USAGE)

@@ -332,25 +332,34 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool = False, oc_mirr
 
 def import_values(values: tuple[str, ...], sets: tuple[str, ...], configmaps: tuple[str, ...],
                   chart_version: str | None, name: str, nodes_text: str | None = None, gpu: str | None = None,
-                  nodes_chart: str | None = None):
+                  nodes_chart: str | None = None, cluster=None):
     """`gpuconf import --values/--set/--configmap`: the Adopted draft (raises adopt.sources.InputError for an input
     that is not what its option says, UsageProblem for an unknown chart version or GPU)."""
     from . import catalog
     from .adopt import sources as S
     from .adopt.draft import Adopter
 
-    version = chart_version or nodes_chart or catalog.chart_versions()[-1]
+    release_chart = cluster.chart_version if cluster is not None else None
+    if chart_version is None and release_chart is not None and catalog.chart(release_chart) is None:
+        raise UsageProblem(f"the cluster's release runs GPU Operator chart {release_chart}, which gpuconf has no "
+                           f"facts for: pick the target with --chart-version ({', '.join(catalog.chart_versions())})")
+    version = chart_version or release_chart or nodes_chart or catalog.chart_versions()[-1]
     if catalog.chart(version) is None:
         raise UsageProblem(f"gpuconf has no facts for GPU Operator chart {version!r} "
                            f"(known: {', '.join(catalog.chart_versions())}); --chart-version picks the target")
     if gpu is not None and catalog.gpu_model(gpu) is None:
         raise UsageProblem(f"--gpu {gpu!r} is not in gpuconf's catalogue (`gpuconf catalog` lists the models)")
-    inputs = [S.read_values_file(path) for path in values]
+    inputs = list(cluster.values) if cluster is not None else []
+    inputs += [S.read_values_file(path) for path in values]
     for argument in sets:
         S.read_set(argument)  # refused here, before anything is merged, with the argument named
         inputs.append(S.ValuesInput(f"--set {argument}", {}))
-    maps = [cm for path in configmaps for cm in S.read_configmaps(path)]
-    return Adopter(inputs, maps, version, name, nodes_text, gpu).run()
+    maps = (list(cluster.configmaps) if cluster is not None else []) + \
+        [cm for path in configmaps for cm in S.read_configmaps(path)]
+    adopted = Adopter(inputs, maps, version, name, nodes_text, gpu).run()
+    if cluster is not None:
+        adopted.notes[:0] = cluster.notes
+    return adopted
 
 
 def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str, ...], fmt: str) -> Outcome:

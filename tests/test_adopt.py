@@ -289,3 +289,93 @@ def test_the_migration_guides_two_commands_pass(run, tmp_path, monkeypatch):
                 if r["outcome"] in ("changed", "dropped")}
     for line in compared.stdout.splitlines()[:-1]:
         assert any(line.startswith(p + ":") or line.startswith(p + "[") for p in reported), line
+
+
+# --- a live cluster: the Helm release Secret, the ClusterPolicy, NVIDIADrivers, the named ConfigMap --------------
+
+
+def _release_secret(values: dict, revision: int = 2, chart: str = "gpu-operator", version: str = "v26.3.3") -> dict:
+    """A release Secret as the API returns it: Helm's base64(gzip(JSON)), base64-encoded again as Secret data."""
+    import base64
+    import gzip
+
+    release = {"name": "gpu-operator", "namespace": "gpu-operator", "version": revision, "config": values,
+               "chart": {"metadata": {"name": chart, "version": version}}, "info": {"status": "deployed"}}
+    helm = base64.b64encode(gzip.compress(json.dumps(release).encode())).decode()
+    return {"metadata": {"name": f"sh.helm.release.v1.gpu-operator.v{revision}", "namespace": "gpu-operator",
+                         "labels": {"owner": "helm", "name": "gpu-operator", "status": "deployed",
+                                    "version": str(revision)}},
+            "type": "helm.sh/release.v1", "data": {"release": base64.b64encode(helm.encode()).decode()}}
+
+
+def _cluster(tmp_path, objects: dict):
+    from test_audit import FakeApiServer, _clean, _kubeconfig
+
+    api = FakeApiServer(_clean("single-pool"), objects=objects)
+    return api, lambda: _kubeconfig(tmp_path, api.port)
+
+
+def test_import_from_a_live_cluster_reads_the_release_values_and_their_configmap(run, tmp_path):
+    values = yaml.safe_load((FIXTURES / "timeslicing-default" / "values.yaml").read_text())
+    configmap = yaml.safe_load((FIXTURES / "timeslicing-default" / "configmap.yaml").read_text())
+    objects = {
+        "/api/v1/secrets": {"kind": "SecretList", "apiVersion": "v1", "metadata": {},
+                            "items": [_release_secret(values, 1), _release_secret(values, 2),
+                                      _release_secret({"x": 1}, 1, chart="cert-manager")]},
+        "/api/v1/namespaces/gpu-operator/configmaps/time-slicing-config": configmap,
+        "/apis/nvidia.com/v1alpha1/nvidiadrivers": {"items": [
+            {"metadata": {"name": "l40s"}, "spec": {"version": "580.95.05", "nodeSelector": {"pool": "l40s"}}}]},
+    }
+    api, kubeconfig = _cluster(tmp_path, objects)
+    with api:
+        report = tmp_path / "report.json"
+        result = run("import", "--kubeconfig", kubeconfig(), "--report", str(report))
+    assert result.exit_code == 0, result.stderr
+    assert {m for m, _, _ in api.requests} == {"GET"}
+    paths = {p for _, p, _ in api.requests}
+    assert {"/api/v1/nodes", "/api/v1/secrets", "/apis/nvidia.com/v1/clusterpolicies",
+            "/apis/nvidia.com/v1alpha1/nvidiadrivers",
+            "/api/v1/namespaces/gpu-operator/configmaps/time-slicing-config"} == paths
+    data = json.loads(report.read_text())
+    assert data["chartVersion"] == "v26.3.3"  # the release's chart
+    source = "Secret gpu-operator/sh.helm.release.v1.gpu-operator.v2 (release gpu-operator revision 2)"
+    rows = {r["path"]: r for r in data["settings"]}
+    assert rows["daemonsets.tolerations"]["why"] == f"carried over from {source}"
+    assert rows["compatWithCPUManager"]["outcome"] == "dropped"
+    assert "NVIDIADriver/l40s: driver 580.95.05 for nodeSelector {\"pool\": \"l40s\"}" in data["notes"][1]
+    assert data["notes"][0] == "ClusterPolicies (nvidia.com/v1): not read (404 Not Found)"
+    # The nodes drafted the pools; the release's values the rest.
+    intent = yaml.safe_load(result.stdout)
+    assert intent["spec"]["pools"][0]["gpu"] == "L40S"
+    assert [o["path"] for o in intent["spec"]["overrides"]] == [
+        "driver.version", "daemonsets.tolerations", "node-feature-discovery.worker.nodeSelector"]
+
+
+def test_import_from_a_cluster_without_a_release_reads_the_cluster_policy(run, tmp_path):
+    policy = {"metadata": {"name": "cluster-policy"},
+              "spec": {"driver": {"enabled": False}, "mig": {"strategy": "single"},
+                       "toolkit": {"env": [{"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"},
+                                           {"name": "CONTAINERD_CONFIG",
+                                            "value": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"}]}}}
+    objects = {"/api/v1/secrets": {"items": []}, "/apis/nvidia.com/v1/clusterpolicies": {"items": [policy]}}
+    api, kubeconfig = _cluster(tmp_path, objects)
+    with api:
+        report = tmp_path / "report.json"
+        result = run("import", "--kubeconfig", kubeconfig(), "--report", str(report), "--chart-version", "v26.7.0")
+    assert result.exit_code == 0, result.stderr
+    rows = {r["path"]: r for r in json.loads(report.read_text())["settings"]}
+    assert rows["driver.enabled"]["outcome"] == "mapped" and rows["driver.enabled"]["source"] == \
+        "ClusterPolicy/cluster-policy"
+    assert rows["toolkit.env"]["to"] == "spec.cluster.distribution"
+    assert yaml.safe_load(result.stdout)["spec"]["cluster"]["distribution"] == "k3s"
+
+
+@pytest.mark.parametrize("secret, why", [
+    ({"type": "helm.sh/release.v1", "data": {"release": "Ym05MElHcHpiMjQ9"}}, "its release is not JSON"),
+    ({"type": "helm.sh/release.v1", "data": {"release": "!!"}}, "not base64 text of Helm's encoding"),
+])
+def test_a_release_secret_that_does_not_decode_is_said_and_skipped(secret, why):
+    from gpuconf.adopt.cluster import release_values
+
+    with pytest.raises(ValueError, match=why):
+        release_values(secret)

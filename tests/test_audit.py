@@ -553,8 +553,9 @@ class FakeApiServer:
     TOKEN = "test-token"
 
     def __init__(self, nodes: list[dict], forbidden: bool = False, drip: str | None = None, interval: float = 0.2,
-                 tls: tuple[str, str] | None = None, page_delay: float = 0.0) -> None:
+                 tls: tuple[str, str] | None = None, page_delay: float = 0.0, objects: dict | None = None) -> None:
         self.nodes = nodes
+        self.objects = objects or {}  # other paths the fake answers (GET), path -> body
         self.forbidden = forbidden
         self.requests: list[tuple[str, str, dict]] = []
         server = self
@@ -595,6 +596,8 @@ class FakeApiServer:
                 server.requests.append(("GET", url.path, query))
                 if self.headers.get("Authorization") != f"Bearer {server.TOKEN}":
                     return self._status(401, "Unauthorized", "Unauthorized")
+                if url.path in server.objects:
+                    return self._send(200, server.objects[url.path])
                 if url.path != "/api/v1/nodes":
                     return self._status(404, "NotFound", "the server could not find the requested resource")
                 if server.forbidden:
@@ -675,7 +678,9 @@ def test_live_cluster_is_listed_page_by_page(run, tmp_path, monkeypatch):
         api.requests.clear()
         imported = run("import", "--kubeconfig", config, "--context", "fake")
         assert imported.exit_code == 0 and "name: train-h100" in imported.stdout
-        assert all(method == "GET" and path == "/api/v1/nodes" for method, path, _ in api.requests)
+        # Read-only: GET requests alone (import also asks for the installation: a release, a ClusterPolicy).
+        assert all(method == "GET" for method, path, _ in api.requests)
+        assert [p for _, p, _ in api.requests if p == "/api/v1/nodes"] == ["/api/v1/nodes"] * 5
 
 
 def test_live_cluster_drift_is_found(run, tmp_path):

@@ -35,10 +35,11 @@ class ValuesInput:
     tree: dict
     lines: dict[Path, int] = field(default_factory=dict)
     raw: dict[Path, str] = field(default_factory=dict)  # the text of each plain scalar as written
+    positions: bool = True  # False for what has no lines (a release Secret, a ClusterPolicy)
 
     def where(self, path: Path) -> str:
         """FILE:LINE of a path (its nearest written ancestor), or the --set argument."""
-        if self.name.startswith("--set"):
+        if self.name.startswith("--set") or not self.positions:
             return self.name
         for end in range(len(path), -1, -1):
             line = self.lines.get(tuple(path[:end]))

@@ -379,24 +379,13 @@ class ClusterNodes:
 
         try:
             import urllib3
-            import yaml
-            from kubernetes import client, config
+            from kubernetes import client
             from kubernetes.client.exceptions import ApiException
-            from kubernetes.config.config_exception import ConfigException
         except ImportError:  # pragma: no cover - a declared dependency
             raise NodeSourceError("the kubernetes Python client is not installed (pip install kubernetes)") from None
 
         kubeconfig, context, timeout = self.kubeconfig, self.context, self.timeout
-        configuration = client.Configuration()
-        try:
-            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
-                                    persist_config=False)
-        except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError, IndexError,
-                yaml.YAMLError) as exc:
-            where = f" (context {context!r})" if context else ""
-            raise NodeSourceError(f"{kubeconfig}{where}: cannot use this kubeconfig: {_one_line(str(exc))}") from None
-        # One retry on connection errors, no retries on reads: an unreachable cluster fails in seconds, not minutes.
-        configuration.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, backoff_factor=0.2, redirect=0)
+        configuration = client_configuration(kubeconfig, context)
         host = self._host = configuration.host
         api = client.ApiClient(configuration)
         core = client.CoreV1Api(api)
@@ -442,6 +431,26 @@ class ClusterNodes:
                     return
         finally:
             api.close()
+
+
+def client_configuration(kubeconfig: str, context: str | None) -> Any:
+    """The Kubernetes client's configuration from a kubeconfig (raises NodeSourceError when it cannot be used): one
+    retry on connection errors, none on reads, so an unreachable cluster fails in seconds, not minutes."""
+    import urllib3
+    import yaml
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    configuration = client.Configuration()
+    try:
+        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
+                                persist_config=False)
+    except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError, IndexError,
+            yaml.YAMLError) as exc:
+        where = f" (context {context!r})" if context else ""
+        raise NodeSourceError(f"{kubeconfig}{where}: cannot use this kubeconfig: {_one_line(str(exc))}") from None
+    configuration.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, backoff_factor=0.2, redirect=0)
+    return configuration
 
 
 def read_cluster_nodes(kubeconfig: str, context: str | None = None, page_size: int | None = None,
