@@ -379,3 +379,19 @@ def test_a_release_secret_that_does_not_decode_is_said_and_skipped(secret, why):
 
     with pytest.raises(ValueError, match=why):
         release_values(secret)
+
+
+def test_what_the_intent_field_refuses_is_carried_and_what_the_chart_refuses_is_not(run, tmp_path):
+    path = tmp_path / "values.yaml"
+    path.write_text("driver:\n  upgradePolicy:\n    maxUnavailable: 101%\n    maxParallelUpgrades: -1\n")
+    report = tmp_path / "report.json"
+    result = run("import", "--values", str(path), "--report", str(report))
+    assert result.exit_code == 0, result.stderr
+    rows = {r["path"]: r for r in json.loads(report.read_text())["settings"]}
+    assert rows["driver.upgradePolicy.maxUnavailable"]["outcome"] == "override"
+    assert rows["driver.upgradePolicy.maxUnavailable"]["why"] == (
+        f"carried over from {path}:3 (GC207: the intent field spec.driver.upgrade.maxUnavailable refuses it)")
+    assert rows["driver.upgradePolicy.maxParallelUpgrades"] == {
+        "path": "driver.upgradePolicy.maxParallelUpgrades", "outcome": "changed", "to": None, "source": f"{path}:4",
+        "value": -1, "why": "not carried: GC343 -1 is less than the minimum of 0 (chart value "
+                            "driver.upgradePolicy.maxParallelUpgrades)"}

@@ -13,7 +13,8 @@ from . import mapping as M
 from . import sources as S
 from .mapping import Setting
 
-DRIVER_VERSION = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?")
+#: A driver version the intent takes (GC316: a driver image tag, <major>.<minor>.<revision>); others are carried.
+DRIVER_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
@@ -370,6 +371,8 @@ class Adopter:
             text = self._text()
             result, plan, problems = _check(text, self.version)
             culprits = self._culprits(result, problems)
+            if not culprits and self._unmapped(result):
+                continue
             if not culprits:
                 break
             for where, why in culprits:
@@ -386,6 +389,36 @@ class Adopter:
             self.notes.append("the draft does not validate (a gpuconf bug: please report it with the values): "
                               + "; ".join(f.text() for f in result.findings if f.severity == "error")[:400])
         return text, list(result.findings)
+
+    def _unmapped(self, result) -> bool:
+        """Carry as overrides the mapped settings whose intent field the draft's validation refuses (a rule newer
+        than this mapping); True when one was."""
+        done = False
+        for f in result.findings:
+            if f.severity != "error":
+                continue
+            for s in self.settings:
+                if s.outcome == "mapped" and s.to and f.path and (s.to == f.path or s.to.startswith(f.path + ".")
+                                                                  or f.path.startswith(s.to + ".")):
+                    field_path = s.to
+                    self._unmap(field_path)
+                    self._override(s)
+                    s.why += f" ({f.code}: the intent field {field_path} refuses it)"
+                    done = True
+        return done
+
+    def _unmap(self, to: str) -> None:
+        """Remove a mapped value from the draft's pieces."""
+        parts = re.findall(r"[^.\[\]]+", to)[1:]
+        pieces = {"driver": self.driver, "cluster": self.cluster, "monitoring": self.monitoring}
+        node = self.upgrade if parts[:2] == ["driver", "upgrade"] else pieces.get(parts[0])
+        keys = parts[2:] if parts[:2] == ["driver", "upgrade"] else parts[1:]
+        for key in keys[:-1]:
+            node = node.get(key, {}) if isinstance(node, dict) else {}
+        if isinstance(node, dict) and keys:
+            node.pop(keys[-1], None)
+        if parts[0] == "monitoring" and not self.monitoring.get("prometheusSelector", True):
+            self.monitoring.pop("prometheusSelector")
 
     def _culprits(self, result, problems: list[tuple[tuple, str]]) -> list[tuple[tuple, str]]:
         """The overrides that make the draft invalid or its values fail the chart's schema, with the reason."""
