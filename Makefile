@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 REFERENCE := examples/heterogeneous.yaml
 
-.PHONY: demo test bench schema golden reference clean
+.PHONY: demo test bench schema golden reference mutation clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,9 +27,16 @@ schema: $(STAMP)  ## regenerate schemas/cluster-intent.schema.json
 golden: $(STAMP)  ## regenerate tests/cases/*/expected-errors.txt and tests/golden/ (review the diff!)
 	@GPUCONF_REGEN=1 $(BIN)/python -m pytest -q tests/test_cases.py tests/test_render.py tests/test_fleet.py -k "test_case or test_golden_tree"
 
+$(VENV)/.mutation-stamp: $(STAMP)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,mutation]'
+	@touch $@
+
+mutation: $(VENV)/.mutation-stamp  ## sampled mutation run of the core modules (minutes; not part of `make test`)
+	@$(BIN)/python tools/mutation.py $(MUTATION_ARGS)
+
 reference: $(STAMP)  ## re-derive profiles/, schemas/ and fixtures from ../shared/reference (maintainers only)
 	@$(BIN)/python tools/derive_reference.py
 	@$(BIN)/python tools/derive_schemas.py
 
 clean:
-	rm -rf $(VENV) out build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) out build *.egg-info .pytest_cache .hypothesis .mutation

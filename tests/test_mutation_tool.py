@@ -1,0 +1,104 @@
+"""tools/mutation.py (`make mutation`): which tests a mutant runs against, how the score is counted, and that the list
+of equivalent mutants names lines the core modules still have."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def tool():
+    spec = importlib.util.spec_from_file_location("gpuconf_mutation_tool", ROOT / "tools" / "mutation.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+SOURCE = textwrap.dedent('''\
+    import functools
+
+    LIMIT = 10
+
+
+    def plain(x):
+        return x > LIMIT
+
+
+    @functools.cache
+    def table():
+        return {"a": 1}
+
+
+    class Box:
+        size = 3
+
+        def grow(self):
+            return self.size + 1
+    ''')
+
+
+def test_lines_that_run_once_per_process(tool):
+    once = tool.once_lines(SOURCE)
+    assert {1, 3, 6, 10, 11, 12, 15, 16, 18} <= once  # imports, constants, def lines, the memoized body, class body
+    assert 7 not in once and 19 not in once  # bodies that run on each call
+
+
+def test_what_uses_a_top_level_statement(tool):
+    assert tool.users(SOURCE, 3, 3) == {3, 7}  # LIMIT is read in plain()
+    assert tool.users(SOURCE, 10, 10) == {10, 11, 12}  # the decorator: the function it wraps
+    assert 19 in tool.users(SOURCE, 16, 16)
+
+
+def test_tests_for_a_line(tool):
+    lines = {7: {"tests/a.py::t1|call", "tests/b.py::t3|setup"}, 12: {"tests/a.py::t2|call"},
+             3: {""}, 19: set()}
+    files = {"tests/a.py::t1": "tests/a.py", "tests/a.py::t2": "tests/a.py", "tests/b.py::t3": "tests/b.py",
+             "tests/b.py::t4": "tests/b.py"}
+    durations = {"tests/a.py::t1": 2.0, "tests/a.py::t2": 0.5, "tests/b.py::t3": 1.0, "tests/b.py::t4": 0.1}
+    once = tool.once_lines(SOURCE)
+    # A line run per call: the tests that ran it, and every test of a file whose fixture setup ran it; fastest first.
+    assert tool._tests_for(lines, 7, 7, files, once, durations, SOURCE) == [
+        "tests/b.py::t4", "tests/b.py::t3", "tests/a.py::t1"]
+    # A constant: every test of the module, those that read it first.
+    assert tool._tests_for(lines, 3, 3, files, once, durations, SOURCE) == [
+        "tests/b.py::t4", "tests/b.py::t3", "tests/a.py::t1", "tests/a.py::t2"]
+    assert tool._tests_for(lines, 19, 19, files, once, durations, SOURCE) == []  # no test runs it
+
+
+def test_the_score_leaves_out_equivalent_mutants(tool):
+    def mutant(outcome, module="gpuconf/plan.py"):
+        return tool.Mutant(module, "core/NumberReplacer", 0, 1, "x = 1", "x = 2", outcome=outcome)
+
+    results = [mutant("killed"), mutant("timeout"), mutant("survived"), mutant("equivalent"), mutant("not-run"),
+               mutant("killed", "gpuconf/render/kueue.py")]
+    text, score = tool.summary(results)
+    assert score == pytest.approx(100 * 3 / 5)
+    rows = text.splitlines()
+    assert rows[1].split() == ["gpuconf/plan.py", "5", "2", "2", "1", "50.0", "%"]
+    assert rows[2].split() == ["gpuconf/render/kueue.py", "1", "1", "0", "0", "100.0", "%"]
+    assert "SURVIVED (not run by any test): gpuconf/plan.py:1 core/NumberReplacer" in text
+
+
+def test_every_equivalent_mutant_names_a_line_its_module_still_has(tool):
+    entries = json.loads(tool.EQUIVALENTS.read_text(encoding="utf-8"))
+    for entry in entries:
+        assert sorted(entry) == ["line", "module", "mutated", "operator", "reason"], entry
+        assert entry["module"] in tool.MODULES and entry["reason"].strip()
+        text = " ".join((ROOT / entry["module"]).read_text(encoding="utf-8").split())
+        assert entry["line"] in text, f"stale entry in tools/mutation-equivalents.json: {entry['line']}"
+        assert entry["line"] != entry["mutated"]
+
+
+def test_the_test_subsets_exist(tool):
+    for module, tests in tool.MODULES.items():
+        assert (ROOT / module).is_file()
+        assert all((ROOT / t).is_file() for t in tests), tests
