@@ -5,11 +5,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 REFERENCE := examples/heterogeneous.yaml
 
-.PHONY: demo test bench schema golden reference mutation clean
+.PHONY: demo test bench schema golden reference mutation docs docs-serve docs-gen clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,docs]'
 	@touch $(STAMP)
 
 demo: $(STAMP)  ## render the bundled reference example into ./out and print the summary
@@ -34,9 +34,18 @@ $(VENV)/.mutation-stamp: $(STAMP)
 mutation: $(VENV)/.mutation-stamp  ## sampled mutation run of the core modules (minutes; not part of `make test`)
 	@$(BIN)/python tools/mutation.py $(MUTATION_ARGS)
 
+docs-gen: $(STAMP)  ## regenerate the generated pages of docs/ (reference, command outputs) from the code
+	@$(BIN)/python tools/docs_gen.py
+
+docs: $(STAMP)  ## build the documentation site into ./site (strict: a broken link or a missing page fails)
+	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: $(STAMP)  ## serve the documentation at http://127.0.0.1:8000 and rebuild on change
+	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
 reference: $(STAMP)  ## re-derive profiles/, schemas/ and fixtures from ../shared/reference (maintainers only)
 	@$(BIN)/python tools/derive_reference.py
 	@$(BIN)/python tools/derive_schemas.py
 
 clean:
-	rm -rf $(VENV) out build *.egg-info .pytest_cache .hypothesis .mutation
+	rm -rf $(VENV) out build site *.egg-info .pytest_cache .hypothesis .mutation

@@ -13,6 +13,17 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+#: What each exit code means (the docs' command reference is generated from this).
+EXIT_MEANINGS = (
+    (EXIT_OK, "ok; warnings alone do not fail, unless `--warnings-as-errors`"),
+    (EXIT_FINDINGS, "findings: at least one error in some file; or stale output (`render --check`); or drift (`audit`)"),
+    (EXIT_USAGE, "usage or environment error, one line on stderr naming the path or setting and the cause: a missing "
+                 "file, an unknown flag or command; an output folder or file that cannot be written or read; a cluster "
+                 "folder that holds files gpuconf did not write (`render`); for `audit` and `import`, nodes that cannot "
+                 "be read (not a NodeList, a kubeconfig that does not parse, a cluster unreachable or too slow, no "
+                 "permission to list nodes)"),
+    (EXIT_INTERNAL, "internal error: a bug in gpuconf (the message says so; never caused by the input or the environment)"),
+)
 
 
 class _Group(click.Group):

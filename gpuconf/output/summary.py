@@ -87,15 +87,19 @@ def unknown_model(gpu_id: str) -> str:
 
 def rules_text() -> str:
     """Every stable finding code with its title."""
+    return "".join(f"{code}  {title}\n" for code, title in rule_rows())
+
+
+def rule_rows() -> list[tuple[str, str]]:
+    """(code, title) of every stable finding code, in `gpuconf rules` order (the docs' reference reads it too)."""
     from ..cluster.audit import TITLES as audit_titles
     from ..intent.fleet import TITLES as fleet_titles
     from ..intent.loader import TITLES as loader_titles
     from ..intent.rules import rule_codes
     from ..intent.typecheck import TITLES as type_titles
 
-    rows = sorted([*loader_titles.items(), *type_titles.items(), *rule_codes(), *fleet_titles.items()]) + \
+    return sorted([*loader_titles.items(), *type_titles.items(), *rule_codes(), *fleet_titles.items()]) + \
         sorted(audit_titles.items())
-    return "".join(f"{code}  {title}\n" for code, title in rows)
 
 
 def render_summary(tree, target: str) -> str:
