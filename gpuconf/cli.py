@@ -229,9 +229,15 @@ def schema(output: str | None) -> None:
 
 
 @main.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the starter intent here (refuses to overwrite).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the starter intent here, and the JSON Schema its first line names next to it when that "
+                   "file does not exist yet (refuses to overwrite the intent).")
 def init(output: str | None) -> None:
-    """Print a commented starter intent to edit."""
+    """Print a commented starter intent to edit.
+
+    Its first line points editors (the YAML language server) at cluster-intent.schema.json in the intent's folder:
+    `init -o FILE` writes that schema there, `gpuconf schema -o cluster-intent.schema.json` refreshes it.
+    """
     from .intent.starter import STARTER
 
     if output:
@@ -242,9 +248,25 @@ def init(output: str | None) -> None:
         from .output.writer import write_text_new
 
         _written(write_text_new, output, STARTER)
-        click.echo(f"wrote {output}; edit it, then run: gpuconf validate {output}", err=True)
+        click.echo(f"wrote {output}{_schema_beside(output)}; edit it, then run: gpuconf validate {output}", err=True)
     else:
         click.echo(STARTER, nl=False)
+
+
+def _schema_beside(intent: str) -> str:
+    """Write the intent schema that an intent's first line names into the intent's folder, unless a file of that name
+    is there already; what to add to the message (nothing when it was there)."""
+    from pathlib import Path
+
+    from .intent.schema import schema_text
+    from .intent.starter import SCHEMA_FILE
+    from .output.writer import write_text_new
+
+    schema = Path(intent).parent / SCHEMA_FILE
+    if schema.exists() or schema.is_symlink():
+        return ""
+    _written(write_text_new, str(schema), schema_text())
+    return f" and {schema} (the schema editors read)"
 
 
 @main.command()
@@ -360,7 +382,9 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: 
 @click.option("--report", "report", type=click.Path(dir_okay=False),
               help="Write what became of every values path as JSON (mapped, override, default, dropped, changed).")
 @click.option("--name", default="imported", show_default=True, help="metadata.name of the draft intent.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the draft here (refuses to overwrite).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the draft here (refuses to overwrite), and the JSON Schema its first line names next to it "
+                   "when that file does not exist yet.")
 def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float,
             values: tuple[str, ...], sets: tuple[str, ...], configmaps: tuple[str, ...], chart_version: str | None,
             gpu: str | None, report: str | None, name: str, output: str | None) -> None:
@@ -463,7 +487,8 @@ def _write_draft(output: str | None, text: str, describe: str) -> None:
         from .output.writer import write_text_new
 
         _written(write_text_new, output, text)
-        click.echo(f"wrote {output}: {describe}; review it, then run: gpuconf validate {output}", err=True)
+        click.echo(f"wrote {output}{_schema_beside(output)}: {describe}; review it, then run: "
+                   f"gpuconf validate {output}", err=True)
     else:
         click.echo(text, nl=False)
         click.echo(describe, err=True)

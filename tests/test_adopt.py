@@ -112,8 +112,9 @@ def _golden(path: Path, text: str) -> None:
 def test_import_shape_matches_its_golden_report_and_draft(run, shape, tmp_path, monkeypatch):
     result, draft, report = _import(run, shape, tmp_path, monkeypatch)
     assert result.exit_code == 0, result.stderr
-    assert result.stderr.splitlines()[-1] == f"wrote {draft}: the draft validates; review it, then run: gpuconf " \
-                                             f"validate {draft}"
+    beside = draft.parent / "cluster-intent.schema.json"  # the schema the draft's first line names, for editors
+    assert result.stderr.splitlines()[-1] == f"wrote {draft} and {beside} (the schema editors read): the draft " \
+                                             f"validates; review it, then run: gpuconf validate {draft}"
     data = json.loads(report.read_text())
     assert {row["outcome"] for row in data["settings"]} <= set(M.OUTCOMES)
     assert data["draftValid"] is True

@@ -71,6 +71,29 @@ def test_init_refuses_to_overwrite(run, tmp_path):
     assert run("init", "-o", str(target)).exit_code == 2
 
 
+def test_init_writes_the_schema_its_first_line_names(run, tmp_path):
+    """Editors find the schema offline: the starter names a file beside it, and `init -o` writes that file."""
+    import jsonschema
+    from ruamel.yaml import YAML
+
+    target = tmp_path / "clusters" / "prod.yaml"
+    result = run("init", "-o", str(target))
+    assert result.exit_code == 0
+    first = target.read_text(encoding="utf-8").splitlines()[0]
+    assert first == "# yaml-language-server: $schema=cluster-intent.schema.json"
+    schema_file = target.parent / "cluster-intent.schema.json"
+    assert schema_file.read_text(encoding="utf-8") == run("schema").stdout
+    assert f"and {schema_file}" in result.stderr
+    schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    data = YAML(typ="safe").load(target.read_text(encoding="utf-8"))
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(data)) == []
+    # a second intent in the folder keeps the schema that is there (`gpuconf schema -o` refreshes it)
+    schema_file.write_text("{}\n", encoding="utf-8")
+    result = run("init", "-o", str(target.parent / "dev.yaml"))
+    assert result.exit_code == 0 and "schema editors read" not in result.stderr
+    assert schema_file.read_text(encoding="utf-8") == "{}\n"
+
+
 def test_catalog_and_rules_listings(run):
     assert "H100-80GB" in run("catalog").stdout
     shown = run("catalog", "--gpu", "H200").stdout

@@ -91,6 +91,10 @@ def test_output_file_is_never_overwritten(run, tmp_path):
     first = run("import", "--nodes", str(FIXTURES / "single-pool.json"), "-o", str(target))
     assert first.exit_code == 0 and target.exists()
     assert run("validate", str(target)).exit_code == 0
+    # the draft's first line names the schema beside it, which import wrote there (editors work offline)
+    assert target.read_text(encoding="utf-8").splitlines()[0] == \
+        "# yaml-language-server: $schema=cluster-intent.schema.json"
+    assert (tmp_path / "cluster-intent.schema.json").read_text(encoding="utf-8") == run("schema").stdout
     assert run("import", "--nodes", str(FIXTURES / "single-pool.json"), "-o", str(target)).exit_code == 2
     assert run("import").exit_code == 2
 

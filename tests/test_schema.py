@@ -67,3 +67,31 @@ def test_schema_accepts_a_declared_model_only_where_the_intent_declares_it():
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(data))  # not a catalogue model
     data["spec"]["gpuModels"] = {"LAB-GPU": {"pciDeviceIds": ["0x20F910DE"], "memoryGiB": 40}}
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(data)) == []
+
+
+def _properties(schema: dict):
+    for owner, node in [("(root)", schema), *schema["$defs"].items()]:
+        for key, prop in node.get("properties", {}).items():
+            yield f"{owner}.{key}", key, prop
+
+
+def test_every_property_has_a_human_title_and_a_description():
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    missing = [where for where, _, prop in _properties(schema) if not prop.get("title") or not prop.get("description")]
+    assert missing == []
+    titles = {key: prop["title"] for _, key, prop in _properties(schema)}
+    assert titles["eccDoubleBit"] == "ECC double bit"
+    assert titles["gpusPerNode"] == "GPUs per node"
+    # a title is words, not the key with its first letter raised ("Gpuspernode")
+    assert [key for key, title in titles.items()
+            if any(c.isupper() for c in key) and title.lower() == key.lower()] == []
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_examples_name_a_schema_that_is_there_offline(example):
+    """The modeline points editors at a file of the checkout, relative to the example, not at a URL."""
+    first = example.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("# yaml-language-server: $schema=")
+    target = first.split("=", 1)[1]
+    assert "://" not in target
+    assert (example.parent / target).resolve() == SCHEMA_FILE

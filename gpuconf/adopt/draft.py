@@ -519,9 +519,10 @@ class Adopter:
         body = buf.getvalue()
         if self.nodes_text is None:
             from ..emit import single_line
+            from ..intent.starter import SCHEMA_FILE
 
             sources = ", ".join(single_line(i.name) for i in self.inputs)
-            header = ("# yaml-language-server: $schema=https://gpuconf.dev/schemas/cluster-intent.schema.json\n"
+            header = (f"# yaml-language-server: $schema={SCHEMA_FILE}\n"
                       f"# Drafted by `gpuconf import` from {sources} (target chart {self.version}).\n"
                       "# Review it: every `not inferred` comment needs a decision, and the import's report says "
                       "what\n# became of each value. Then: gpuconf validate THIS-FILE\n")

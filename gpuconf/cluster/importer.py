@@ -33,6 +33,7 @@ from .. import plan as P
 from ..emit import single_line
 from . import nodefacts as N
 from ..intent.model import KUBERNETES_VERSIONS
+from ..intent.starter import SCHEMA_FILE
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 #: NFD's PCI label with the device field (deviceLabelFields [class, vendor, device] or [vendor, device]).
@@ -647,7 +648,7 @@ class Importer:
         buf = io.StringIO()
         yaml.dump(_quoted(doc), buf)
         header = (
-            "# yaml-language-server: $schema=https://gpuconf.dev/schemas/cluster-intent.schema.json\n"
+            f"# yaml-language-server: $schema={SCHEMA_FILE}\n"
             f"# Drafted by `gpuconf import` from {self.nodes_seen} nodes ({self.gpu_nodes} with GPUs) of "
             f"{single_line(self.source)}.\n"
             "# Review it: every `not inferred` comment needs a decision. Not visible on nodes at all: teams and\n"

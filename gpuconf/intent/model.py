@@ -23,7 +23,7 @@ KUBERNETES_VERSIONS = tuple(f"1.{minor}" for minor in range(25, 38))
 DISTRIBUTIONS = ("vanilla", "openshift", "rke2", "k3s", "eks", "gke", "aks", "microk8s")
 PRIORITY_TIERS = ("low", "normal", "high", "critical")
 
-#: Limits on how many items the intent's lists and mappings hold (README, "Limits"). They are far above what a real
+#: Limits on how many items the intent's lists and mappings hold (docs/reference/limits.md). They are far above what a real
 #: cluster needs and bound the work a small file can cause (1 MiB of `{}` would otherwise be 340,000 pools).
 MAX_ITEMS = 1000  # pools, sharing profiles, teams, overrides, waves, quota entries, subjects per role, fleet clusters
 MAX_NAMESPACES = 100  # namespaces of one team
@@ -47,10 +47,27 @@ K8sObjectName = Annotated[str, Field(
     description="A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.'.")]
 
 
+#: Words a field's title writes the way people do (the schema's titles are what editors show on hover).
+_TITLE_WORDS = {
+    "gpu": "GPU", "gpus": "GPUs", "mig": "MIG", "mps": "MPS", "ecc": "ECC", "pci": "PCI", "dmi": "DMI", "id": "ID",
+    "ids": "IDs", "url": "URL", "olm": "OLM", "nri": "NRI", "eks": "EKS", "gke": "GKE", "aks": "AKS", "dcgm": "DCGM",
+    "xid": "XID", "api": "API", "cdi": "CDI", "gib": "GiB", "ami": "AMI", "ec2": "EC2", "nfd": "NFD", "dra": "DRA",
+    "cpu": "CPU", "repoURL": "Repository URL", "ssh": "SSH", "oci": "OCI", "tls": "TLS", "k8s": "Kubernetes", "kueue": "Kueue",
+    "karpenter": "Karpenter", "openshift": "OpenShift", "argocd": "Argo CD", "flux": "Flux", "nvidia": "NVIDIA",
+}
+
+
+def field_title(name: str, _info: object = None) -> str:
+    """A field's human title: gpus_per_node -> "GPUs per node", ecc_double_bit -> "ECC double bit"."""
+    words = [_TITLE_WORDS.get(word, word) for word in name.strip("_").split("_")]
+    return words[0][:1].upper() + words[0][1:] + "".join(f" {w}" for w in words[1:])
+
+
 class Strict(BaseModel):
     """Base of every intent model: camelCase keys, unknown keys rejected, no type coercion."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, alias_generator=to_camel, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, alias_generator=to_camel, frozen=True,
+                              field_title_generator=field_title)
 
 
 # --- cluster, operator, driver ---------------------------------------------------------------------------------
@@ -178,7 +195,8 @@ class Cluster(Strict):
     distribution: Literal[DISTRIBUTIONS] = Field("vanilla", description="Kubernetes distribution.")  # type: ignore[valid-type]
     container_runtime: Optional[ContainerRuntime] = Field(None, description="Container runtime paths, if not the default.")
     mig_strategy: Optional[Literal["single", "mixed"]] = Field(
-        None, description="Pin the cluster-wide MIG strategy. Omit to let gpuconf derive it from the pools.")
+        None, description="Pin the cluster-wide MIG strategy. Omit to let gpuconf derive it from the pools: single "
+                          "when every MIG pool uses one uniform profile, mixed otherwise.")
     eks: Optional[Eks] = Field(None, description="EKS settings (distribution eks only).")
     openshift: Optional[Openshift] = Field(None, description="OpenShift settings (distribution openshift only).")
 
@@ -472,7 +490,7 @@ class Override(Strict):
 # --- delivery --------------------------------------------------------------------------------------------------
 
 DELIVERY_TOOLS = ("none", "argocd", "flux")
-#: Defaults the renderer applies when a delivery field is omitted (README, "Delivery").
+#: Defaults the renderer applies when a delivery field is omitted (docs/how-to/gitops.md).
 ARGOCD_NAMESPACE = "argocd"
 FLUX_NAMESPACE = "flux-system"
 ARGOCD_IN_CLUSTER = "https://kubernetes.default.svc"
@@ -662,7 +680,8 @@ class Spec(Strict):
         description="GPU models the catalogue lacks (no MIG), by id; pools name them in `gpu`.")
     sharing_profiles: Dict[Name, SharingProfile] = Field(default_factory=dict, max_length=MAX_ITEMS, description="Named sharing profiles pools refer to.")
     pools: List[Pool] = Field(min_length=1, max_length=MAX_ITEMS, description="GPU node pools.")
-    teams: List[Team] = Field(default_factory=list, max_length=MAX_ITEMS)
+    teams: List[Team] = Field(default_factory=list, max_length=MAX_ITEMS,
+                              description="The teams that use the GPUs: their namespaces, quotas and priority.")
     access: Optional[Access] = None
     monitoring: Optional[Monitoring] = None
     overrides: List[Override] = Field(default_factory=list, max_length=MAX_ITEMS, description="Escape hatch: raw chart values, each with a reason.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 SCHEMA_ID = "https://gpuconf.dev/schemas/cluster-intent.schema.json"
@@ -27,7 +28,26 @@ def intent_schema() -> dict[str, Any]:
         "then": {"properties": {"pools": {"items": {"properties": {"gpu": {"enum": models}}}}}},
     }]
     defs["Operator"]["properties"]["chartVersion"]["enum"] = list(catalog.chart_versions())
+    described(schema)
     return {"$schema": DRAFT, "$id": SCHEMA_ID, **schema}
+
+
+def described(schema: dict[str, Any]) -> None:
+    """Give every property a title (pydantic gives none to one whose value is a definition), and a property whose
+    value is a definition ($ref, or a $ref or null) that definition's description: an editor shows both on hover."""
+    from .model import field_title
+
+    for node in [schema, *schema.get("$defs", {}).values()]:
+        for key, prop in node.get("properties", {}).items():
+            if "title" not in prop:
+                prop["title"] = field_title(re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower())
+            if "description" in prop:
+                continue
+            refs = [o["$ref"] for o in [prop, *prop.get("anyOf", [])] if "$ref" in o]
+            if refs:
+                target = schema["$defs"][refs[0].rsplit("/", 1)[1]]
+                if "description" in target:
+                    prop["description"] = target["description"]
 
 
 def schema_text() -> str:

@@ -1,11 +1,15 @@
 """The commented starter intent that `gpuconf init` prints."""
 
+#: The schema the starter's first line names, in the intent's own folder: `gpuconf init -o FILE` writes it there.
+SCHEMA_FILE = "cluster-intent.schema.json"
+
 STARTER = """\
-# yaml-language-server: $schema=https://gpuconf.dev/schemas/cluster-intent.schema.json
+# yaml-language-server: $schema=cluster-intent.schema.json
 #
 # A gpuconf cluster intent. Edit it, then run: gpuconf validate THIS-FILE
-# Every field is documented in the README; `gpuconf schema` prints the JSON Schema for editors,
-# `gpuconf catalog` lists the GPU models and their MIG profiles.
+# Editors complete and check it with cluster-intent.schema.json beside it (`gpuconf init -o FILE` writes it;
+# `gpuconf schema -o cluster-intent.schema.json` writes or refreshes it). `gpuconf catalog` lists the GPU models
+# and their MIG profiles; the documentation's reference describes every field.
 apiVersion: gpuconf.dev/v1alpha1
 kind: ClusterIntent
 metadata:
@@ -54,7 +58,7 @@ spec:
       release: kube-prometheus
     alerts:
       gpuTempCelsius: 85
-  # queueing:                      # optional: queue the teams' Jobs with Kueue, a quota per pool (README)
+  # queueing:                      # optional: queue the teams' Jobs with Kueue, a quota per pool (docs: Kueue)
   #   kueue:
   #     version: v0.19.2           # the Kueue release installed in the cluster
   #     teams:
