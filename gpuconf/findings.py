@@ -30,7 +30,7 @@ class Finding:
         return f"{self.file}:{self.line}:{self.column}: {self.severity} {self.code}{where} {self.message}{tail}"
 
     def as_dict(self) -> dict:
-        """Render as the JSON object documented in the README."""
+        """Render as the JSON object documented in docs/reference/findings.md."""
         return asdict(self)
 
 

@@ -3,7 +3,7 @@
 `intents()` draws an IntentCase: the intent as plain data (dicts, lists, scalars) plus the set of features it
 exercises, so tests can check that the strategy really reaches MIG, MPS, time-slicing, quotas and so on.
 
-The generator keeps its own, independent model of the rules it must respect (README "Domain rules"): pool selectors
+The generator keeps its own, independent model of the rules it must respect (docs/reference/findings.md): pool selectors
 disjoint, names DNS-1123 labels and unique, MPS never under the mixed MIG strategy, quotas in the shape the strategy
 requires and within capacity. Only MIG geometry is taken from the catalogue (`fit_mig_layout`, `mig_presets`), as
 the facts it encodes are data, not rules.
@@ -538,7 +538,7 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
             oversubscribe = pools[i].get("allowQuotaOversubscription", False)
 
             def amount(key: tuple[int, str]) -> int:
-                # A quota applies to each of the team's namespaces (README, GC315).
+                # A quota applies to each of the team's namespaces (GC315).
                 copies = len(team["namespaces"])
                 most = left[key] * 2 + 3 if oversubscribe else left[key] // copies
                 value = draw(st.integers(0, most))

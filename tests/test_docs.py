@@ -147,7 +147,7 @@ def _intent_snippets() -> list[tuple[str, int, str]]:
 
 
 def test_the_docs_show_intents():
-    assert len(_intent_snippets()) >= 1
+    assert len(_intent_snippets()) >= 10
 
 
 @pytest.mark.parametrize("page, line, text", _intent_snippets(), ids=lambda v: v if isinstance(v, str) else None)
@@ -178,7 +178,37 @@ def test_command_outputs_come_from_real_runs():
     assert shown == [], "include the output from docs/snippets/ (tools/docs_gen.py OUTPUTS) instead"
 
 
-def test_included_snippets_exist():
+def test_included_snippets_exist_and_every_generated_output_is_shown():
+    included = set()
     for page in _written_pages():
-        for name in re.findall(r'--8<-- "([^"]+)"', page.read_text(encoding="utf-8")):
+        for name in re.findall(r'--8<-- "([^":]+)(?::\d+:\d+)?"', page.read_text(encoding="utf-8")):
             assert (DOCS / "snippets" / name).is_file() or (ROOT / name).is_file(), (page, name)
+            included.add(name)
+    assert sorted(p.name for p in (DOCS / "snippets").iterdir() if p.name not in included) == []
+
+
+# --- the Kustomize overlay how-to ----------------------------------------------------------------------------
+
+
+def test_the_kustomize_overlay_of_the_how_to_builds_over_a_rendered_folder(run, tmp_path, monkeypatch):
+    """docs/how-to/kustomize-overlay.md: its files, over examples/single-pool.yaml rendered into out/, build with
+    kubectl kustomize into gpuconf's objects plus the page's NetworkPolicy, the namespace patched."""
+    page = (DOCS / "how-to" / "kustomize-overlay.md").read_text(encoding="utf-8")
+    files = re.findall(r'^```yaml title="([^"]+)"\n(.*?)^```', page, re.M | re.S)
+    assert [name for name, _ in files] == ["overlays/lab/kustomization.yaml", "overlays/lab/network-policy.yaml"]
+    for name, text in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "clusters").mkdir()
+    (tmp_path / "clusters" / "lab.yaml").write_text((ROOT / "examples" / "single-pool.yaml").read_text(encoding="utf-8"),
+                                                    encoding="utf-8")
+    assert run("render", "clusters/lab.yaml", "-o", "out").exit_code == 0
+    kubectl = Path(sys.executable).parent / "kubectl"
+    done = subprocess.run([str(kubectl), "kustomize", "overlays/lab"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HOME": str(tmp_path), "KUBECONFIG": os.devnull})
+    assert done.returncode == 0, done.stderr
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in YAML(typ="safe").load_all(done.stdout)}
+    assert docs[("Namespace", "gpu-operator")]["metadata"]["labels"]["cost-center"] == "platform-gpu"
+    assert docs[("NetworkPolicy", "deny-ingress-from-other-namespaces")]["metadata"]["namespace"] == "gpu-operator"
+    assert ("Job", "gpuconf-probe-l40s") in docs

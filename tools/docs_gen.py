@@ -325,8 +325,11 @@ def _examples_by_code() -> dict[str, tuple[str, str]]:
 def findings_page() -> str:
     from gpuconf.output.summary import rule_rows
 
+    from gpuconf.intent.rules import RULES
+
     rows = rule_rows()
     examples = _examples_by_code()
+    details = {r.code: " ".join(r.check.__doc__.split()) for r in RULES if r.check.__doc__}
     out = [HEADER.format(what="the rule registry (`gpuconf rules`) and tests/cases"), "# Finding codes\n\n",
            "Every finding gpuconf reports carries a stable code. On the command line a finding reads\n\n"
            "```text\nFILE:LINE:COL: SEVERITY CODE field.path: message (hint: ...)\n```\n\n"
@@ -346,6 +349,8 @@ def findings_page() -> str:
         out.append("\n")
         for code, title in groups[prefix]:
             out.append(f"### {code}\n\n{title[0].upper() + title[1:]}.\n\n")
+            if code in details:
+                out.append(f"{details[code]}\n\n")
             if code in examples:
                 case, line = examples[code]
                 out.append(f"Case `{case}`:\n\n```text\n{line}\n```\n\n")
@@ -450,23 +455,43 @@ def versions_page() -> str:
 
 # --- command outputs the hand-written pages show --------------------------------------------------------------
 
-#: (snippet file, argv, files the command reads, copied into a scratch folder under the same relative paths)
-OUTPUTS = (
-    ("validate-ok.txt", ["validate", "examples/heterogeneous.yaml", "--summary"], ["examples/heterogeneous.yaml"]),
-    ("validate-bad.txt", ["validate", "clusters/prod.yaml"], [("tests/cases/docs-quickstart-typo/intent.yaml", "clusters/prod.yaml")]),
-    ("render.txt", ["render", "examples/single-pool.yaml", "-o", "out"], ["examples/single-pool.yaml"]),
-    ("render-check-ok.txt", ["render", "examples/single-pool.yaml", "-o", "out", "--check"], ["examples/single-pool.yaml"]),
-    ("rules.txt", ["rules"], []),
+#: The command sessions whose outputs the hand-written pages include: the files each copies into a scratch folder
+#: (source, or (source, path in the scratch folder)), then its steps, each (snippet file or None, argv) or
+#: ("edit", path, old text, new text). Commands of one session run in turn in the same folder.
+SESSIONS = (
+    ([], [("quickstart-init.txt", ["init", "-o", "clusters/prod.yaml"]),
+          ("quickstart-validate.txt", ["validate", "--summary", "clusters/prod.yaml"]),
+          ("quickstart-render.txt", ["render", "clusters/prod.yaml", "-o", "out"]),
+          ("quickstart-check.txt", ["render", "clusters/prod.yaml", "-o", "out", "--check"]),
+          ("edit", "clusters/prod.yaml", "      nodes: 2\n", "      nodes: 3\n"),
+          ("quickstart-stale.txt", ["render", "clusters/prod.yaml", "-o", "out", "--check"])]),
+    ([("tests/cases/docs-quickstart-typo/intent.yaml", "clusters/prod.yaml")],
+     [("validate-bad.txt", ["validate", "clusters/prod.yaml"])]),
+    (["examples/single-pool.yaml"], [("diff.txt", ["diff", "examples/single-pool.yaml"])]),
+    (["examples/hybrid.yaml", "tests/fixtures/nodes/hybrid-drift.json"],
+     [("audit.txt", ["audit", "examples/hybrid.yaml", "--nodes", "tests/fixtures/nodes/hybrid-drift.json"])]),
+    (["examples/hybrid.yaml"],
+     [(None, ["render", "examples/hybrid.yaml", "-o", "out"]),
+      ("edit", "examples/hybrid.yaml", "        wave: 1\n", "        wave: 2\n"),
+      ("waves-next.txt", ["diff", "examples/hybrid.yaml", "--against", "out"])]),
+    (["examples/airgapped.yaml"], [("images.txt", ["images", "examples/airgapped.yaml", "--driver-os", "rhel9.6"])]),
+    (["examples/platforms/openshift.yaml"],
+     [("openshift-render.txt", ["render", "examples/platforms/openshift.yaml", "-o", "out"])]),
+    (["examples/platforms/k3s.yaml"], [("k3s-render.txt", ["render", "examples/platforms/k3s.yaml", "-o", "out"])]),
+    ([("tests/fixtures/nodes/single-pool.json", "nodes.json")],
+     [("import.txt", ["import", "--nodes", "nodes.json", "--name", "lab"])]),
 )
 
 
-def command_output(argv: list[str], files: list) -> str:
-    """`$ gpuconf ARGS` and what it printed (stdout, then stderr, then the exit code when not 0)."""
+def session_outputs(files: list, steps: list) -> dict[str, str]:
+    """Run one session in a scratch folder: each shown step's `$ gpuconf ARGS` and what it printed (stdout, then
+    stderr, then the exit code when not 0), by snippet file."""
     from click.testing import CliRunner
 
     from gpuconf.cli import main
 
     here = os.getcwd()
+    shown: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as scratch:
         for item in files:
             source, target = item if isinstance(item, tuple) else (item, item)
@@ -474,15 +499,25 @@ def command_output(argv: list[str], files: list) -> str:
             shutil.copyfile(ROOT / source, Path(scratch) / target)
         os.chdir(scratch)
         try:
-            if "--check" in argv:  # a check needs the folder it checks
-                CliRunner().invoke(main, [a for a in argv if a != "--check"], catch_exceptions=False)
-            result = CliRunner().invoke(main, argv, catch_exceptions=False, prog_name="gpuconf")
+            for step in steps:
+                if step[0] == "edit":
+                    _, path, old, new = step
+                    text = Path(path).read_text(encoding="utf-8")
+                    assert old in text, (path, old)
+                    Path(path).write_text(text.replace(old, new, 1), encoding="utf-8")
+                    continue
+                name, argv = step
+                result = CliRunner().invoke(main, argv, catch_exceptions=False, prog_name="gpuconf")
+                if name is None:
+                    assert result.exit_code == 0, result.output
+                    continue
+                text = f"$ gpuconf {' '.join(argv)}\n{result.stdout}{result.stderr}"
+                if result.exit_code:
+                    text += f"(exit {result.exit_code})\n"
+                shown[name] = text
         finally:
             os.chdir(here)
-    text = f"$ gpuconf {' '.join(argv)}\n{result.stdout}{result.stderr}"
-    if result.exit_code:
-        text += f"(exit {result.exit_code})\n"
-    return text
+    return shown
 
 
 def pages() -> dict[str, str]:
@@ -494,8 +529,9 @@ def pages() -> dict[str, str]:
         "reference/gpus.md": gpus_page(),
         "reference/versions.md": versions_page(),
     }
-    for name, argv, files in OUTPUTS:
-        out[f"snippets/{name}"] = command_output(argv, files)
+    for files, steps in SESSIONS:
+        for name, text in session_outputs(files, steps).items():
+            out[f"snippets/{name}"] = text
     return out
 
 

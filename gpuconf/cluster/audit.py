@@ -100,7 +100,7 @@ class Drift:
     hint: str | None = None
 
     def as_dict(self) -> dict:
-        """The JSON object documented in the README."""
+        """The JSON object documented in docs/how-to/audit.md."""
         return {"severity": self.severity, "code": self.code, "node": self.node, "pool": self.pool,
                 "message": self.message, "evidence": dict(self.evidence), "hint": self.hint}
 

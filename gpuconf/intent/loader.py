@@ -15,8 +15,8 @@ from ..gcpause import gc_paused
 MAX_BYTES = 1024 * 1024
 #: Deepest nesting accepted; the intent language itself needs 6.
 MAX_DEPTH = 64
-#: Most entries one list or mapping may hold when it is read (the model's own limits are far lower, README
-#: "Limits"): the loader stops before building 340,000 empty pools from 1 MiB of `{},`.
+#: Most entries one list or mapping may hold when it is read (the model's own limits are far lower,
+#: docs/reference/limits.md): the loader stops before building 340,000 empty pools from 1 MiB of `{},`.
 MAX_ENTRIES = 10_000
 
 CODE_SYNTAX = "GC101"
@@ -277,7 +277,7 @@ class _Composer:
         if len(container) >= MAX_ENTRIES and (frame[1] is not _NO_KEY or not isinstance(container, CommentedMap)):
             raise _Refusal(CODE_TOO_LARGE, mark,
                            f"{'list' if isinstance(container, list) else 'mapping'} has more than {MAX_ENTRIES} "
-                           "entries", "no part of an intent needs that many; see the README's \"Limits\"")
+                           "entries", "no part of an intent needs that many; see the documentation's \"Limits\"")
         if not isinstance(container, CommentedMap):
             container.append(value)
             container._yaml_set_idx_line_col(len(container) - 1, [mark.line, mark.column])

@@ -34,6 +34,10 @@ def _driver_loc(ctx: Context, i: int) -> tuple:
 
 @rule("GC345", "Karpenter pools can be launched: settings given, an EC2 instance family carries the GPU")
 def karpenter_pools(ctx: Context) -> Iterator[Finding]:
+    """Karpenter pools (selected by `karpenter.sh/nodepool`) can be launched: an EC2 instance family carries the
+    pool's model with `gpusPerNode` GPUs, the AMI has a Karpenter alias (not ubuntu), one NodePool per pool, no
+    label Karpenter reserves; (warning) no `spec.cluster.eks.karpenter`, or not EKS: gpuconf renders no
+    NodePool."""
     from ..render import karpenter
 
     cluster = ctx.intent.spec.cluster
@@ -100,6 +104,10 @@ def karpenter_pools(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC346", "the platform's own driver, toolkit and device plugin leave room for the pool's settings")
 def platform_stack(ctx: Context) -> Iterator[Finding]:
+    """The platform's own stack leaves room for the pool: EKS's al2023/bottlerocket AMIs ship the driver (no
+    operator driver), Bottlerocket's device plugin serves exclusive GPUs only, GKE and AKS take one driver mode
+    for all pools, a GKE accelerator label names the pool's model, operand tolerations keep GKE's
+    `nvidia.com/gpu` taint."""
     intent = ctx.intent
     cluster = intent.spec.cluster
     pools = intent.spec.pools
@@ -165,6 +173,8 @@ def _gke_tolerations(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC348", "the OpenShift OLM route has what it needs")
 def openshift_olm(ctx: Context) -> Iterator[Finding]:
+    """The OpenShift OLM route has the pinned chart's bundle facts (v26.7.0) and is not delivered by Flux
+    (gpuconf's Flux layout deploys the chart)."""
     cluster = ctx.intent.spec.cluster
     if cluster.distribution == "openshift" and cluster.openshift is not None and \
             cluster.openshift.install != "olm" and cluster.openshift.catalog_source is not None:
@@ -189,6 +199,9 @@ def openshift_olm(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC337", "Red Hat's NFD Operator is installed by OLM, from a catalogue the cluster has")
 def openshift_nfd_operator(ctx: Context) -> Iterator[Finding]:
+    """`spec.cluster.openshift.nfdOperator` (Red Hat's NFD Operator through OLM) needs `install: olm`; (warning) next
+    to a mirrored `catalogSource`, it names its own mirrored catalogue, since a disconnected cluster has no
+    `redhat-operators`."""
     settings = ctx.intent.spec.cluster.openshift
     if settings is None or settings.nfd_operator is None:
         return

@@ -91,6 +91,8 @@ def _hint_choices(word: str, choices: Sequence[str], what: str) -> str:
 
 @rule("GC301", "names are DNS-1123 labels")
 def names_are_dns_labels(ctx: Context) -> Iterator[Finding]:
+    """Names (cluster, pools, teams, namespaces, profiles, pull secrets, and a fleet's name) are DNS-1123
+    labels: each becomes a folder, an object name or a label value."""
     spec = ctx.intent.spec
     named: list[tuple[tuple, str, bool]] = [(("metadata", "name"), ctx.intent.metadata.name, False),
                                            (("spec", "operator", "namespace"), spec.operator.namespace, False)]
@@ -111,6 +113,8 @@ def names_are_dns_labels(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC302", "names are unique")
 def names_are_unique(ctx: Context) -> Iterator[Finding]:
+    """Pool, team, namespace, override-path and pull-secret names are unique; no team owns the operator's
+    namespace."""
     spec = ctx.intent.spec
     groups = {
         "pool": [(_pool_loc(i, "name"), p.name) for i, p in enumerate(spec.pools)],
@@ -146,6 +150,7 @@ def names_are_unique(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC304", "GPU model is in the catalogue")
 def gpu_model_known(ctx: Context) -> Iterator[Finding]:
+    """The GPU model is in the catalogue (with did-you-mean)."""
     models = [*catalog.gpu_models().values(), *plan.declared_models(ctx.intent).values()]
     for i, pool in enumerate(ctx.intent.spec.pools):
         if plan.gpu_model(ctx.intent, pool.gpu) is not None:
@@ -163,6 +168,8 @@ def gpu_model_known(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC344", "declared GPU models are new and tell themselves apart")
 def declared_models_valid(ctx: Context) -> Iterator[Finding]:
+    """A GPU model declared in `spec.gpuModels` is new: not a catalogue id, no PCI id a catalogue (or another
+    declared) model owns unless subsystem ids tell them apart, no id twice; (warning) one no pool uses."""
     declared = plan.declared_models(ctx.intent)
     used = {pool.gpu for pool in ctx.intent.spec.pools}
     seen: list[catalog.GpuModel] = []
@@ -197,6 +204,8 @@ def declared_models_valid(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC303", "pool selectors are disjoint")
 def pools_disjoint(ctx: Context) -> Iterator[Finding]:
+    """Two pools' selectors could match the same node (GPU model, node labels, hostname prefix, DMI product are
+    all considered)."""
     pools = ctx.intent.spec.pools
     models = [plan.gpu_model(ctx.intent, pool.gpu) for pool in pools]
     for i, j in sorted(_overlap_candidates(pools, models)):
@@ -271,6 +280,10 @@ def _literal_prefix(pattern: str | None) -> str | None:
 
 @rule("GC320", "labels, taints, selectors and hostname patterns are well formed")
 def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
+    """Node-label selectors, the Prometheus selector's labels (they land on the PrometheusRule and the
+    ServiceMonitor), hostname regexes and `match` itself are well formed: label keys and values by Kubernetes'
+    own rules; the Prometheus selector may not take over gpuconf's own labels (`app.kubernetes.io/managed-by`,
+    `gpuconf.dev/cluster`)."""
     for i, pool in enumerate(ctx.intent.spec.pools):
         yield from _label_findings(ctx, _pool_loc(i, "match", "nodeLabels"), pool.match.node_labels,
                                    "node.kubernetes.io/instance-type")
@@ -321,6 +334,7 @@ def _shown_text(text: str) -> str:
 
 @rule("GC317", "taints are valid")
 def taints_valid(ctx: Context) -> Iterator[Finding]:
+    """Taint keys, values and effects are valid; NFD-applied taints need a prefixed key."""
     for i, pool in enumerate(ctx.intent.spec.pools):
         seen: set[tuple[str, str]] = set()
         for j, taint in enumerate(pool.taints):
@@ -361,6 +375,7 @@ def _label_value_ok(value: str) -> bool:
 
 @rule("GC312", "pools refer to declared sharing profiles")
 def sharing_refs(ctx: Context) -> Iterator[Finding]:
+    """Pools refer to declared sharing profiles; `exclusive` is not redefined; unused profiles (warning)."""
     known = list(plan.profiles(ctx.intent))
     used = set()
     for i, pool in enumerate(ctx.intent.spec.pools):
@@ -379,6 +394,7 @@ def sharing_refs(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC311", "a sharing profile has one coherent mode")
 def profile_shape(ctx: Context) -> Iterator[Finding]:
+    """A sharing profile has exactly one coherent mode."""
     for name, prof in ctx.intent.spec.sharing_profiles.items():
         loc = ("spec", "sharingProfiles", name)
         modes = [m for m, v in (("exclusive", prof.exclusive), ("timeSlicing", prof.time_slicing),
@@ -405,6 +421,7 @@ def profile_shape(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC308", "time-slicing replicas are at least 2")
 def time_slicing_replicas(ctx: Context) -> Iterator[Finding]:
+    """Time-slicing replicas >= 2."""
     for name, prof in ctx.intent.spec.sharing_profiles.items():
         if prof.time_slicing is not None and prof.time_slicing.replicas < 2:
             yield ctx.finding("GC308", ("spec", "sharingProfiles", name, "timeSlicing", "replicas"),
@@ -414,6 +431,7 @@ def time_slicing_replicas(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC309", "MPS replicas are within the upstream limit")
 def mps_replicas(ctx: Context) -> Iterator[Finding]:
+    """MPS replicas 2..48 (16 below compute capability 7.5), the device plugin's limit."""
     for name, prof in ctx.intent.spec.sharing_profiles.items():
         if prof.mps is None:
             continue
@@ -440,6 +458,7 @@ def _cc(value: str) -> tuple[int, int]:
 
 @rule("GC310", "MPS is not combined with MIG")
 def mps_not_with_mig(ctx: Context) -> Iterator[Finding]:
+    """MPS combined with MIG, or MPS pools while the cluster's MIG strategy is mixed (the plugin refuses both)."""
     for name, prof in ctx.intent.spec.sharing_profiles.items():
         if prof.mps is not None and prof.mig is not None:
             yield ctx.finding("GC310", ("spec", "sharingProfiles", name, "mps"),
@@ -457,6 +476,7 @@ def mps_not_with_mig(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC307", "MIG only on MIG-capable models")
 def mig_capable(ctx: Context) -> Iterator[Finding]:
+    """MIG on a model that has none."""
     for i, pool in enumerate(ctx.intent.spec.pools):
         prof = plan.pool_profile(ctx.intent, pool)
         model = plan.gpu_model(ctx.intent, pool.gpu)
@@ -472,6 +492,8 @@ def mig_capable(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC305", "MIG profiles and presets exist on the pool's model")
 def mig_profiles_exist(ctx: Context) -> Iterator[Finding]:
+    """MIG profiles and presets exist on the pool's model (profile names are per model: `1g.10gb` is a different
+    slice on A100-40GB and A100-80GB)."""
     for i, pool, prof, model in _mig_pools(ctx):
         base = ("spec", "sharingProfiles", pool.sharing, "mig")
         if prof.mig.preset is not None:
@@ -520,6 +542,11 @@ def _profile_hint(name: str, model: catalog.GpuModel) -> str:
 
 @rule("GC306", "MIG layouts fit the GPU exactly")
 def mig_layout_fits(ctx: Context) -> Iterator[Finding]:
+    """A MIG layout fits one GPU exactly: max instances, a non-overlapping placement on the model's memory
+    slices, and at most one media-extension (`+me`) instance of any size, since the GPU has one optical-flow
+    accelerator and only a `+me` instance includes it (a `+me` instance may sit next to other 1g instances:
+    `1g.18gb+me` + 6 × `1g.18gb` fills an H200); the finding points at the profile that does not fit and names
+    the slots."""
     for i, pool, prof, model in _mig_pools(ctx):
         layout = prof.mig.layout
         if layout is None or any(p not in model.mig_profiles for p in layout):
@@ -550,6 +577,7 @@ def _mig_pools(ctx: Context) -> Iterator[tuple]:
 
 @rule("GC313", "a pinned MIG strategy agrees with the pools")
 def mig_strategy_consistent(ctx: Context) -> Iterator[Finding]:
+    """A pinned `migStrategy: single` contradicts a pool that mixes MIG profiles."""
     pinned = ctx.intent.spec.cluster.mig_strategy
     if pinned != "single":
         return
@@ -566,6 +594,7 @@ def mig_strategy_consistent(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC314", "quotas refer to existing pools and use their resources")
 def quota_refs(ctx: Context) -> Iterator[Finding]:
+    """Quotas name existing pools and the pool's real resource names (per MIG profile under the mixed strategy)."""
     pools = {p.name: p for p in ctx.intent.spec.pools}
     for i, team in enumerate(ctx.intent.spec.teams):
         for pool_name, value in team.quota.items():
@@ -597,6 +626,9 @@ def quota_refs(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC315", "quotas fit the pool's capacity")
 def quota_capacity(ctx: Context) -> Iterator[Finding]:
+    """Quotas (x the team's namespaces when ResourceQuotas are rendered; once per team under Kueue alone) per
+    pool and resource do not exceed capacity (GPUs x replicas, or MIG instances x GPUs x nodes) unless
+    `allowQuotaOversubscription`."""
     names = Counter(p.name for p in ctx.intent.spec.pools)
     per_namespace = plan.resource_quotas(ctx.intent)
     how = "quota x namespaces" if per_namespace else "the teams' Kueue nominal quotas"
@@ -639,6 +671,8 @@ def quota_capacity(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC330", "quotas that a ResourceQuota cannot keep apart")
 def quota_shared_resource(ctx: Context) -> Iterator[Finding]:
+    """(warning, without Kueue) a team's quota spans pools that advertise the same resource name, which a
+    ResourceQuota cannot tell apart."""
     if plan.kueue_settings(ctx.intent) is not None:
         return  # Kueue counts per pool (one flavor each): the pools are kept apart for the Jobs it queues
     caps = {p.name: plan.pool_capacity(ctx.intent, p, ctx.strategy) for p in ctx.intent.spec.pools}
@@ -661,6 +695,7 @@ def quota_shared_resource(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC322", "access refers to existing teams")
 def access_refs(ctx: Context) -> Iterator[Finding]:
+    """`access.developers` names existing teams."""
     access = ctx.intent.spec.access
     if access is None:
         return
@@ -686,6 +721,7 @@ def kueue_rule(code: str, title: str) -> Callable[[Callable[[Context, object], I
             kueue = plan.kueue_settings(ctx.intent)
             return iter(()) if kueue is None else fn(ctx, kueue)
 
+        check.__doc__ = fn.__doc__
         rule(code, title)(check)
         return fn
 
@@ -694,6 +730,8 @@ def kueue_rule(code: str, title: str) -> Callable[[Callable[[Context, object], I
 
 @kueue_rule("GC360", "the Kueue version is one gpuconf has the CRDs of, on a Kubernetes it supports")
 def kueue_version(ctx: Context, kueue) -> Iterator[Finding]:
+    """The Kueue version is one gpuconf has the CRDs of (v0.19.2), and the cluster runs Kubernetes 1.29 or newer
+    (Kueue's installation guide)."""
     from ..render.kueue import MIN_KUBERNETES, releases
 
     known = list(releases())
@@ -716,6 +754,9 @@ def _kueue_team(ctx: Context, name: str) -> tuple[int, object] | None:
 
 @kueue_rule("GC361", "Kueue settings name teams with a queue, pools of their quota and real resources")
 def kueue_refs(ctx: Context, kueue) -> Iterator[Finding]:
+    """Kueue settings name existing teams (a team without a quota gets no queue: warning), limits name pools of
+    the team's quota in the quota's shape and MIG profiles it names, `otherResources` are resource names and not
+    GPU resources."""
     pools = {p.name: p for p in ctx.intent.spec.pools}
     caps = {name: plan.pool_capacity(ctx.intent, pool, ctx.strategy) for name, pool in pools.items()}
     gpu_resources = {r for cap in caps.values() if cap is not None for r in cap.per_node}
@@ -779,6 +820,8 @@ def _limit_refs(ctx: Context, loc: tuple, i: int, team, pool_name: str, value, p
 
 @kueue_rule("GC362", "borrowing and lending limits stay within the cohort")
 def kueue_limits(ctx: Context, kueue) -> Iterator[Finding]:
+    """Borrowing and lending limits need a cohort (Kueue rejects them without one); a lending limit is at most
+    the nominal quota; (warning) a borrowing limit where no other team of the cohort has quota to lend."""
     rows = {t.name: plan.team_queue_rows(ctx.intent, t, ctx.strategy) for t in ctx.intent.spec.teams if t.quota}
     for name, settings in kueue.teams.items():
         found = _kueue_team(ctx, name)
@@ -855,6 +898,8 @@ def kueue_admits(ctx: Context, kueue) -> Iterator[Finding]:
 
 @kueue_rule("GC363", "the preemption policy is one Kueue accepts")
 def kueue_preemption(ctx: Context, kueue) -> Iterator[Finding]:
+    """The preemption policy is one Kueue accepts: `borrowWithinCohort` other than Never needs
+    `reclaimWithinCohort` other than Never (the ClusterQueue CRD's CEL rule)."""
     policy = kueue.preemption
     if policy.reclaim_within_cohort == "Never" and policy.borrow_within_cohort != "Never":
         # The ClusterQueue CRD's CEL rule on spec.preemption, and the webhook's validatePreemption.
@@ -865,6 +910,8 @@ def kueue_preemption(ctx: Context, kueue) -> Iterator[Finding]:
 
 @kueue_rule("GC364", "team queues cover the cpu and memory their pods request")
 def kueue_other_resources(ctx: Context, kueue) -> Iterator[Finding]:
+    """Under `quotaCheckStrategy: BlockUndeclared` every team queue covers cpu and memory (`otherResources`), or
+    Kueue leaves the team's pods pending."""
     if kueue.quota_check_strategy != "BlockUndeclared":
         return
     for i, team in enumerate(ctx.intent.spec.teams):
@@ -883,6 +930,8 @@ def kueue_other_resources(ctx: Context, kueue) -> Iterator[Finding]:
 
 @kueue_rule("GC365", "the queues fit Kueue's object limits")
 def kueue_object_limits(ctx: Context, kueue) -> Iterator[Finding]:
+    """The queues fit Kueue's limits: at most 8 tolerations (taints) per flavor, 64 flavors and 64 resources per
+    resource group, 16 groups and 256 flavors per ClusterQueue."""
     from ..render import kueue as K
 
     for i, pool in enumerate(ctx.intent.spec.pools):
@@ -930,6 +979,8 @@ def kueue_object_limits(ctx: Context, kueue) -> Iterator[Finding]:
 
 @kueue_rule("GC366", "ResourceQuotas leave room for what a team borrows")
 def kueue_quotas_and_borrowing(ctx: Context, kueue) -> Iterator[Finding]:
+    """(warning) ResourceQuotas next to a cohort: a namespace's quota can refuse the pods Kueue admitted on
+    borrowed quota."""
     if not kueue.resource_quotas or not kueue.cohort:
         return
     borrowing = sorted(t.name for t in ctx.intent.spec.teams if t.quota and any(
@@ -955,6 +1006,11 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 @rule("GC353", "the registry mirror is a registry path that image names can start with")
 def registry_path(ctx: Context) -> Iterator[Finding]:
+    """`spec.operator.registry` is a registry path that image names can start with (distribution/reference's
+    grammar: a host with an optional port, then lower-case path parts): no scheme (`https://`), no whitespace,
+    no trailing `/`, no tag, and nothing YAML reads as another type when the chart prints it unquoted (`null`,
+    `1.5`, a bracketed IPv6 host); a warning when its first part has no `.` or `:` and is not `localhost`, which
+    container runtimes read as a Docker Hub namespace (`mirror/nvidia` is `docker.io/mirror/nvidia`)."""
     registry = ctx.intent.spec.operator.registry
     if registry is None:
         return
@@ -1012,6 +1068,11 @@ _CREDENTIAL_HOMES = {
 
 @rule("GC354", "no credentials in the registry or in URLs")
 def no_credentials(ctx: Context) -> Iterator[Finding]:
+    """No credentials in `spec.operator.registry`, `spec.delivery.repoURL`, `spec.delivery.chartRepository` or
+    `spec.delivery.destination.server` (`user:password@`, or a token before `@` in an `https`/`oci` URL;
+    `git@host:repo` and `ssh://git@host/...` name the SSH user and pass): gpuconf writes these values into
+    values, wrappers, probes and REPORT.md; the hint names the Secret they belong in, and the finding masks
+    them."""
     delivery = ctx.intent.spec.delivery
     values = {("spec", "operator", "registry"): ctx.intent.spec.operator.registry,
               ("spec", "delivery", "repoURL"): delivery.repoURL,
@@ -1056,6 +1117,7 @@ def _masked(value: str) -> str:
 
 @rule("GC318", "chart version is one gpuconf ships defaults for")
 def chart_version_known(ctx: Context) -> Iterator[Finding]:
+    """The chart version is one gpuconf ships base defaults for."""
     version = ctx.intent.spec.operator.chart_version
     if catalog.chart(version) is None:
         known = catalog.chart_versions()
@@ -1068,6 +1130,7 @@ def chart_version_known(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC319", "override paths exist in the chart")
 def override_paths(ctx: Context) -> Iterator[Finding]:
+    """Override paths exist in the pinned chart's values, are template-only keys, or sit under a free-form map."""
     version = ctx.intent.spec.operator.chart_version
     if catalog.chart(version) is None:
         return  # GC318 reports the version; paths cannot be checked without it
@@ -1097,6 +1160,8 @@ EMPTY_WORDS = frozenset("because must necessary need needed needs override overr
 
 @rule("GC326", "every override says why")
 def override_reasons(ctx: Context) -> Iterator[Finding]:
+    """Every override's `why` is a sentence: not too short, not a placeholder (`TODO`, `n/a`, ...), not a
+    restatement of the override's path and value."""
     hint = "write a sentence: what breaks without it, or which ticket asked for it"
     for i, override in enumerate(ctx.intent.spec.overrides):
         loc = ("spec", "overrides", i, "why")
@@ -1124,6 +1189,8 @@ def _restates(why: str, path: str, value: object) -> bool:
 
 @rule("GC341", "an override differs from the chart default")
 def override_not_default(ctx: Context) -> Iterator[Finding]:
+    """(warning) an override equals the pinned chart's default, so it renders nothing (kept deliberately, it
+    pins the value across chart upgrades)."""
     facts = catalog.chart(ctx.intent.spec.operator.chart_version)
     if facts is None:
         return
@@ -1151,6 +1218,8 @@ def _shown(value: object) -> str:
 
 @rule("GC342", "an override does not replace a value gpuconf derives")
 def override_keeps_derived(ctx: Context) -> Iterator[Finding]:
+    """(warning) an override replaces a value gpuconf derives from the intent (tolerations, `mig.strategy`,
+    `devicePlugin.config.*`, ...); the finding names what is lost."""
     overrides = ctx.intent.spec.overrides
     if not overrides:
         return
@@ -1197,6 +1266,9 @@ def _lost(derived: tuple, override: tuple, derived_value: object, value: object)
 
 @rule("GC343", "override values fit the chart's values schema")
 def override_values_typed(ctx: Context) -> Iterator[Finding]:
+    """An override's value has the shape the pinned chart's values schema gives its key (a string for
+    `validator.image`, a boolean for `*.enabled`, only known keys inside a map), checked before anything
+    renders."""
     overrides = ctx.intent.spec.overrides
     version = ctx.intent.spec.operator.chart_version
     facts = catalog.chart(version)
@@ -1226,6 +1298,7 @@ def override_values_typed(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC324", "driver settings are coherent")
 def driver_coherent(ctx: Context) -> Iterator[Finding]:
+    """Driver settings are coherent (preinstalled and a version; empty pool driver)."""
     spec = ctx.intent.spec
     if spec.driver.preinstalled and spec.driver.version:
         yield ctx.finding("GC324", ("spec", "driver", "version"),
@@ -1255,6 +1328,8 @@ PER_POOL_DRIVER_MIN_CHART = (26, 7, 0)
 
 @rule("GC329", "per-pool driver versions need a chart with the NVIDIADriver fallback")
 def per_pool_driver_chart(ctx: Context) -> Iterator[Finding]:
+    """Per-pool driver versions and upgrade waves need chart v26.7.0 or later (its NVIDIADriver fallback makes
+    the per-pool selectors provably disjoint)."""
     version = ctx.intent.spec.operator.chart_version
     if catalog.chart(version) is None:
         return
@@ -1276,6 +1351,9 @@ def per_pool_driver_chart(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC323", "upgrade waves list pools on the cluster driver, once each")
 def upgrade_waves(ctx: Context) -> Iterator[Finding]:
+    """Upgrade waves (and `canaryPool`) list existing pools on the cluster driver, each once (not a pinned or
+    preinstalled pool); `rollout.wave` is within the waves; a rollout to the version the pools run already
+    (warning)."""
     spec = ctx.intent.spec
     upgrade = spec.driver.upgrade
     if upgrade is None:
@@ -1351,6 +1429,9 @@ def _driver_versions(ctx: Context) -> Iterator[tuple[tuple, str]]:
 
 @rule("GC316", "driver versions name a tag of the chart's driver image: <major>.<minor>.<revision>")
 def driver_tags(ctx: Context) -> Iterator[Finding]:
+    """Driver versions (`spec.driver.version`, a pool's `driver.version`, `rollout.version`) name a tag the chart's
+    driver image has: `<major>.<minor>.<revision>` (`595.91.07`, tagged `595.91.07-ubuntu24.04`); a two-part `470.1`
+    names no image."""
     chart = catalog.chart(ctx.intent.spec.operator.chart_version)
     example = chart.defaults["driver"]["version"] if chart is not None else "595.91.07"
     for loc, version in _driver_versions(ctx):
@@ -1362,6 +1443,8 @@ def driver_tags(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC321", "a driver rollout moves to a newer version")
 def rollout_forward(ctx: Context) -> Iterator[Finding]:
+    """(Warning) `rollout.version` is older than the version the pools run (`spec.driver.version`, else the chart's
+    default): a downgrade; undoing a wave is reverting the commit that raised `rollout.wave`."""
     spec = ctx.intent.spec
     rollout = spec.driver.upgrade.rollout if spec.driver.upgrade is not None else None
     chart = catalog.chart(spec.operator.chart_version)
@@ -1383,6 +1466,9 @@ def _driver_preinstalled(intent: ClusterIntent, pool: Pool) -> bool:
 
 @rule("GC327", "container runtime settings are ones the toolkit can use")
 def runtime_paths(ctx: Context) -> Iterator[Finding]:
+    """Container runtime settings the toolkit can use: (warnings) cri-o paths are not rendered, NRI mode with
+    cri-o (NVIDIA's documents disagree), paths unused in NRI mode; (error) NRI mode with CDI switched off by an
+    override."""
     cluster = ctx.intent.spec.cluster
     runtime = cluster.container_runtime
     loc = ("spec", "cluster", "containerRuntime")
@@ -1414,6 +1500,9 @@ def runtime_paths(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC350", "the single MIG strategy gives different slices one resource name")
 def single_strategy_ambiguity(ctx: Context) -> Iterator[Finding]:
+    """(warning) under the single MIG strategy, pools whose `nvidia.com/gpu` means different things (a slice of
+    one size, of another, a whole GPU) cannot be told apart by quotas or requests; `migStrategy: mixed` gives
+    each profile its own resource."""
     if ctx.strategy != "single":
         return
     units: dict[str, list[str]] = {}  # what one nvidia.com/gpu is -> pools
@@ -1439,6 +1528,9 @@ def single_strategy_ambiguity(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC351", "overrides set no value the chart's templates replace")
 def override_helm_default(ctx: Context) -> Iterator[Finding]:
+    """An override sets a value the chart's templates replace through Helm's `default`
+    (`driver.upgradePolicy.maxUnavailable: 0` becomes 25%; `licensingConfig.nlsEnabled: false` in the chart's
+    default NVIDIADriver becomes true)."""
     from ..render import chart as C
 
     facts = catalog.chart(ctx.intent.spec.operator.chart_version)
@@ -1523,6 +1615,8 @@ def selector_problem(selector: str) -> str | None:
 
 @rule("GC352", "upgrade pod selectors are label selectors the chart renders intact")
 def upgrade_pod_selectors(ctx: Context) -> Iterator[Finding]:
+    """Upgrade pod selectors (`drain.podSelector`, `waitForCompletion.podSelector`) are Kubernetes label
+    selectors that the chart, which prints them unquoted, renders intact (`!key` reads back as a YAML tag)."""
     from ..render import chart as C
 
     up = ctx.intent.spec.driver.upgrade

@@ -96,7 +96,7 @@ def _finding(doc: Document, root: type, loc: tuple, err: dict) -> Finding:
         return Finding(doc.file, line, col, ERROR, CODE_INVALID_CHOICE, path,
                        f"{_describe(value)} is not one of {shown}", hint)
     if etype in _RANGE:
-        hint = "gpuconf's limits are in the README (\"Limits\"); split the cluster into several intents or a " \
+        hint = "gpuconf's limits are in the documentation (Reference, \"Limits\"); split the cluster into several intents or a " \
                "fleet" if etype == "too_long" else None
         return Finding(doc.file, line, col, ERROR, CODE_OUT_OF_RANGE, path, _range_message(etype, value, err), hint)
     if etype == "string_pattern_mismatch":
@@ -209,7 +209,7 @@ def _missing_hint(loc: tuple) -> str | None:
         return "start the file with apiVersion: gpuconf.dev/v1alpha1"
     if loc and loc[-1] == "kind":
         return "add kind: ClusterIntent"
-    return "run `gpuconf schema` or see the README for the field"
+    return "run `gpuconf schema` or see the documentation's intent language reference for the field"
 
 
 def _pattern_hint(loc: tuple) -> str | None:
