@@ -71,9 +71,10 @@ def test_every_intent_field_has_its_entry():
         for prop in definition.get("properties", {}).values():
             assert id(prop) in reached, f"{name} is not reached"
     assert [path for path in fields if path not in documented] == []
-    # each entry says the field's type
+    # each entry says the field's type and shows an example
     for entry in page.split("\n### ")[1:]:
         assert "- **Type:** " in entry, entry[:80]
+        assert "- **Example" in entry, entry[:80]
 
 
 def test_every_command_and_option_is_in_the_reference():

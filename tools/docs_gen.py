@@ -224,6 +224,25 @@ def _yaml_text(key: str, value: Any) -> str:
 MAX_EXAMPLE_LINES = 15
 
 
+def _composed(schema: dict, node: dict, path: str, found: dict) -> dict:
+    """An example of an object made of its required fields' examples (all of them when none is required)."""
+    required = node.get("required") or list(node.get("properties", {}))
+    out = {}
+    for key in required:
+        field = node["properties"][key]
+        target = _resolve(schema, _without_null(field)[0][0])[0]
+        example = found.get(f"{path}.{key}") or _generic(f"{path}.{key}", found)
+        value = example[0] if example else (field.get("examples") or target.get("examples") or [None])[0]
+        if value is None and field.get("default") is not None:
+            value = field["default"]
+        if value is None and _allowed(schema, field):
+            value = _allowed(schema, field)[0]
+        if value is None:
+            return {}
+        out[key] = value
+    return out
+
+
 def _anchor(path: str) -> str:
     return "f-" + re.sub(r"[^A-Za-z0-9]+", "-", path).strip("-")
 
@@ -277,19 +296,27 @@ def _field_sections(schema: dict, codes: dict[str, set[str]], found: dict, title
             rows.append(f"- **Allowed values:** {', '.join(f'`{v}`' for v in allowed)}")
         example = found.get(path) or _generic(path, found)
         key = path.rsplit(".", 1)[-1].rstrip("[]")
-        if example is not None and example[2] > MAX_EXAMPLE_LINES:
-            rows.append("- **Example:** see its fields below")
-        elif example is not None:
-            rows.append(f"- **Example** (from `{example[1]}`):\n\n    ```yaml\n"
-                        + "".join(f"    {line}\n" for line in _yaml_text(key, example[0]).splitlines()) + "    ```")
+        source = None
+        if example is not None:
+            sample, source = example[0], example[1]
         else:
             sample = (field.get("examples") or target.get("examples") or [None])[0]
+            if sample is None and "properties" in target:  # an object: the examples of its fields, together
+                sample = _composed(schema, target, path, found) or None
             if sample is None and allowed:
                 sample = allowed[0]
             if sample is None and field.get("default") not in (None, {}, []):
                 sample = field["default"]
-            if sample is not None:
-                rows.append(f"- **Example:** `{_yaml_text(key, sample)}`")
+        if sample is not None:
+            text = _yaml_text(key, sample)
+            where = f" (from `{source}`)" if source else ""
+            if len(text.splitlines()) > MAX_EXAMPLE_LINES:
+                rows.append("- **Example:** see its fields below")
+            elif "\n" in text or source:
+                rows.append(f"- **Example**{where}:\n\n    ```yaml\n"
+                            + "".join(f"    {line}\n" for line in text.splitlines()) + "    ```")
+            else:
+                rows.append(f"- **Example:** `{text}`")
         if codes.get(path):
             rows.append("- **Rule codes:** " + ", ".join(f"[{c}](findings.md#{c.lower()})" for c in sorted(codes[path])))
         out.append("\n".join(rows) + "\n\n")

@@ -83,8 +83,10 @@ class ContainerRuntime(Strict):
     """Where the container runtime lives on the nodes, when it is not the distribution's default."""
 
     name: Literal["containerd", "cri-o"] = Field("containerd", description="Runtime the toolkit configures.")
-    config_path: Optional[HostPath] = Field(None, description="Runtime config file on the host, e.g. /etc/containerd/config.toml.")
-    socket_path: Optional[HostPath] = Field(None, description="Runtime socket on the host, e.g. /run/containerd/containerd.sock.")
+    config_path: Optional[HostPath] = Field(None, description="Runtime config file on the host, e.g. /etc/containerd/config.toml.",
+                                            examples=["/etc/containerd/config.toml"])
+    socket_path: Optional[HostPath] = Field(None, description="Runtime socket on the host, e.g. /run/containerd/containerd.sock.",
+                                            examples=["/run/containerd/containerd.sock"])
     nri: bool = Field(False, description="NRI plugin mode (cdi.nriPluginEnabled): the toolkit leaves the runtime's "
                                          "config alone; needs containerd 1.7.30 or 2.1 and later.")
 
@@ -100,7 +102,7 @@ class SubnetSelectorTerm(Strict):
     """One EC2NodeClass subnet selector term: tags or an id (terms are ORed)."""
 
     tags: Optional[EC2Tags] = Field(None, description="Tags the subnets carry, e.g. {karpenter.sh/discovery: my-cluster}.")
-    id: Optional[_ec2_id("subnet")] = Field(None, description="A subnet id, alone.")  # type: ignore[valid-type]
+    id: Optional[_ec2_id("subnet")] = Field(None, description="A subnet id, alone.", examples=["subnet-0a1b2c3d4e5f60718"])  # type: ignore[valid-type]
 
     @model_validator(mode="after")
     def _one_of(self) -> "SubnetSelectorTerm":
@@ -113,8 +115,8 @@ class SecurityGroupSelectorTerm(Strict):
     """One EC2NodeClass security-group selector term: tags, an id or a name (terms are ORed)."""
 
     tags: Optional[EC2Tags] = Field(None, description="Tags the security groups carry.")
-    id: Optional[_ec2_id("sg")] = Field(None, description="A security group id, alone.")  # type: ignore[valid-type]
-    name: Optional[NonEmpty] = Field(None, description="A security group name, alone.")
+    id: Optional[_ec2_id("sg")] = Field(None, description="A security group id, alone.", examples=["sg-0a1b2c3d4e5f60718"])  # type: ignore[valid-type]
+    name: Optional[NonEmpty] = Field(None, description="A security group name, alone.", examples=["my-cluster-gpu-nodes"])
 
     @model_validator(mode="after")
     def _one_of(self) -> "SecurityGroupSelectorTerm":
@@ -130,7 +132,8 @@ class Karpenter(Strict):
     """Karpenter's AWS provider: the EC2NodeClass of the GPU NodePools gpuconf renders."""
 
     role: Optional[NonEmpty] = Field(None, description="IAM role of the nodes, e.g. KarpenterNodeRole-my-cluster.")
-    instance_profile: Optional[NonEmpty] = Field(None, description="Instance profile instead of a role.")
+    instance_profile: Optional[NonEmpty] = Field(None, description="Instance profile instead of a role.",
+                                                 examples=["KarpenterNodeInstanceProfile-my-cluster"])
     subnet_selector_terms: List[SubnetSelectorTerm] = Field(min_length=1, max_length=30,
                                                             description="Where nodes are launched.")
     security_group_selector_terms: List[SecurityGroupSelectorTerm] = Field(
@@ -160,7 +163,7 @@ class CatalogSource(Strict):
     """The OLM catalogue a Subscription installs from."""
 
     name: K8sObjectName = Field(description="Name of the CatalogSource, e.g. the one oc-mirror creates for a "
-                                            "disconnected cluster.")
+                                            "disconnected cluster.", examples=["cs-redhat-operator-index"])
     namespace: K8sLabelName = Field("openshift-marketplace", description="Its namespace.")
 
 
@@ -227,7 +230,8 @@ class Drain(Strict):
     force: bool = Field(False, description="Also evict pods not managed by a controller.")
     timeout_seconds: int = Field(300, ge=0, description="Give up draining after this many seconds (0 = never).")
     delete_empty_dir: bool = Field(False, description="Evict pods using emptyDir volumes (their data is lost).")
-    pod_selector: Optional[NonEmpty] = Field(None, description="Label selector of the pods to drain; default all.")
+    pod_selector: Optional[NonEmpty] = Field(None, description="Label selector of the pods to drain; default all.",
+                                             examples=["app.kubernetes.io/component=training"])
 
 
 class PodDeletion(Strict):
@@ -298,7 +302,7 @@ class Driver(Strict):
     preinstalled: Optional[bool] = Field(
         None, description="Nodes bring their own host driver; the operator does not install one. Default: the "
                           "platform's (true on GKE with Google's installer and on EKS's AL2023/Bottlerocket AMIs; "
-                          "false elsewhere, and whenever a version is given).")
+                          "false elsewhere, and whenever a version is given).", examples=[True])
     kernel_module_type: Optional[Literal["auto", "open", "proprietary"]] = Field(None, description="Kernel module flavour.")
     upgrade: Optional[Upgrade] = Field(None, description="Upgrade policy for managed drivers.")
 
@@ -343,7 +347,8 @@ class Mig(Strict):
 class SharingProfile(Strict):
     """How a pool's GPUs are shared: exactly one of exclusive, timeSlicing, mps, mig (mig may add timeSlicing)."""
 
-    exclusive: Optional[Dict[str, Any]] = Field(None, description="Whole GPUs, one pod each. Write `exclusive: {}`.")
+    exclusive: Optional[Dict[str, Any]] = Field(None, description="Whole GPUs, one pod each. Write `exclusive: {}`.",
+                                                examples=[{}])
     time_slicing: Optional[TimeSlicing] = None
     mps: Optional[Mps] = None
     mig: Optional[Mig] = None
@@ -365,7 +370,8 @@ class Match(Strict):
     pci_device: bool = Field(False, description="Nodes whose GPU PCI device id is the pool's model (seen by NFD).")
     node_labels: Dict[NonEmpty, str] = Field(default_factory=dict, max_length=MAX_LABELS, description="Labels the nodes already carry (e.g. a node group's).")
     hostname: Optional[NonEmpty] = Field(None, description="Regular expression the node name must match, e.g. ^gpu-h100-.")
-    dmi_product: Optional[NonEmpty] = Field(None, description="DMI product name of the machine (NFD system.dmiid.product_name).")
+    dmi_product: Optional[NonEmpty] = Field(None, description="DMI product name of the machine (NFD system.dmiid.product_name).",
+                                            examples=["ProLiant XL675d Gen10 Plus"])
 
 
 class Taint(Strict):
@@ -410,7 +416,8 @@ class DeclaredGpu(Strict):
     name: Optional[NonEmpty] = Field(None, description="Marketing name, e.g. NVIDIA A800 40GB Active; default the id.")
     pci_device_ids: List[PciDeviceId] = Field(min_length=1, description="PCI device ids of the GPU (NFD matches them).")
     pci_subsystem_ids: List[PciSubsystemId] = Field(
-        default_factory=list, description="Subsystem ids, when the device id is shared with another GPU (like A2/A16).")
+        default_factory=list, description="Subsystem ids, when the device id is shared with another GPU (like A2/A16).",
+        examples=[["0x157E10DE"]])
     memory_gib: float = Field(gt=0, alias="memoryGiB", description="Memory per GPU in GiB (nominal), e.g. 48.")
     compute_capability: Optional[Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+$")]] = Field(
         None, description="CUDA compute capability, e.g. \"8.6\" (MPS allows 48 clients from 7.5, 16 below).")
@@ -510,8 +517,9 @@ class ArgoDestination(Strict):
     """The cluster Argo CD deploys to: its API server URL or its name in Argo CD (one of them)."""
 
     server: Optional[Annotated[str, Field(pattern=r"^https?://\S+$")]] = Field(
-        None, description="API server URL as registered in Argo CD; default https://kubernetes.default.svc.")
-    name: Optional[NonEmpty] = Field(None, description="Cluster name as registered in Argo CD.")
+        None, description="API server URL as registered in Argo CD; default https://kubernetes.default.svc.",
+        examples=["https://eu-prod.k8s.example.com:6443"])
+    name: Optional[NonEmpty] = Field(None, description="Cluster name as registered in Argo CD.", examples=["eu-prod"])
 
     @model_validator(mode="after")
     def _one_of(self) -> "ArgoDestination":
@@ -525,7 +533,8 @@ class FluxSourceRef(Strict):
 
     kind: Literal["GitRepository", "OCIRepository", "Bucket"] = Field("GitRepository", description="Source kind.")
     name: K8sObjectName = Field("flux-system", description="Source name; flux bootstrap creates flux-system.")
-    namespace: Optional[K8sLabelName] = Field(None, description="Source namespace; default the delivery namespace.")
+    namespace: Optional[K8sLabelName] = Field(None, description="Source namespace; default the delivery namespace.",
+                                              examples=["flux-system"])
 
 
 _ARGOCD_ONLY = {"repoURL": "repoURL", "target_revision": "targetRevision", "project": "project",
@@ -560,7 +569,8 @@ class Delivery(Strict):
     repoURL: Optional[NonEmpty] = Field(None, validate_default=True,  # noqa: N815
                                         description="Argo CD: URL of the Git repository holding the rendered output.")
     target_revision: Optional[NonEmpty] = Field(None, description="Argo CD: branch, tag or commit to sync; default HEAD.")
-    project: Optional[K8sLabelName] = Field(None, description="Argo CD: project of the Applications; default default.")
+    project: Optional[K8sLabelName] = Field(None, description="Argo CD: project of the Applications; default default.",
+                                            examples=["gpu-platform"])
     destination: Optional[ArgoDestination] = Field(None, description="Argo CD: the target cluster; default in-cluster.")
     source_ref: Optional[FluxSourceRef] = Field(None, description="Flux: the source holding the rendered output; "
                                                                   "default GitRepository flux-system.")
@@ -703,7 +713,8 @@ class Metadata(Strict):
 
     name: Name = Field(description="Cluster name; the output folder is named after it.")
     labels: Dict[NonEmpty, str] = Field(default_factory=dict, max_length=MAX_LABELS,
-                                        description="Free-form labels for fleets and reports.")
+                                        description="Free-form labels for fleets and reports.",
+                                        examples=[{"env": "prod", "region": "eu"}])
 
 
 class ClusterIntent(Strict):
