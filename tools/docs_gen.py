@@ -224,11 +224,12 @@ def _yaml_text(key: str, value: Any) -> str:
 MAX_EXAMPLE_LINES = 15
 
 
-def _composed(schema: dict, node: dict, path: str, found: dict) -> dict:
-    """An example of an object made of its required fields' examples (all of them when none is required)."""
-    required = node.get("required") or list(node.get("properties", {}))
+def _composed(schema: dict, node: dict, path: str, found: dict) -> dict | None:
+    """An example of an object made of its fields' examples: every required field's (None when one has none), or,
+    when none is required, those of its fields that have one (`{}` when none has)."""
+    required = node.get("required")
     out = {}
-    for key in required:
+    for key in required or list(node.get("properties", {})):
         field = node["properties"][key]
         target = _resolve(schema, _without_null(field)[0][0])[0]
         example = found.get(f"{path}.{key}") or _generic(f"{path}.{key}", found)
@@ -237,9 +238,12 @@ def _composed(schema: dict, node: dict, path: str, found: dict) -> dict:
             value = field["default"]
         if value is None and _allowed(schema, field):
             value = _allowed(schema, field)[0]
-        if value is None:
-            return {}
-        out[key] = value
+        if value is None and "properties" in target:
+            value = _composed(schema, target, f"{path}.{key}", found)
+        if value is None and required:
+            return None
+        if value is not None:
+            out[key] = value
     return out
 
 
@@ -302,7 +306,7 @@ def _field_sections(schema: dict, codes: dict[str, set[str]], found: dict, title
         else:
             sample = (field.get("examples") or target.get("examples") or [None])[0]
             if sample is None and "properties" in target:  # an object: the examples of its fields, together
-                sample = _composed(schema, target, path, found) or None
+                sample = _composed(schema, target, path, found)
             if sample is None and allowed:
                 sample = allowed[0]
             if sample is None and field.get("default") not in (None, {}, []):
