@@ -396,3 +396,36 @@ def test_what_the_intent_field_refuses_is_carried_and_what_the_chart_refuses_is_
         "path": "driver.upgradePolicy.maxParallelUpgrades", "outcome": "changed", "to": None, "source": f"{path}:4",
         "value": -1, "why": "not carried: GC343 -1 is less than the minimum of 0 (chart value "
                             "driver.upgradePolicy.maxParallelUpgrades)"}
+
+
+def test_values_no_intent_file_can_hold_are_reported_not_carried(run, tmp_path):
+    path = tmp_path / "values.yaml"
+    path.write_text('driver:\n  repository: "nvcr.io/nvidia\\x1f"\ntoolkit:\n  env:\n  - {name: CONTAINERD_SOCKET, '
+                    'value: "/run/\\x1fcontainerd.sock"}\ndcgmExporter:\n  serviceMonitor:\n    additionalLabels:\n'
+                    '      "team\\x01": ml\n')
+    report = tmp_path / "report.json"
+    result = run("import", "--values", str(path), "--report", str(report))
+    assert result.exit_code == 0, result.stderr
+    rows = {r["path"]: r for r in json.loads(report.read_text())["settings"]}
+    refused = "not carried: an intent file cannot hold this value (value contains a control character)"
+    for key in ("driver.repository", "toolkit.env", 'dcgmExporter.serviceMonitor.additionalLabels["team\\u0001"]'):
+        assert rows[key]["outcome"] == "changed" and rows[key]["why"] == refused, key
+
+
+def test_values_with_nodes_take_the_pools_from_the_nodes(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(FIXTURES / "timeslicing-default")
+    nodes = Path(__file__).parent / "fixtures" / "nodes" / "heterogeneous.json"
+    report = tmp_path / "report.json"
+    result = run("import", "--nodes", str(nodes), "--values", "values.yaml", "--configmap", "configmap.yaml",
+                 "--report", str(report))
+    assert result.exit_code == 0, result.stderr
+    intent = yaml.safe_load(result.stdout)
+    assert sorted(p["name"] for p in intent["spec"]["pools"]) == ["infer-a100", "notebooks-l4", "train-h100"]
+    assert 'version: "595.91.07"' in result.stdout  # the nodes' draft keeps its quoting
+    assert [o["path"] for o in intent["spec"]["overrides"]] == [
+        "driver.version", "daemonsets.tolerations", "node-feature-discovery.worker.nodeSelector"]
+    rows = {r["path"]: r for r in json.loads(report.read_text())["settings"]}
+    assert rows["devicePlugin.config.default"]["why"].startswith(
+        "gpuconf renders its own device-plugin ConfigMap (gpuconf-device-plugin-config) with content-addressed keys; "
+        "the pools' sharing comes from the nodes' GFD labels")
+    assert run("validate", "-", input=result.stdout).exit_code == 0

@@ -55,6 +55,7 @@ class Adopter:
         self.pool_notes: dict[int, str] = {}
         self.overrides: dict[tuple, dict] = {}
         self.configs: list[dict] = []  # the device-plugin configs and what became of each
+        self.refused: dict[tuple, str] = {}  # override paths whose value no intent file can hold, and why
 
     # -- reading ------------------------------------------------------------------------------------------------
 
@@ -113,6 +114,10 @@ class Adopter:
         if found and M.same(default, s.value):
             s.outcome, s.why = "default", f"equal to chart {self.version}'s default"
             return
+        problem = _unloadable([s.value, [k for k in s.path if isinstance(k, str)]])
+        if problem:
+            s.outcome, s.why = "changed", f"not carried: {problem}"
+            return
         head = s.path[:2]
         if s.path[:1] == ("driver",):
             if self._driver(s):
@@ -140,6 +145,11 @@ class Adopter:
         cut = next((i for i, k in enumerate(s.path) if not isinstance(k, str) or "." in k or not k), len(s.path))
         where = s.path[:max(cut, 1)]
         found, value = S.get(self.user, where)
+        problem = self.refused.get(where) or _unloadable(value)
+        if problem:
+            self.refused[where] = problem
+            s.outcome, s.to, s.why = "changed", None, f"not carried: {problem}"
+            return
         if where not in self.overrides:
             self.overrides[where] = {"path": ".".join(where), "value": value, "why": f"carried over from {s.source}",
                                      "settings": []}
@@ -178,7 +188,7 @@ class Adopter:
             self._mapped(s, "spec.driver.kernelModuleType")
             return True
         sub = path[2:]
-        if path[:2] == ("driver", "upgradePolicy") and sub in UPGRADE_FIELDS:
+        if path[:2] == ("driver", "upgradePolicy") and sub in UPGRADE_FIELDS and not _unloadable(value):
             target = UPGRADE_FIELDS[sub]
             node = self.upgrade
             for key in target[:-1]:
@@ -477,6 +487,7 @@ class Adopter:
         yaml.indent(mapping=2, sequence=4, offset=2)
         yaml.width = 4096
         if self.nodes_text is not None:
+            yaml.preserve_quotes = True
             doc = yaml.load(self.nodes_text)
             spec = doc["spec"]
             spec["operator"]["chartVersion"] = self.version
@@ -528,6 +539,25 @@ class Adopter:
                       "what\n# became of each value. Then: gpuconf validate THIS-FILE\n")
             return header + body
         return body
+
+
+def _unloadable(value: Any) -> str | None:
+    """Why a value cannot be written into an intent file (gpuconf's loader refuses control characters and numbers
+    in forms YAML readers disagree about), or None."""
+    from ruamel.yaml import YAML
+
+    from ..cluster.importer import _quoted
+    from ..intent.loader import LoadError, load_text
+
+    yaml = YAML()
+    yaml.width = 4096
+    buf = io.StringIO()
+    yaml.dump(_quoted({"value": value}), buf)
+    try:
+        load_text(buf.getvalue(), "<value>")
+    except LoadError as exc:
+        return f"an intent file cannot hold this value ({exc.finding.message})"
+    return None
 
 
 def _number_why(text: str, value: Any, what: str) -> str:
