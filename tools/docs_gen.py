@@ -469,6 +469,21 @@ def versions_page() -> str:
                + ". gpuconf checks every document it writes against that version's API schemas.\n\n"
                "## Distributions\n\n`spec.cluster.distribution` is one of: "
                + ", ".join(f"`{d}`" for d in model.DISTRIBUTIONS) + ".\n\n")
+    from gpuconf.output.verify import custom_kinds
+    from gpuconf.render.kueue import releases
+
+    kueue = ", ".join(f"`{tag}`" for tag in releases())
+    out.append(f"## Kueue\n\n`spec.queueing.kueue.version` is one of: {kueue} (the releases gpuconf has the CRDs "
+               "of).\n\n## Custom resources\n\nThe custom resources gpuconf checks its output against, with the "
+               "project and release each CRD comes from (`schemas/crds/`). gpuconf writes the served version that is "
+               "not deprecated.\n\n| apiVersion | kind | from | release |\n|---|---|---|---|\n")
+    for key, entry in sorted(custom_kinds().items()):
+        api_version, _, kind = key.rpartition("/")
+        release = entry.get("release") or {}
+        note = " (deprecated)" if entry.get("deprecated") else ""
+        out.append(f"| `{api_version}`{note} | {kind} | {release.get('repository', 'the GPU Operator chart')} | "
+                   f"{release.get('tag', 'each supported chart')} |\n")
+    out.append("\n")
     runtimes = platforms.facts().get("runtimes", {}).get("distributions", {})
     if runtimes:
         out.append("Container runtime paths gpuconf sets for a distribution (the toolkit's environment):\n\n"
