@@ -94,6 +94,8 @@ def test_every_command_and_option_is_in_the_reference():
 
 
 def test_the_site_builds_strictly_and_offline(tmp_path):
+    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
+        pytest.fail("MkDocs is not installed: install the docs extra (pip install -e '.[test,docs]'; make test does)")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "NO_PROXY": "*",
            # a proxy that refuses every connection: a build that reaches for the network fails
            "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
