@@ -31,7 +31,12 @@ def generated() -> dict[str, str]:
 
 
 def _written_pages() -> list[Path]:
-    return sorted(p for p in DOCS.rglob("*.md") if not _is_generated(p))
+    """The hand-written pages, and the README (what a visitor reads first is held to the same checks)."""
+    return [ROOT / "README.md", *sorted(p for p in DOCS.rglob("*.md") if not _is_generated(p))]
+
+
+def _shown(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix() if page.parent == ROOT else page.relative_to(DOCS).as_posix()
 
 
 def _is_generated(path: Path) -> bool:
@@ -124,7 +129,7 @@ def _blocks(language: str) -> list[tuple[str, int, str]]:
         for match in FENCE.finditer(text):
             if match.group(2) == language:
                 body = "".join(line[len(match.group(1)):] + "\n" for line in match.group(3).splitlines())
-                out.append((page.relative_to(DOCS).as_posix(), text[:match.start()].count("\n") + 1, body))
+                out.append((_shown(page), text[:match.start()].count("\n") + 1, body))
     return out
 
 
@@ -149,11 +154,20 @@ def _intent_snippets() -> list[tuple[str, int, str]]:
     return out
 
 
+def test_the_readme_is_short_and_its_links_resolve():
+    readme = ROOT / "README.md"
+    assert len(readme.read_bytes()) <= 12 * 1024
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme.read_text(encoding="utf-8"))
+    local = [link for link in links if "://" not in link]
+    assert len(local) >= 20
+    assert [link for link in local if not (ROOT / link).is_file()] == []
+
+
 def test_the_docs_show_intents():
     assert len(_intent_snippets()) >= 10
 
 
-@pytest.mark.parametrize("page, line, text", _intent_snippets(), ids=lambda v: v if isinstance(v, str) else None)
+@pytest.mark.parametrize("page, line, text", _intent_snippets(), ids=[f"{p}:{n}" for p, n, _ in _intent_snippets()])
 def test_intent_snippet_validates(page, line, text, tmp_path):
     from gpuconf.emit import dump
     from gpuconf.intent.fleet import Fleet
