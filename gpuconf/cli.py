@@ -145,7 +145,7 @@ def render(intents: tuple[str, ...], out: str, check: bool, delete_foreign: bool
     unified diff) when OUTPUT differs from a fresh render.
 
     gpuconf replaces only folders that hold nothing but its own files (each folder records them in .gpuconf-files);
-    renders into one OUTPUT take turns through OUTPUT/.gpuconf.lock.
+    renders into one OUTPUT take turns through a lock on the folder OUTPUT itself.
     """
     from .pipeline import render
 

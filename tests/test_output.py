@@ -258,7 +258,7 @@ def test_forty_concurrent_renders_into_one_folder_all_succeed_and_a_reader_never
     assert codes == [0] * 40, logs
     reads = json.loads((here / "reads.json").read_text(encoding="utf-8"))
     assert reads["reads"] > len(expected) and (reads["misses"], reads["wrong"]) == (0, 0), reads
-    assert sorted(p.name for p in (here / "out").iterdir()) == [".gpuconf.lock", "lab"]  # no staging folder left
+    assert sorted(p.name for p in (here / "out").iterdir()) == ["lab"]  # no staging folder left
     assert _snapshot(here / "out" / "lab") == expected
 
 
@@ -273,7 +273,7 @@ def test_renders_take_turns_through_the_lock(run, here):
     import time
 
     assert run("render", "x.yaml", "-o", "out").exit_code == 0
-    lock = os.open(here / "out" / ".gpuconf.lock", os.O_RDWR)
+    lock = os.open(here / "out", os.O_RDONLY | os.O_DIRECTORY)  # the lock is on the folder itself
     fcntl.flock(lock, fcntl.LOCK_EX)
     (here / "x.yaml").write_text(SMALL.read_text(encoding="utf-8").replace("nodes: 3", "nodes: 5"), encoding="utf-8")
     before = _snapshot(here / "out")
@@ -286,6 +286,73 @@ def test_renders_take_turns_through_the_lock(run, here):
     os.close(lock)
     assert _wait(writer) == 0, (here / "log").read_text(encoding="utf-8")
     assert _snapshot(here / "out") != before
+
+
+def test_a_render_leaves_no_lock_file_for_git_add_to_commit(run, here):
+    import subprocess
+
+    assert run("render", "x.yaml", "-o", "out").exit_code == 0
+    assert run("render", "x.yaml", "-o", "out").exit_code == 0
+    subprocess.run(["git", "init", "-q", "out"], check=True)
+    subprocess.run(["git", "-C", "out", "add", "-A"], check=True)
+    listed = subprocess.run(["git", "-C", "out", "ls-files"], check=True, capture_output=True, text=True).stdout
+    assert {line.partition("/")[0] for line in listed.splitlines()} == {"lab"}
+
+
+@pytest.fixture
+def no_folder_locks(monkeypatch):
+    """A file system that cannot flock a folder (NFS answers EBADF for a descriptor not open for writing)."""
+    import errno
+    import fcntl
+
+    real = fcntl.flock
+
+    def flock(fd, operation):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        return real(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+
+
+def test_where_a_folder_cannot_be_locked_a_lock_file_serves_and_goes(run, here, no_folder_locks):
+    assert run("render", "x.yaml", "-o", "out").exit_code == 0
+    (here / "logs").mkdir()
+    writers = [_forked(_cli, ["render", "x.yaml", "-o", "out"], str(here / "logs" / f"{i}.log"), here / "go")
+               for i in range(12)]
+    (here / "go").touch()
+    codes = [_wait(pid) for pid in writers]
+    assert codes == [0] * 12, [(here / "logs" / f"{i}.log").read_text(encoding="utf-8") for i in range(12)]
+    assert sorted(p.name for p in (here / "out").iterdir()) == ["lab"]
+    assert run("render", "x.yaml", "-o", "out", "--check").exit_code == 0
+
+
+def test_the_lock_file_never_follows_a_symbolic_link(run, here, no_folder_locks):
+    (here / "out").mkdir()
+    (here / "out" / ".gpuconf.lock").symlink_to(here / "elsewhere")
+    result = run("render", "x.yaml", "-o", "out")
+    assert (result.exit_code, result.stderr) == (
+        2, "gpuconf: out/.gpuconf.lock: is a symbolic link; gpuconf locks only a file of its own; nothing was written\n")
+    assert not (here / "elsewhere").exists() and sorted(p.name for p in (here / "out").iterdir()) == [".gpuconf.lock"]
+
+
+def test_a_lock_file_its_holder_removed_while_a_writer_waited_is_not_the_lock(here, no_folder_locks, monkeypatch):
+    import gpuconf.output.writer as writer
+
+    real, calls = writer._lock_file, []
+
+    def lock_file(path):
+        fd = real(path)
+        calls.append(os.fstat(fd).st_ino)
+        if len(calls) == 1:
+            os.unlink(path)  # its holder released it meanwhile: what this writer locked is no longer the lock
+        return fd
+
+    monkeypatch.setattr(writer, "_lock_file", lock_file)
+    (here / "out").mkdir()
+    with writer._locked(here / "out") as held:
+        assert len(calls) == 2 and os.fstat(held.fd).st_ino == os.stat(here / "out" / ".gpuconf.lock").st_ino
+    assert sorted(p.name for p in (here / "out").iterdir()) == []
 
 
 def test_the_exchange_swaps_two_folders_in_one_step(tmp_path):
@@ -310,20 +377,55 @@ def test_without_an_exchange_two_renames_under_the_lock_still_replace_the_folder
     (here / "x.yaml").write_text(SMALL.read_text(encoding="utf-8").replace("nodes: 3", "nodes: 5"), encoding="utf-8")
     assert run("render", "x.yaml", "-o", "out").exit_code == 0
     assert run("render", "x.yaml", "-o", "out", "--check").exit_code == 0
-    assert sorted(p.name for p in (here / "out").iterdir()) == [".gpuconf.lock", "lab"]
+    assert sorted(p.name for p in (here / "out").iterdir()) == ["lab"]
 
 
 def test_stale_staging_folders_are_cleaned_even_from_pid_1(run, here):
+    from gpuconf.output.writer import RECORD, with_record
+    from gpuconf.pipeline import render_path
+
     out = here / "out"
-    for stale in (".lab.old-1", ".lab.new-k2j4x_9a", ".lab.new-123-0badf00d", ".lab.old-77-deadbeef"):
-        (out / stale / "manifests").mkdir(parents=True)
-        (out / stale / "values.yaml").write_text("{}\n", encoding="utf-8")
-    keep = [".lab.old-1.txt", ".other.old-1", "lab.old-1"]
+    tree = with_record(render_path("x.yaml", "out").tree.files)
+    stale = {  # what a killed render leaves: gpuconf's files only
+        ".lab.new-123-0badf00d": tree,  # staged completely
+        ".lab.old-77-deadbeef": {"values.yaml": tree["values.yaml"]},  # an old tree from before records
+        ".lab.new-9-0123abcd": {RECORD: tree[RECORD][:100]},  # killed while writing the record
+    }
+    for folder, files in stale.items():
+        for rel, text in files.items():
+            (out / folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (out / folder / rel).write_text(text, encoding="utf-8")
+    (out / ".lab.new-4-00c0ffee" / "manifests").mkdir(parents=True)  # killed before the record: folders only
+    keep = {  # a person's folders, named like gpuconf's staging folders or not, and whatever gpuconf cannot prove
+        ".lab.old-backup": tree,  # a copy of the tree, kept by hand
+        ".lab.old-1": {"values.yaml": tree["values.yaml"]},
+        ".lab.new-k2j4x_9a": {"values.yaml": tree["values.yaml"]},
+        ".lab.new-123-0badf00e": {**tree, "notes.txt": "mine\n"},
+        ".lab.old-55-0badcafe": {"values.yaml": "{}\n"},
+        ".other.old-1": {},
+        "lab.old-1": {},
+    }
+    for folder, files in keep.items():
+        (out / folder).mkdir(parents=True)
+        for rel, text in files.items():
+            (out / folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (out / folder / rel).write_text(text, encoding="utf-8")
     (out / ".lab.old-1.txt").write_text("not a folder\n", encoding="utf-8")
-    (out / ".other.old-1").mkdir()
-    (out / "lab.old-1").mkdir()
+    before = {folder: _snapshot(out / folder) for folder in keep}
     assert run("render", "x.yaml", "-o", "out").exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted([".gpuconf.lock", "lab", *keep])
+    assert sorted(p.name for p in out.iterdir()) == sorted(["lab", ".lab.old-1.txt", *keep])
+    assert {folder: _snapshot(out / folder) for folder in keep} == before
+
+
+def test_a_staged_tree_begins_with_its_record(here, monkeypatch):
+    import gpuconf.output.writer as writer
+
+    created = []
+    real = writer._create
+    monkeypatch.setattr(writer, "_create", lambda path, data, exclusive=True: (created.append(path.name),
+                                                                               real(path, data, exclusive)))
+    writer.write_tree(here / "out", "lab", {"REPORT.md": "# r\n", "+a.yaml": "{}\n"})  # "+" sorts before "."
+    assert created == [".gpuconf-files", "+a.yaml", "REPORT.md"]
 
 
 def test_an_error_while_staging_leaves_the_existing_folder_and_no_staging(run, here, monkeypatch):
@@ -347,7 +449,7 @@ def test_an_error_while_staging_leaves_the_existing_folder_and_no_staging(run, h
     [line] = result.stderr.splitlines()
     assert line.startswith("gpuconf: out/.lab.new-") and line.endswith(": No space left on device; nothing was written")
     assert _snapshot(here / "out") == before
-    assert sorted(p.name for p in (here / "out").iterdir()) == [".gpuconf.lock", "lab"]
+    assert sorted(p.name for p in (here / "out").iterdir()) == ["lab"]
 
 
 # --- environment errors -------------------------------------------------------------------------------------------------
@@ -368,7 +470,8 @@ def test_a_dangling_symlink_as_the_output_folder_is_an_environment_error(run, he
 
 @pytest.fixture
 def shared():
-    """A folder that an unprivileged user can enter (pytest's own temporary folders are root's alone)."""
+    """A folder that the owner of the clone can enter whoever runs the tests (pytest's own temporary folders are the
+    test runner's alone)."""
     folder = Path(tempfile.mkdtemp(prefix="gpuconf-test-"))
     os.chmod(folder, 0o755)
     shutil.copy(SMALL, folder / "x.yaml")
@@ -377,17 +480,63 @@ def shared():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+#: Linux capabilities that let root ignore file permissions (linux/capability.h: CAP_DAC_OVERRIDE 1,
+#: CAP_DAC_READ_SEARCH 2, CAP_FOWNER 3).
+_FILE_CAPABILITIES = (1 << 1) | (1 << 2) | (1 << 3)
+
+
+def _drop_file_capabilities() -> None:
+    """Remove the capabilities that bypass file permissions from this process (capset(2), version 3 structures)."""
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    for word in ("effective", "permitted", "inheritable"):
+        setattr(data[0], word, getattr(data[0], word) & ~_FILE_CAPABILITIES)
+    if libc.capset(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def _without_root_powers() -> None:
+    """Make file permissions apply to this (forked) process while it can still read the clone and its .venv.
+
+    Root becomes the clone's owner when someone else owns the clone; when root owns it, root stays root but loses the
+    capabilities that ignore permissions, so that a clone under a folder only root may enter (a 0700 home, a
+    `mktemp -d` folder) still works. The files under test are made unreadable or unwritable to their owner too."""
+    if os.geteuid() != 0:
+        return
+    owner = ROOT.stat()
+    if owner.st_uid != 0:
+        os.setgroups([])
+        os.setgid(owner.st_gid)
+        os.setuid(owner.st_uid)
+    else:
+        _drop_file_capabilities()
+
+
 def _unprivileged(args: list[str], cwd: Path) -> tuple[int, str]:
     """gpuconf in a forked child without root's power to ignore file permissions: (exit code, stderr)."""
     log = cwd.parent / f"{cwd.name}.log"
 
     def child() -> int:
+        import sys
+
         os.chdir(cwd)
-        if os.geteuid() == 0:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-        return _cli(args, str(log))
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)  # before the rights to write it may go
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - lives as long as the child
+        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+        _without_root_powers()
+        return _cli(args)
 
     code = _wait(_forked(child))
     text = log.read_text(encoding="utf-8")
@@ -402,16 +551,17 @@ def test_a_read_only_output_folder_is_an_environment_error(run, shared, monkeypa
     os.chmod(shared / "out", 0o555)
     (shared / "x.yaml").write_text(SMALL.read_text(encoding="utf-8").replace("nodes: 3", "nodes: 5"), encoding="utf-8")
     code, text = _unprivileged(["render", "x.yaml", "-o", "out"], shared)
-    assert (code, text) == (2, "gpuconf: out/.gpuconf.lock: Permission denied; nothing was written\n")
-    code, text = _unprivileged(["render", "x.yaml", "-o", "new"], shared)
-    assert (code, text) == (2, "gpuconf: new: Permission denied; nothing was written\n")
+    assert (code, text) == (2, "gpuconf: out: Permission denied; nothing was written\n")
+    (shared / "locked").mkdir(mode=0o555)
+    code, text = _unprivileged(["render", "x.yaml", "-o", "locked/new"], shared)
+    assert (code, text) == (2, "gpuconf: locked/new: Permission denied; nothing was written\n")
     assert _snapshot(shared / "out") == before
 
 
 def test_an_unreadable_file_during_check_is_an_environment_error(run, shared, monkeypatch):
     monkeypatch.chdir(shared)
     assert run("render", "x.yaml", "-o", "out").exit_code == 0
-    os.chmod(shared / "out" / "lab" / "values.yaml", 0o600)
+    os.chmod(shared / "out" / "lab" / "values.yaml", 0o000)
     code, text = _unprivileged(["render", "x.yaml", "-o", "out", "--check"], shared)
     assert (code, text) == (2, "gpuconf: out/lab/values.yaml: Permission denied; nothing was written\n")
 
@@ -419,7 +569,7 @@ def test_an_unreadable_file_during_check_is_an_environment_error(run, shared, mo
 def test_an_unreadable_file_for_diff_against_is_an_environment_error(run, shared, monkeypatch):
     monkeypatch.chdir(shared)
     assert run("render", "x.yaml", "-o", "out").exit_code == 0
-    os.chmod(shared / "out" / "lab" / "values.yaml", 0o600)
+    os.chmod(shared / "out" / "lab" / "values.yaml", 0o000)
     code, text = _unprivileged(["diff", "x.yaml", "--against", "out"], shared)
     assert (code, text) == (2, "gpuconf: out/lab/values.yaml: Permission denied\n")
 
@@ -525,7 +675,6 @@ def test_written_files_get_ordinary_permissions(run, here, umask_022):
     lab = here / "out" / "lab"
     assert {oct(_mode(p)) for p in lab.rglob("*") if p.is_file()} == {"0o644"}
     assert {oct(_mode(p)) for p in [lab, *lab.rglob("*")] if p.is_dir()} == {"0o755"}
-    assert oct(_mode(here / "out" / ".gpuconf.lock")) == "0o644"
 
 
 def test_init_and_import_never_overwrite_even_in_a_race(here):
