@@ -358,9 +358,9 @@ def node(spec: Spec, plan, images: int = 6) -> dict:
             for t in pool.pool.taints:
                 taints.append({"effect": t.effect, "key": t.key, **({"value": t.value} if t.value else {})})
             for resource, units in pool.capacity.per_node.items():
-                allocatable[resource] = capacity[resource] = str(units)
+                allocatable[resource] = capacity[resource] = canonical(units)
         else:
-            allocatable[P.GPU] = capacity[P.GPU] = str(spec.gpus)
+            allocatable[P.GPU] = capacity[P.GPU] = canonical(spec.gpus)
     elif dist != "eks":  # a control-plane node
         labels["node-role.kubernetes.io/control-plane"] = ""
         taints.append({"effect": "NoSchedule", "key": "node-role.kubernetes.io/control-plane"})
@@ -406,6 +406,16 @@ def node(spec: Spec, plan, images: int = 6) -> dict:
 
 
 # --- a cluster ---------------------------------------------------------------------------------------------------
+
+
+def canonical(units: int) -> str:
+    """A whole number as the API server writes a DecimalSI quantity: the largest suffix that loses nothing (1000 is
+    "1k", 1200 stays "1200"; apimachinery resource.Quantity's canonical form)."""
+    suffixes = ("", "k", "M", "G", "T", "P", "E")
+    step = 0
+    while units and units % 1000 == 0 and step < len(suffixes) - 1:
+        units, step = units // 1000, step + 1
+    return f"{units}{suffixes[step]}"
 
 
 def node_name(plan, pool_name: str, index: int) -> str:

@@ -13,16 +13,14 @@ from ruamel.yaml import YAML
 from conftest import EXAMPLES, ROOT
 
 YAML11 = YAML(typ="safe", pure=True)
-SUFFIXES = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30,
-            "Ti": 2 ** 40}
 
 
-def quantity(value) -> float:
-    """A Kubernetes quantity as Kueue parses it (resource.ParseQuantity), for the suffixes these tests meet."""
-    if isinstance(value, (int, float)):
-        return value
-    number = value.rstrip("kMGTPEimn")
-    return float(number) * SUFFIXES[value[len(number):]]
+def quantity(value):
+    """A Kubernetes quantity as Kueue parses it (resource.ParseQuantity): gpuconf's one parser, tested on its own in
+    tests/test_quantity.py."""
+    from gpuconf.quantity import parse
+
+    return parse(value)
 
 
 def build(path):
@@ -522,11 +520,20 @@ def test_the_intents_choices_are_the_crds_enums():
         spec["queueingStrategy"]["enum"])
 
 
-def test_the_quantity_grammar_is_the_crds_without_a_sign():
+def test_the_quantity_grammar_is_the_crds_without_a_sign_and_what_parse_quantity_refuses():
+    import re
+
+    from test_quantity import VALUES
+
     from gpuconf.intent.model import QUANTITY
     from gpuconf.output.verify import _crd_index
 
-    assert QUANTITY == _crd_index()["quantityPattern"].replace("^(\\+|-)?", "^", 1)
+    crd = _crd_index()["quantityPattern"]
+    for text, value in VALUES:  # everything the parser reads the CRDs' pattern lets through; unsigned ones the intent
+        assert re.fullmatch(crd, text), text
+        assert bool(re.fullmatch(QUANTITY, text)) == (text[0] not in "+-"), text
+    # The CRDs' pattern takes a fractional exponent, which resource.ParseQuantity refuses (its exponent is a ParseInt).
+    assert re.fullmatch(crd, "1e1.5") and not re.fullmatch(QUANTITY, "1e1.5")
     nominal = _crd("ClusterQueue")["properties"]["spec"]["properties"]["resourceGroups"]["items"]["properties"][
         "flavors"]["items"]["properties"]["resources"]["items"]["properties"]["nominalQuota"]
     assert nominal["pattern"] == _crd_index()["quantityPattern"]

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .. import catalog
+from .. import catalog, quantity
 
 # --- labels ------------------------------------------------------------------------------------------------------
 
@@ -143,12 +143,13 @@ class NodeFacts:
         return self.unschedulable or any(t[0] == UNSCHEDULABLE_TAINT for t in self.taints)
 
     def units(self, resource: str) -> int | None:
-        """Allocatable units of an extended resource; None when absent or not a whole number."""
-        return _count(self.allocatable.get(resource))
+        """Allocatable units of a resource, read as the quantity the API server wrote ("1k" is 1000); None when
+        absent or not a whole number."""
+        return quantity.count(self.allocatable.get(resource))
 
     def capacity_units(self, resource: str) -> int | None:
-        """Capacity units of an extended resource; None when absent or not a whole number."""
-        return _count(self.capacity.get(resource))
+        """Capacity units of a resource, read as a quantity; None when absent or not a whole number."""
+        return quantity.count(self.capacity.get(resource))
 
     def label_int(self, key: str) -> int | None:
         """A label read as a whole number (GFD counts), or None."""
@@ -156,7 +157,8 @@ class NodeFacts:
 
 
 def _count(value: Any) -> int | None:
-    # Bounded: a quantity or label of thousands of digits is no count (and int() refuses over 4,300 digits).
+    # A label's count (GFD writes digits). Bounded: a label of thousands of digits is no count (and int() refuses
+    # over 4,300 digits).
     if isinstance(value, str) and len(value) <= 18 and value.isdigit():
         return int(value)
     return None
@@ -167,9 +169,8 @@ def _count(value: Any) -> int | None:
 #: Node names are DNS-1123 subdomains (the API server's ValidateNodeName); nothing else comes from a real cluster.
 #: Checked for their characters and ends, which is what matters for printing them.
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
-#: A resource.Quantity as the API server serialises it: a decimal number and an optional SI, binary-SI or exponent
-#: suffix (k8s.io/apimachinery/pkg/api/resource); 64 characters is far beyond any real one.
-_QUANTITY = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
+#: A resource.Quantity as the API server serialises it (gpuconf/quantity.py); 64 characters is far beyond any real one.
+_QUANTITY = re.compile(quantity.GRAMMAR)
 _MAX_QUANTITY = 64
 #: What an API server accepts as a label (apimachinery validation: IsQualifiedName for keys, IsValidLabelValue for
 #: values): a node that carries anything else was not read from one.

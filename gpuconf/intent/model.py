@@ -15,6 +15,8 @@ from pydantic import (BaseModel, ConfigDict, Field, PlainValidator, StringConstr
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from .. import quantity
+
 API_VERSION = "gpuconf.dev/v1alpha1"
 KIND = "ClusterIntent"
 
@@ -606,16 +608,17 @@ class Delivery(Strict):
 
 # --- queueing (Kueue) ------------------------------------------------------------------------------------------
 
-#: The resource.Quantity grammar (the CRDs' pattern, schemas/crds/index.json quantityPattern) without a sign:
-#: Kueue's webhook rejects negative quotas (pkg/webhooks/clusterqueue_webhook.go, validateResourceQuantity).
-QUANTITY = r"^(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+#: The resource.Quantity grammar without a sign (gpuconf/quantity.py, as the API server parses it; stricter than the CRDs'
+#: pattern, which also lets through the fractional exponents ParseQuantity refuses): Kueue's webhook rejects negative
+#: quotas (pkg/webhooks/clusterqueue_webhook.go, validateResourceQuantity).
+QUANTITY = quantity.UNSIGNED
 
 
 def _quantity(value: Any) -> Union[int, str]:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    if isinstance(value, str) and re.fullmatch(QUANTITY, value):  # fullmatch: `$` also matches before a newline
-        return value
+    if isinstance(value, str) and re.fullmatch(QUANTITY, value) and quantity.is_quantity(value):
+        return value  # fullmatch: `$` also matches before a newline
     raise PydanticCustomError("quantity", "must be a Kubernetes quantity such as 64, 500m or 512Gi (not negative)")
 
 

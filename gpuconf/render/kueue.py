@@ -33,8 +33,10 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 from .. import plan as P
+from .. import quantity
 from . import metadata
 from .teams import PRIORITY_LABEL, PRIORITY_VALUES, TEAM_LABEL, priority_class_name
 
@@ -333,11 +335,11 @@ def _queue_problems(spec: dict, flavors: dict[str, dict]) -> list[str]:
             if names != covered:
                 out.append(f"{where}: resources {names} are not coveredResources {covered} in order")
             for quota in flavor["resources"]:
-                nominal = _number(quota["nominalQuota"])
+                nominal = quantity.parse(quota["nominalQuota"])
                 for limit in ("borrowingLimit", "lendingLimit"):
                     if limit in quota and not cohort:
                         out.append(f"{where}: {limit} of {quota['name']} without a cohort")
-                if "lendingLimit" in quota and _number(quota["lendingLimit"]) > nominal:
+                if "lendingLimit" in quota and quantity.parse(quota["lendingLimit"]) > nominal:
                     out.append(f"{where}: lendingLimit of {quota['name']} exceeds its nominalQuota")
                 if nominal < 0:
                     out.append(f"{where}: negative nominalQuota of {quota['name']}")
@@ -356,12 +358,12 @@ def _admission_problems(job: dict, local: dict, queues: dict, flavors: dict, que
     if lq is None:
         return [f"LocalQueue {queue_name} is not rendered in namespace {ns}"]
     pod = job["spec"]["template"]["spec"]
-    requests: dict[str, float] = {}
+    requests: dict[str, Fraction] = {}
     for container in pod["containers"]:
         resources = container.get("resources", {})
         # Kueue counts requests and takes a limit as the request when none is given (site docs, workload).
         for name, value in {**resources.get("limits", {}), **resources.get("requests", {})}.items():
-            requests[name] = requests.get(name, 0) + _number(value)
+            requests[name] = requests.get(name, 0) + quantity.parse(value)
     out = []
     selector = pod.get("nodeSelector", {})
     for group in queues[lq["spec"]["clusterQueue"]]["spec"]["resourceGroups"]:
@@ -373,7 +375,7 @@ def _admission_problems(job: dict, local: dict, queues: dict, flavors: dict, que
             labels = flavors[flavor["name"]]["spec"].get("nodeLabels", {})
             if any(k in selector and selector[k] != v for k, v in labels.items()):
                 continue
-            quota = {r["name"]: _number(r["nominalQuota"]) for r in flavor["resources"]}
+            quota = {r["name"]: quantity.parse(r["nominalQuota"]) for r in flavor["resources"]}
             if all(quota[r] >= n for r, n in wanted.items()):
                 fits = True
                 break
@@ -384,17 +386,3 @@ def _admission_problems(job: dict, local: dict, queues: dict, flavors: dict, que
     if uncovered:
         out.append(f"its ClusterQueue covers no {', '.join(sorted(uncovered))}")
     return out
-
-
-_SUFFIXES = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-             "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
-
-
-def _number(quantity: int | str) -> float:
-    """The value of a Kubernetes quantity (integers and the suffixes gpuconf writes or accepts)."""
-    if isinstance(quantity, int):
-        return quantity
-    match = re.fullmatch(r"([0-9.]+(?:[eE][-+]?[0-9]+)?)([A-Za-z]*)", quantity)
-    if match is None or match[2] not in _SUFFIXES:
-        raise ValueError(f"{quantity!r} is not a quantity gpuconf reads")
-    return float(match[1]) * _SUFFIXES[match[2]]
