@@ -400,6 +400,16 @@ def known_models(declared: Models = ()) -> Models:
     return (*catalog.gpu_models().values(), *declared)
 
 
+def product_matches(product: str, declared: Models = ()) -> dict[str, int]:
+    """Model id -> the size of its largest name's token set that a product label's tokens contain."""
+    tokens = _tokens(base_product(product))
+    best: dict[str, int] = {}
+    for model_id, model_tokens in _model_token_sets(known_models(declared)):
+        if model_tokens <= tokens:
+            best[model_id] = max(best.get(model_id, 0), len(model_tokens))
+    return best
+
+
 @functools.cache
 def model_for_product(product: str, memory_mib: int | None = None, declared: Models = ()) -> str | None:
     """The model id of a GFD product label, or None when the name maps to no single model."""
@@ -408,10 +418,7 @@ def model_for_product(product: str, memory_mib: int | None = None, declared: Mod
     models = known_models(declared)
     base = base_product(product)
     tokens = _tokens(base)
-    best: dict[str, int] = {}
-    for model_id, model_tokens in _model_token_sets(models):
-        if model_tokens <= tokens:
-            best[model_id] = max(best.get(model_id, 0), len(model_tokens))
+    best = product_matches(product, declared)
     if best:
         top = max(best.values())
         winners = sorted(m for m, n in best.items() if n == top)

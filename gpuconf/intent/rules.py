@@ -196,10 +196,61 @@ def declared_models_valid(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding("GC344", (*loc, "pciDeviceIds"),
                               f"PCI id {', '.join(shared)} is {clash.id} in {where}: a node with that GPU would be "
                               f"both {clash.id} and {model_id}", hint)
+        yield from _product_label_claims(ctx, loc, model, seen)
         seen.append(model)
         if model_id not in used:
             yield ctx.finding("GC344", loc, f"declared GPU model {model_id} is used by no pool",
                               "remove it, or name it in a pool's gpu", severity=WARNING, at_key=True)
+
+
+def _product_label_claims(ctx: Context, loc: tuple, model: catalog.GpuModel,
+                          earlier: list[catalog.GpuModel]) -> Iterator[Finding]:
+    """A declared model's GFD product labels name it alone: none is a name the catalogue reads as one of its models
+    or that an earlier declaration claims, and with it declared every name read before reads as before (the audit and
+    the importer place nodes by these names, gpuconf/cluster/nodefacts.py model_for_product)."""
+    from ..cluster.nodefacts import model_for_product, product_matches
+
+    before, after = tuple(earlier), (*earlier, model)
+    labels = model.product_labels
+    flagged: set[int] = set()
+    for j, label in enumerate(labels):
+        at = (*loc, "productLabels", j)
+        builtin = model_for_product(label)
+        owner = model_for_product(label, None, after)
+        matches = product_matches(label, after)
+        rivals = sorted(m for m, n in matches.items() if m != model.id and n == max(matches.values(), default=0))
+        if label in labels[:j]:
+            yield ctx.finding("GC344", at, f"{label} is listed twice", None)
+        elif builtin is not None:
+            yield ctx.finding("GC344", at, f"product label {label} names {builtin} in gpuconf's catalogue: the audit "
+                              f"and import would take {builtin} nodes for {model.id}",
+                              f"use gpu: {builtin}, or leave the label out")
+        elif owner == model.id:
+            continue
+        elif owner is None and not rivals:
+            yield ctx.finding("GC344", at, f"product label {label} holds no GPU name (vendor words alone)",
+                              "write the whole nvidia.com/gpu.product value GFD sets on such nodes")
+        else:
+            yield ctx.finding("GC344", at, f"product label {label} is also {', '.join(rivals or [owner])}'s in "
+                              "spec.gpuModels: the audit could not tell the models apart", "declare one model per GPU")
+        flagged.add(j)
+    known = [(m.id, name) for m in catalog.gpu_models().values() for name in catalog.model_names(m)]
+    known += [(m.id, label) for m in earlier for label in m.product_labels]
+    for owner, name in known:
+        if model_for_product(name, None, before) != owner or model_for_product(name, None, after) == owner:
+            continue
+        taken = set(catalog.name_tokens(name))
+        culprit = next((j for j, label in enumerate(labels) if set(catalog.name_tokens(label)) <= taken), None)
+        if culprit in flagged:
+            continue
+        at = (*loc, "productLabels", culprit) if culprit is not None else \
+            (*loc, "name") if ctx.intent.spec.gpu_models[model.id].name and set(
+                catalog.name_tokens(model.name)) <= taken else loc
+        yield ctx.finding("GC344", at, f"{model.id} takes the GPU name {name!r} from {owner}: the audit and import "
+                          f"would no longer know {owner} nodes by it",
+                          "give the declared model a name and product labels as GFD writes them in full",
+                          at_key=at == loc)
+        return  # one is enough to show: the others have the same cause
 
 
 @rule("GC303", "pool selectors are disjoint")
