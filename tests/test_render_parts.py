@@ -25,6 +25,23 @@ def build(path):
     return P.build(result.intent, str(path))
 
 
+def children(node) -> list:
+    """The sub-expressions of a promql-parser syntax tree node."""
+    import promql_parser as pp
+
+    if isinstance(node, pp.MatrixSelector):
+        return [node.vector_selector]
+    if isinstance(node, pp.BinaryExpr):
+        return [node.lhs, node.rhs]
+    if isinstance(node, pp.Call):
+        return list(node.args)
+    if isinstance(node, pp.AggregateExpr):
+        return [node.expr] + ([node.param] if node.param is not None else [])
+    if isinstance(node, (pp.ParenExpr, pp.UnaryExpr, pp.SubqueryExpr)):
+        return [node.expr]
+    return []
+
+
 def metric_names(expr: str) -> set[str]:
     """Every metric a PromQL expression selects, read from promql-parser's syntax tree (not from the text)."""
     import promql_parser as pp
@@ -32,23 +49,10 @@ def metric_names(expr: str) -> set[str]:
     names: set[str] = set()
 
     def walk(node) -> None:
-        if isinstance(node, pp.VectorSelector):
-            if node.name:
-                names.add(node.name)
-        elif isinstance(node, pp.MatrixSelector):
-            walk(node.vector_selector)
-        elif isinstance(node, pp.BinaryExpr):
-            walk(node.lhs)
-            walk(node.rhs)
-        elif isinstance(node, pp.Call):
-            for arg in node.args:
-                walk(arg)
-        elif isinstance(node, pp.AggregateExpr):
-            walk(node.expr)
-            if node.param is not None:
-                walk(node.param)
-        elif isinstance(node, (pp.ParenExpr, pp.UnaryExpr, pp.SubqueryExpr)):
-            walk(node.expr)
+        if isinstance(node, pp.VectorSelector) and node.name:
+            names.add(node.name)
+        for child in children(node):
+            walk(child)
 
     walk(pp.parse(expr))
     return names
@@ -518,6 +522,68 @@ def test_prometheus_rule(plan):
             for resource in pool.capacity.per_node:  # kube-state-metrics' sanitised resource label
                 assert re.sub(r"[^a-zA-Z0-9_]", "_", resource) in expr
             assert "metric-labels-allowlist" in alert["annotations"]["requires"]
+
+
+#: What each DCGM field an alert reads means, and so how an alert must read it: (Prometheus type, meaning), from
+#: profiles/dcgm-metrics.json (the exporter's CSV rows and help texts) and dcgm-exporter facts §3.
+METRIC_MEANINGS = {
+    "DCGM_FI_DEV_GPU_TEMP": ("gauge", "level"),  # GPU temperature (in C): its value against a threshold
+    "DCGM_FI_DEV_XID_ERRORS": ("gauge", "last value"),  # value of the last XID error: not a count, a change is news
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("counter", "volatile total"),  # double-bit errors since the driver loaded
+}
+COMPARISONS = {">", "<", ">=", "<=", "==", "!="}
+
+
+def compared_metrics(expr: str) -> list[tuple[str, str]]:
+    """(metric, how) for every DCGM selector a comparison reads: "bare", or the range function applied to it."""
+    import promql_parser as pp
+
+    found: list[tuple[str, str]] = []
+
+    def operand(node) -> None:
+        while isinstance(node, pp.ParenExpr):
+            node = node.expr
+        if isinstance(node, pp.VectorSelector) and (node.name or "").startswith("DCGM_"):
+            found.append((node.name, "bare"))
+        elif isinstance(node, pp.Call) and node.args and isinstance(node.args[0], pp.MatrixSelector):
+            found.append((node.args[0].vector_selector.name, node.func.name))
+        else:
+            walk(node)
+
+    def walk(node) -> None:
+        if isinstance(node, pp.BinaryExpr) and str(node.op) in COMPARISONS:
+            operand(node.lhs)
+            operand(node.rhs)
+            return
+        for child in children(node):
+            walk(child)
+
+    walk(pp.parse(expr))
+    return found
+
+
+def test_every_alert_reads_its_metrics_as_what_they_mean():
+    from gpuconf.render import monitoring
+
+    rows = {r["field"]: r for r in catalog.dcgm_metrics()["rows"]}
+    alerts = monitoring.alert_rules(build(ROOT / "examples" / "heterogeneous.yaml"))
+    assert {a["alert"] for a in alerts} >= {"GpuconfGPUTemperatureHigh", "GpuconfGPUXidError",
+                                            "GpuconfGPUEccDoubleBitError"}
+    for alert in alerts:
+        for metric in dcgm_metrics(alert["expr"]):
+            kind, meaning = METRIC_MEANINGS[metric]  # a new metric in an alert: say here what it means
+            assert rows[metric]["type"] == kind, metric
+            readings = {how for name, how in compared_metrics(alert["expr"]) if name == metric}
+            assert readings, (alert["alert"], metric, "never compared")
+            if meaning == "last value":  # its value is an XID code: only a change within a window is a new one
+                assert readings == {"changes"}, (alert["alert"], readings)
+                assert "not a count" in alert["annotations"]["description"]
+            elif meaning == "volatile total":  # any is an error until the driver reloads: say so, or count a window
+                assert readings <= {"bare", "increase", "rate"}, (alert["alert"], readings)
+                if "bare" in readings:
+                    assert "since the driver loaded" in alert["annotations"]["description"]
+            else:
+                assert readings == {"bare"}, (alert["alert"], readings)
 
 
 def test_only_enabled_alerts(tmp_path):

@@ -474,7 +474,9 @@ class Alerts(Strict):
     """Alert thresholds for the PrometheusRule."""
 
     gpu_temp_celsius: Optional[int] = Field(85, ge=40, le=120, description="Alert when a GPU is hotter than this.")
-    xid_errors: bool = Field(True, description="Alert on XID errors.")
+    xid_errors: bool = Field(True, description="Alert on a new XID error: DCGM_FI_DEV_XID_ERRORS holds the code "
+                                               "of the last XID, not a count, so the alert fires when it changes and "
+                                               "clears 5 minutes later.")
     ecc_double_bit: bool = Field(True, description="Alert on double-bit ECC errors.")
     gpus_unavailable: bool = Field(True, description="Alert when a GPU node's allocatable GPUs drop to zero.")
 

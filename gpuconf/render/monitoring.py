@@ -1,8 +1,9 @@
 """The PrometheusRule with the GPU alerts the intent enables, and the exporter metrics file those alerts need.
 
 Metric facts:
-* DCGM exporter fields DCGM_FI_DEV_GPU_TEMP (gauge, C), DCGM_FI_DEV_XID_ERRORS (gauge, "value of the last XID
-  error encountered") and DCGM_FI_DEV_ECC_DBE_VOL_TOTAL (counter, double-bit volatile ECC errors). The GPU
+* DCGM exporter fields DCGM_FI_DEV_GPU_TEMP (gauge, C: compared with the threshold), DCGM_FI_DEV_XID_ERRORS (gauge,
+  "value of the last XID error encountered", not a count: alerted on a change) and DCGM_FI_DEV_ECC_DBE_VOL_TOTAL
+  (counter, double-bit volatile ECC errors since the driver loaded: any is an alert until a reset). The GPU
   Operator runs the exporter with dcp-metrics-included.csv, where the ECC rows are shipped commented out
   (dcgm-exporter facts §2-3): so with alerts gpuconf renders its own metrics file, the shipped rows plus every
   metric an alert reads (profiles/dcgm-metrics.json), as a ConfigMap with the key `dcgm-metrics.csv` in the
@@ -34,6 +35,10 @@ KSM_REQUIREMENT = (f"kube-state-metrics must export the node label {P.POOL_LABEL
 #: The metrics ConfigMap's name before its content hash.
 METRICS_CONFIGMAP = "gpuconf-dcgm-metrics"
 DCGM_FIELD = re.compile(r"\bDCGM_[A-Z0-9_]+\b")
+XID = "DCGM_FI_DEV_XID_ERRORS"
+#: How long after a new XID its alert holds: the exporter's own XID count window (DCGM_EXPORTER_XID_COUNT_WINDOW_SIZE,
+#: default 5 min; dcgm-exporter facts §3, §5), many scrapes at any usual interval.
+XID_WINDOW = "5m"
 # One series per gpuconf node with its pool; max() drops kube-state-metrics' own target labels and duplicates.
 POOL_NODES = f'max by (node, {POOL_METRIC_LABEL}) (kube_node_labels{{{POOL_METRIC_LABEL}!=""}})'
 
@@ -84,18 +89,24 @@ def alert_rules(plan: P.Plan) -> list[dict]:
             f"{WHERE} has been above {t} C for 5 minutes ({{{{ $value }}}} C); expect clock throttling.",
         ))
     if alerts.xid_errors:
+        # The gauge holds the code of the last XID, not a count: `> 0` would fire for ever after one XID. A change of
+        # its value within the window is a new XID; `and` keeps the code itself as the alert's value.
         rules.append(_alert(
-            "GpuconfGPUXidError", with_pool("DCGM_FI_DEV_XID_ERRORS > 0"), "1m", "warning",
+            "GpuconfGPUXidError", with_pool(f"{XID} and changes({XID}[{XID_WINDOW}]) > 0"), "1m", "warning",
             "GPU XID error {{ $value }} on {{ $labels.Hostname }}",
-            f"{WHERE} reported XID {{{{ $value }}}} (the last XID the driver logged); look it up in NVIDIA's XID "
-            "catalogue: some need only the application restarted, others a GPU reset or a drained node.",
+            f"{WHERE} reported a new XID within the last {XID_WINDOW}: XID {{{{ $value }}}}. "
+            f"{XID} holds the code of the last XID the driver logged, not a count, so this alert fires when that "
+            f"code changes and clears {XID_WINDOW} later; the same XID again is no change and goes unseen here "
+            "(the driver's kernel log shows every one). Look the code up in NVIDIA's XID catalogue: some need only "
+            "the application restarted, others a GPU reset or a drained node.",
         ))
     if alerts.ecc_double_bit:
         rules.append(_alert(
             "GpuconfGPUEccDoubleBitError", with_pool("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0"), "1m", "critical",
             "Uncorrectable ECC errors on a GPU of {{ $labels.Hostname }}",
-            f"{WHERE} counted {{{{ $value }}}} double-bit (uncorrectable) ECC errors since the driver loaded; "
-            "drain the node and reset the GPU.",
+            f"{WHERE} counted {{{{ $value }}}} double-bit (uncorrectable) ECC errors since the driver loaded "
+            "(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL is a volatile counter: it returns to 0 only when the driver reloads or "
+            "the GPU is reset, so the alert holds until then); drain the node and reset the GPU.",
         ))
     if alerts.gpus_unavailable:
         for pool in plan.pools:
