@@ -426,6 +426,20 @@ def kueue_settings(intent: ClusterIntent):
     return queueing.kueue if queueing is not None else None
 
 
+#: Resources a pod may request that no team queue covers: the kubelet's node-local storage and huge pages of every
+#: size (hugepages-2Mi, hugepages-1Gi). Kueue compares prefixes with strings.HasPrefix (v0.19.2
+#: pkg/workload/workload.go dropExcludedResources).
+UNQUEUED_RESOURCE_PREFIXES = ("ephemeral-storage", "hugepages-")
+
+
+def kueue_excluded_prefixes(kueue) -> tuple[str, ...]:
+    """The resource prefixes Kueue leaves out of quota accounting, as the intent says Kueue's Configuration has them
+    (gpuconf.intent.model.Kueue.exclude_resource_prefixes)."""
+    if kueue.exclude_resource_prefixes is not None:
+        return tuple(kueue.exclude_resource_prefixes)
+    return UNQUEUED_RESOURCE_PREFIXES if kueue.quota_check_strategy == "BlockUndeclared" else ()
+
+
 def resource_quotas(intent: ClusterIntent) -> bool:
     """Whether team quotas become per-namespace ResourceQuotas: always without Kueue, on request with it."""
     kueue = kueue_settings(intent)

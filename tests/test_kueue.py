@@ -279,18 +279,29 @@ def _tolerates(tolerations: list[dict], taint) -> bool:
     return False
 
 
-def _admit(job: dict, queue: dict, flavors: dict) -> dict:
+def _admit(job: dict, queue: dict, flavors: dict, resources: dict | None = None) -> dict:
     """Kueue's flavor assignment for a one-pod Job, then the pod as Kueue starts it: the assigned flavors' nodeLabels
-    merged into its nodeSelector and their tolerations appended (pkg/scheduler/flavorassigner, pkg/podset)."""
+    merged into its nodeSelector and their tolerations appended (pkg/scheduler/flavorassigner, pkg/podset).
+
+    resources is the `resources` block of Kueue's Configuration (default: Kueue's defaults, BlockUndeclared and no
+    exclusions): requests whose names start with an excluded prefix are dropped before quota accounting
+    (pkg/workload/workload.go dropExcludedResources); under IgnoreUndeclared a resource no group covers is skipped
+    (pkg/scheduler/flavorassigner IgnoreUndeclaredResources)."""
+    resources = resources or {}
+    excluded = resources.get("excludeResourcePrefixes", [])
+    ignore_undeclared = resources.get("quotaCheckStrategy") == "IgnoreUndeclared"
     pod = copy.deepcopy(job["spec"]["template"]["spec"])
     requests: dict[str, float] = {}
     for container in pod["containers"]:
         res = container["resources"]
         for name, value in {**res.get("limits", {}), **res.get("requests", {})}.items():
-            requests[name] = requests.get(name, 0) + quantity(value)
+            if not any(name.startswith(prefix) for prefix in excluded):
+                requests[name] = requests.get(name, 0) + quantity(value)
     chosen = []
     for name, amount in requests.items():
         group = next((g for g in queue["spec"]["resourceGroups"] if name in g["coveredResources"]), None)
+        if group is None and ignore_undeclared:
+            continue
         assert group is not None, f"resource {name} unavailable in ClusterQueue"
         for flavor in group["flavors"]:
             labels = flavors[flavor["name"]].get("nodeLabels", {})
@@ -363,6 +374,65 @@ def test_the_reports_job_example_is_admitted_by_its_teams_queue():
     assert pod["nodeSelector"]["gpuconf.dev/pool"] == job["spec"]["template"]["spec"]["nodeSelector"]["gpuconf.dev/pool"]
     classes = {d["metadata"]["name"] for d in kinds(docs, "WorkloadPriorityClass")}
     assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] in classes
+
+
+#: The fields of Kueue v0.19.2's Configuration.resources (apis/config/v1beta2/configuration_types.go, type Resources).
+CONFIGURATION_RESOURCES = {"quotaCheckStrategy", "excludeResourcePrefixes", "transformations", "deviceClassMappings"}
+
+
+def _job_example_and_queue(path):
+    from gpuconf.pipeline import render_path
+
+    tree = render_path(str(path), "out").tree
+    report = json.loads(tree.files["report.json"])["queueing"]
+    job = YAML11.load(report["jobExample"])
+    docs = [d for p, t in tree.files.items() if p.startswith("manifests/") for d in YAML11.load_all(t) if d]
+    lq = next(d for d in kinds(docs, "LocalQueue") if d["metadata"]["namespace"] == job["metadata"]["namespace"])
+    queue = next(d for d in kinds(docs, "ClusterQueue") if d["metadata"]["name"] == lq["spec"]["clusterQueue"])
+    flavors = {d["metadata"]["name"]: d["spec"] for d in kinds(docs, "ResourceFlavor")}
+    return report, tree, job, queue, flavors
+
+
+def test_a_job_requesting_ephemeral_storage_and_hugepages_is_admitted_under_the_reports_configuration():
+    report, tree, job, queue, flavors = _job_example_and_queue(ROOT / "examples" / "heterogeneous.yaml")
+    config = YAML11.load(report["configuration"])
+    assert (config["apiVersion"], config["kind"]) == ("config.kueue.x-k8s.io/v1beta2", "Configuration")
+    assert set(config) == {"apiVersion", "kind", "resources"} and set(config["resources"]) <= CONFIGURATION_RESOURCES
+    assert config["resources"] == {"quotaCheckStrategy": "BlockUndeclared",
+                                   "excludeResourcePrefixes": ["ephemeral-storage", "hugepages-"]}
+    assert report["configuration"] in tree.files["REPORT.md"]
+    container = job["spec"]["template"]["spec"]["containers"][0]["resources"]
+    container["requests"].update({"ephemeral-storage": "20Gi", "hugepages-2Mi": "512Mi"})
+    container["limits"]["hugepages-1Gi"] = "2Gi"
+    _admit(job, queue, flavors, config["resources"])
+    with pytest.raises(AssertionError, match="resource (ephemeral-storage|hugepages-.*) unavailable"):
+        _admit(job, queue, flavors)  # Kueue's own defaults: the Job would stay pending for ever
+
+
+def test_under_ignore_undeclared_the_configuration_says_so_and_excludes_nothing(tmp_path):
+    text = (ROOT / "examples" / "heterogeneous.yaml").read_text(encoding="utf-8").replace(
+        "      cohort: ml-prod", "      cohort: ml-prod\n      quotaCheckStrategy: IgnoreUndeclared")
+    (tmp_path / "x.yaml").write_text(text, encoding="utf-8")
+    report, tree, job, queue, flavors = _job_example_and_queue(tmp_path / "x.yaml")
+    config = YAML11.load(report["configuration"])
+    assert config["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared"}
+    job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "20Gi"
+    _admit(job, queue, flavors, config["resources"])
+
+
+def test_the_report_says_plainly_which_priority_label_every_job_must_carry():
+    report, tree, job, queue, flavors = _job_example_and_queue(ROOT / "examples" / "heterogeneous.yaml")
+    text = tree.files["REPORT.md"]
+    assert "It does not read the namespaces' `gpuconf.dev/priority` label" in text
+    assert "or it runs at priority 0 and is the first preempted" in text
+    for team in report["teams"]:
+        row = (f"| `{team['name']}` | {'<br>'.join(f'`{ns}`' for ns in team['namespaces'])} | "
+               f"`kueue.x-k8s.io/priority-class: {team['priorityClass']}` |")
+        assert row in text
+    assert "# required for the team's tier: without it (and without a pod priorityClassName) Kueue gives the Job " \
+           "priority 0" in report["jobExample"]
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == next(
+        t["priorityClass"] for t in report["teams"] if job["metadata"]["namespace"] in t["namespaces"])
 
 
 def test_an_unpinned_gpu_job_takes_the_first_pool_of_the_team_with_quota():

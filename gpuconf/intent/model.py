@@ -672,6 +672,12 @@ class Kueue(Strict):
         "BlockUndeclared", description="As your Kueue Configuration's resources.quotaCheckStrategy: "
                                        "BlockUndeclared (Kueue's default) leaves pods pending that request a resource "
                                        "their ClusterQueue does not cover.")
+    exclude_resource_prefixes: Optional[List[NonEmpty]] = Field(
+        None, max_length=MAX_ITEMS,
+        description="As your Kueue Configuration's resources.excludeResourcePrefixes: resources whose names start so "
+                    "Kueue leaves out of quota accounting. Omitted: ephemeral-storage and hugepages- under "
+                    "BlockUndeclared (which no queue covers: a pod requesting them would stay pending), none under "
+                    "IgnoreUndeclared (Kueue refuses the two together). REPORT.md gives the Configuration.")
     resource_quotas: bool = Field(False, description="Also render the per-namespace ResourceQuotas (hard ceilings "
                                                      "for pods Kueue does not queue).")
     teams: Dict[Name, KueueTeam] = Field(default_factory=dict, max_length=MAX_ITEMS,

@@ -979,6 +979,35 @@ def kueue_other_resources(ctx: Context, kueue) -> Iterator[Finding]:
                               "runs so", at_key=settings is not None)
 
 
+@kueue_rule("GC331", "excluded resource prefixes go with quotaCheckStrategy BlockUndeclared")
+def kueue_excluded_with_strategy(ctx: Context, kueue) -> Iterator[Finding]:
+    if kueue.quota_check_strategy == "IgnoreUndeclared" and kueue.exclude_resource_prefixes:
+        # Kueue v0.19.2 pkg/config/validation.go validateQuotaCheckStrategy: the manager refuses the Configuration.
+        yield ctx.finding("GC331", _kueue_loc("excludeResourcePrefixes"), "excludeResourcePrefixes with "
+                          "quotaCheckStrategy IgnoreUndeclared: Kueue refuses such a Configuration and does not start",
+                          "remove excludeResourcePrefixes (IgnoreUndeclared already ignores what no queue covers), "
+                          "or set quotaCheckStrategy: BlockUndeclared", at_key=True)
+
+
+@kueue_rule("GC332", "excluded resource prefixes leave the queued resources counted")
+def kueue_excluded_resources(ctx: Context, kueue) -> Iterator[Finding]:
+    counted: dict[str, str] = {}  # resource -> what counts it
+    for pool in ctx.intent.spec.pools:
+        cap = plan.pool_capacity(ctx.intent, pool, ctx.strategy)
+        for resource in cap.per_node if cap else ():
+            counted.setdefault(resource, f"pool {pool.name!r}")
+    for team, settings in kueue.teams.items():
+        for resource in settings.other_resources:
+            counted.setdefault(resource, f"the otherResources of team {team!r}")
+    for j, prefix in enumerate(kueue.exclude_resource_prefixes or ()):
+        hit = sorted(r for r in counted if r.startswith(prefix))  # Kueue: strings.HasPrefix (dropExcludedResources)
+        if hit:
+            yield ctx.finding("GC332", _kueue_loc("excludeResourcePrefixes", j), f"prefix {prefix!r} takes "
+                              f"{', '.join(hit)} ({counted[hit[0]]}) out of Kueue's quota accounting: no queue would "
+                              "limit it", "exclude only resources no queue covers, such as ephemeral-storage and "
+                              "hugepages-")
+
+
 @kueue_rule("GC365", "the queues fit Kueue's object limits")
 def kueue_object_limits(ctx: Context, kueue) -> Iterator[Finding]:
     """The queues fit Kueue's limits: at most 8 tolerations (taints) per flavor, 64 flavors and 64 resources per

@@ -384,15 +384,28 @@ def queueing_facts(plan: P.Plan) -> dict | None:
         comments = {
             ("metadata", "labels", K.QUEUE_LABEL): "optional: Kueue sets it on a Job of a namespace with a "
                                                   "LocalQueue named default",
-            ("metadata", "labels", K.PRIORITY_CLASS_LABEL): "the team's tier; without it Kueue takes the pod's "
-                                                           "priorityClassName",
+            ("metadata", "labels", K.PRIORITY_CLASS_LABEL): "required for the team's tier: without it (and without "
+                                                           "a pod priorityClassName) Kueue gives the Job priority 0",
             ("spec", "template", "spec", "nodeSelector"): "optional: picks the pool (its flavor); without it Kueue "
                                                           "tries the team's pools in spec.pools order",
         }
         example = dump(job, comments, top=True)
+    excluded = P.kueue_excluded_prefixes(kueue)
+    resources: dict = {"quotaCheckStrategy": kueue.quota_check_strategy}
+    if excluded:
+        resources["excludeResourcePrefixes"] = list(excluded)
+    # Kueue v0.19.2 apis/config/v1beta2/configuration_types.go (Configuration.Resources: quotaCheckStrategy,
+    # excludeResourcePrefixes); config/components/manager: the file controller_manager_config.yaml of ConfigMap
+    # kueue-manager-config in kueue-system; charts/kueue/values.yaml: managerConfig.controllerManagerConfigYaml.
+    configuration = dump({"apiVersion": K.CONFIG_API_VERSION, "kind": "Configuration", "resources": resources},
+                         {("resources",): "merge into your Kueue Configuration; the manager reads it when it starts"},
+                         top=True)
     return {
         "version": kueue.version,
         "apiVersion": K.releases()[kueue.version]["ClusterQueue"],
+        "excludedPrefixes": list(excluded),
+        "configuration": configuration,
+        "unqueuedPrefixes": list(P.UNQUEUED_RESOURCE_PREFIXES),
         "cohort": cohort,
         "queueingStrategy": kueue.queueing_strategy,
         "quotaCheckStrategy": kueue.quota_check_strategy,

@@ -43,6 +43,8 @@ from .teams import PRIORITY_LABEL, PRIORITY_VALUES, TEAM_LABEL, priority_class_n
 GROUP = "kueue.x-k8s.io"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+#: The API of Kueue's own Configuration file (v0.19.2 config/components/manager/controller_manager_config.yaml).
+CONFIG_API_VERSION = "config.kueue.x-k8s.io/v1beta2"
 #: Kueue labels Jobs without a queue name with the LocalQueue of this name in their namespace.
 LOCAL_QUEUE = "default"
 #: The ClusterQueue and LocalQueue of the acceptance probes (no team can be named so: team queues carry a prefix).
