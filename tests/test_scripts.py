@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
@@ -86,6 +86,7 @@ NASTY = st.text(st.sampled_from(list("ab '\"`$(){}[]*?;&|<>\\!#~=,:%\n\té—ü�
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(comment=NASTY, why=NASTY, words=st.lists(NASTY, min_size=1, max_size=4), value=NASTY)
+@example(comment=":", why="\\a", words=[":"], value=":")  # echo $'\\a' is shellcheck's SC2028: printf '%s' is not
 def test_no_text_breaks_a_script(tmp_path, comment, why, words, value):
     from gpuconf.render.platform import Env, shell_script
 

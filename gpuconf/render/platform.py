@@ -240,7 +240,8 @@ def shell_script(comments: list[str], required: dict[str, str], command: list[li
     out = ["#!/usr/bin/env bash", *(_comment(c) for c in comments)]
     out.append("set -eu")
     for name, why in required.items():
-        out.append(f'if [ -z "${{{name}:-}}" ]; then echo {quote(why)} >&2; exit 2; fi')
+        # printf '%s', not echo: the text may be a $'...' word, whose escapes echo may expand (shellcheck SC2028).
+        out.append(f'if [ -z "${{{name}:-}}" ]; then printf \'%s\\n\' {quote(why)} >&2; exit 2; fi')
     out.append(" \\\n  ".join(" ".join(_word(w) for w in line) for line in command))
     return "\n".join(out) + "\n"
 

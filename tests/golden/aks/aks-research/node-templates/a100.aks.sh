@@ -4,9 +4,9 @@
 # AKS node pool for gpuconf pool a100: 4 x A100-80GB per node.
 # --gpu-driver none (Azure CLI >= 2.72.2) leaves the driver to the operator; it applies only when the pool is created (NVIDIA's AKS guide).
 set -eu
-if [ -z "${RESOURCE_GROUP:-}" ]; then echo 'set RESOURCE_GROUP to the resource group of the cluster' >&2; exit 2; fi
-if [ -z "${CLUSTER:-}" ]; then echo 'set CLUSTER to the AKS cluster' >&2; exit 2; fi
-if [ -z "${VM_SIZE:-}" ]; then echo 'set VM_SIZE to a GPU VM size' >&2; exit 2; fi
+if [ -z "${RESOURCE_GROUP:-}" ]; then printf '%s\n' 'set RESOURCE_GROUP to the resource group of the cluster' >&2; exit 2; fi
+if [ -z "${CLUSTER:-}" ]; then printf '%s\n' 'set CLUSTER to the AKS cluster' >&2; exit 2; fi
+if [ -z "${VM_SIZE:-}" ]; then printf '%s\n' 'set VM_SIZE to a GPU VM size' >&2; exit 2; fi
 az aks nodepool add --resource-group "${RESOURCE_GROUP}" --cluster-name "${CLUSTER}" \
   --name a100 \
   --node-vm-size "${VM_SIZE}" \

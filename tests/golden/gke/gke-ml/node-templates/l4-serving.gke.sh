@@ -4,9 +4,9 @@
 # GKE node pool for gpuconf pool l4-serving: 2 x L4 per node.
 # gke-no-default-nvidia-gpu-device-plugin removes GKE's own device plugin and gpu-driver-version=disabled its automatic driver install, in either driver mode (NVIDIA's GKE guide); the pool's labels and taints are the ones gpuconf's configs and probes expect.
 set -eu
-if [ -z "${CLUSTER:-}" ]; then echo 'set CLUSTER to the GKE cluster' >&2; exit 2; fi
-if [ -z "${LOCATION:-}" ]; then echo 'set LOCATION to its region or zone' >&2; exit 2; fi
-if [ -z "${MACHINE_TYPE:-}" ]; then echo 'set MACHINE_TYPE to a machine type that carries the GPUs' >&2; exit 2; fi
+if [ -z "${CLUSTER:-}" ]; then printf '%s\n' 'set CLUSTER to the GKE cluster' >&2; exit 2; fi
+if [ -z "${LOCATION:-}" ]; then printf '%s\n' 'set LOCATION to its region or zone' >&2; exit 2; fi
+if [ -z "${MACHINE_TYPE:-}" ]; then printf '%s\n' 'set MACHINE_TYPE to a machine type that carries the GPUs' >&2; exit 2; fi
 gcloud container node-pools create l4-serving \
   --cluster "${CLUSTER}" \
   --location "${LOCATION}" \
