@@ -114,3 +114,17 @@ def test_the_kueue_checks_read_every_suffix(tmp_path):
         "{cpu: 512, memory: 4Ti}", "{cpu: 512000000u, memory: 4Ti}"), encoding="utf-8")
     result = render_path(str(intent), str(tmp_path / "out"))
     assert result.ok, [f.text() for f in result.findings]
+
+
+def test_the_importer_reads_1k_allocatable_units_of_a_250_replica_node_without_a_gpu_count_label():
+    from gpuconf.cluster.importer import draft_intent
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    nodes = NL.clean_nodes(NL.plan_of(REPLICAS_250))
+    for node in nodes:
+        node["metadata"]["labels"].pop("nvidia.com/gpu.count", None)  # the GPUs come from allocatable / replicas
+    result = validate_document(load_text(draft_intent(nodes, "test", "imported").text, "draft.yaml"))
+    assert result.ok, [f.text() for f in result.findings]
+    [pool] = result.intent.spec.pools
+    assert (pool.gpus_per_node, result.intent.spec.sharing_profiles[pool.sharing].time_slicing.replicas) == (4, 250)
