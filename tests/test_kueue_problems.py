@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 
+from fractions import Fraction
+
 import pytest
 
 API = "kueue.x-k8s.io/v1beta2"
@@ -64,32 +66,33 @@ def problems(*docs):
 
 
 @pytest.mark.parametrize(("suffix", "factor"), [
-    ("", 1), ("m", 1 / 1000), ("k", 10 ** 3), ("M", 10 ** 6), ("G", 10 ** 9), ("T", 10 ** 12), ("P", 10 ** 15),
-    ("E", 10 ** 18), ("Ki", 1024), ("Mi", 1024 ** 2), ("Gi", 1024 ** 3), ("Ti", 1024 ** 4), ("Pi", 1024 ** 5),
-    ("Ei", 1024 ** 6)])
+    ("", 1), ("n", Fraction(1, 10 ** 9)), ("u", Fraction(1, 10 ** 6)), ("m", Fraction(1, 1000)), ("k", 10 ** 3),
+    ("M", 10 ** 6), ("G", 10 ** 9), ("T", 10 ** 12), ("P", 10 ** 15), ("E", 10 ** 18), ("Ki", 1024),
+    ("Mi", 1024 ** 2), ("Gi", 1024 ** 3), ("Ti", 1024 ** 4), ("Pi", 1024 ** 5), ("Ei", 1024 ** 6)])
 def test_every_suffix_of_the_quantity_table_has_its_kubernetes_factor(suffix, factor):
-    from gpuconf.render.kueue import _SUFFIXES, _number
+    from gpuconf.quantity import parse  # the one parser the Kueue checks read quotas and requests with
 
-    assert _SUFFIXES[suffix] == factor
-    assert _number(f"3{suffix}") == pytest.approx(3 * factor, rel=1e-12)
-    assert _number(f"1.5{suffix}") == pytest.approx(1.5 * factor, rel=1e-12)
+    assert parse(f"3{suffix}") == 3 * factor
+    # ParseQuantity rounds up to whole nano units: 1.5n is 2n.
+    assert parse(f"1.5{suffix}") == (2 * factor if suffix == "n" else Fraction(3, 2) * factor)
 
 
 def test_the_table_has_exactly_the_kubernetes_suffixes_gpuconf_reads():
-    from gpuconf.render.kueue import _SUFFIXES
+    from gpuconf.quantity import _BINARY, _DECIMAL
 
-    assert sorted(_SUFFIXES) == sorted(["", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"])
+    assert sorted([*_DECIMAL, *_BINARY]) == sorted(["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi",
+                                                    "Ti", "Pi", "Ei"])
 
 
 def test_quantities_read_integers_exponents_and_refuse_the_rest():
-    from gpuconf.render.kueue import _number
+    from gpuconf.quantity import QuantityError, parse
 
-    assert _number(7) == 7 and _number(0) == 0
-    assert _number("2e3") == 2000 and _number("2E-3") == pytest.approx(0.002) and _number("1.5e+2") == 150
-    assert _number("500m") == pytest.approx(0.5) and _number("512Mi") == 512 * 2 ** 20
-    for bad in ("3X", "3ki", "-1", "1 Gi", "", "Gi", "3mi"):
-        with pytest.raises(ValueError, match=f"{bad!r} is not a quantity gpuconf reads"):
-            _number(bad)
+    assert parse(7) == 7 and parse(0) == 0 and parse("-1") == -1  # a negative quota is the checks' own problem
+    assert parse("2e3") == 2000 and parse("2E-3") == Fraction(2, 1000) and parse("1.5e+2") == 150
+    assert parse("500m") == Fraction(1, 2) and parse("512Mi") == 512 * 2 ** 20
+    for bad in ("3X", "3ki", "1 Gi", "", "Gi", "3mi"):
+        with pytest.raises(QuantityError, match=f"{bad!r} is not a Kubernetes quantity"):
+            parse(bad)
 
 
 def test_times_multiplies_the_number_and_keeps_the_suffix():
