@@ -673,7 +673,7 @@ class Kueue(Strict):
                                        "BlockUndeclared (Kueue's default) leaves pods pending that request a resource "
                                        "their ClusterQueue does not cover.")
     exclude_resource_prefixes: Optional[List[NonEmpty]] = Field(
-        None, max_length=MAX_ITEMS,
+        None, max_length=MAX_ITEMS, examples=[["ephemeral-storage", "hugepages-"]],
         description="As your Kueue Configuration's resources.excludeResourcePrefixes: resources whose names start so "
                     "Kueue leaves out of quota accounting. Omitted: ephemeral-storage and hugepages- under "
                     "BlockUndeclared (which no queue covers: a pod requesting them would stay pending), none under "

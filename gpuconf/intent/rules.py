@@ -169,7 +169,10 @@ def gpu_model_known(ctx: Context) -> Iterator[Finding]:
 @rule("GC344", "declared GPU models are new and tell themselves apart")
 def declared_models_valid(ctx: Context) -> Iterator[Finding]:
     """A GPU model declared in `spec.gpuModels` is new: not a catalogue id, no PCI id a catalogue (or another
-    declared) model owns unless subsystem ids tell them apart, no id twice; (warning) one no pool uses."""
+    declared) model owns unless subsystem ids tell them apart, no id or product label twice; its product labels name
+    it alone (none the catalogue reads as one of its GPUs, none another declared model has, not vendor words alone),
+    and neither they nor its name take a name by which the audit and import know a catalogue or earlier declared GPU;
+    (warning) one no pool uses."""
     declared = plan.declared_models(ctx.intent)
     used = {pool.gpu for pool in ctx.intent.spec.pools}
     seen: list[catalog.GpuModel] = []
@@ -981,6 +984,8 @@ def kueue_other_resources(ctx: Context, kueue) -> Iterator[Finding]:
 
 @kueue_rule("GC331", "excluded resource prefixes go with quotaCheckStrategy BlockUndeclared")
 def kueue_excluded_with_strategy(ctx: Context, kueue) -> Iterator[Finding]:
+    """`excludeResourcePrefixes` only with `quotaCheckStrategy: BlockUndeclared`: Kueue refuses a Configuration with
+    both it and IgnoreUndeclared, and its manager does not start."""
     if kueue.quota_check_strategy == "IgnoreUndeclared" and kueue.exclude_resource_prefixes:
         # Kueue v0.19.2 pkg/config/validation.go validateQuotaCheckStrategy: the manager refuses the Configuration.
         yield ctx.finding("GC331", _kueue_loc("excludeResourcePrefixes"), "excludeResourcePrefixes with "
@@ -991,6 +996,8 @@ def kueue_excluded_with_strategy(ctx: Context, kueue) -> Iterator[Finding]:
 
 @kueue_rule("GC332", "excluded resource prefixes leave the queued resources counted")
 def kueue_excluded_resources(ctx: Context, kueue) -> Iterator[Finding]:
+    """No excluded resource prefix matches a resource a queue counts (a pool's GPU resources, a team's
+    `otherResources`): Kueue would count it against no quota."""
     counted: dict[str, str] = {}  # resource -> what counts it
     for pool in ctx.intent.spec.pools:
         cap = plan.pool_capacity(ctx.intent, pool, ctx.strategy)
