@@ -267,6 +267,14 @@ def intent_page() -> str:
            "is GC202, a wrong type GC203, a value outside the allowed ones GC204, out of range GC205, a bad format "
            "GC206. *Rule codes* lists the findings the test cases report on the field; the "
            "[finding codes](findings.md) page explains each.\n\n"]
+    out.append("## Sections\n\n| section | holds |\n|---|---|\n")
+    for path, field, required in schema_fields(schema):
+        if path.count(".") == 0 or (path.startswith("spec.") and path.count(".") == 1):
+            target = _resolve(schema, _without_null(field)[0][0])[0]
+            words = field.get("description") or target.get("description") or ""
+            need = " (required)" if required else ""
+            out.append(f"| [`{path}`](#{_anchor(path)}){need} | {_cell(words)} |\n")
+    out.append("\n")
     out += _field_sections(schema, codes, found, "Cluster intent")
     fleet = Fleet.model_json_schema(by_alias=True)
     out.append("## Fleet file\n\nA fleet (`kind: Fleet`) names a base intent and one overlay per cluster; see the "
