@@ -102,3 +102,9 @@ def test_the_test_subsets_exist(tool):
     for module, tests in tool.MODULES.items():
         assert (ROOT / module).is_file()
         assert all((ROOT / t).is_file() for t in tests), tests
+
+
+def test_annotations_are_no_mutation_sites_when_python_never_evaluates_them(tool):
+    lazy = "from __future__ import annotations\n\n\ndef f(a: int | None, *b: str) -> dict[str, int]:\n    x: int = a\n"
+    assert tool.annotations(lazy) == [((4, 9), (4, 19)), ((4, 25), (4, 28)), ((4, 33), (4, 47)), ((5, 7), (5, 10))]
+    assert tool.annotations(lazy.replace("from __future__ import annotations\n", "")) == []

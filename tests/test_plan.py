@@ -399,3 +399,36 @@ def test_team_queue_rows_give_zero_to_unnamed_resources_and_no_borrowing_of_them
     assert rows("") == [
         ("m", "nvidia.com/mig-1g.10gb", 8, None, None), ("m", "nvidia.com/mig-3g.40gb", 0, None, None),
         ("g", "nvidia.com/gpu", 4, None, None)]
+
+
+# --- declared GPU models ---------------------------------------------------------------------------------------------
+
+
+def test_declared_models_carry_their_name_or_their_id_for_each_pci_device():
+    from gpuconf import plan as P
+
+    it = intent("""\
+gpuModels:
+  A800-ACTIVE:
+    name: NVIDIA A800 40GB Active
+    pciDeviceIds: ["0x20F910DE", "0x20F810DE"]
+    memoryGiB: 40
+    productLabels: [NVIDIA-A800-40GB-Active]
+  LAB-GPU:
+    pciDeviceIds: ["0x2B8510DE"]
+    pciSubsystemIds: ["0x20F910DE"]
+    memoryGiB: 48
+    computeCapability: "8.9"
+""" + pools(pool("a", gpu="A800-ACTIVE"), pool("b", gpu="LAB-GPU")))
+    models = P.declared_models(it)
+    a800, lab = models["A800-ACTIVE"], models["LAB-GPU"]
+    assert (a800.name, a800.pci_devices) == ("NVIDIA A800 40GB Active", {"0x20F910DE": "NVIDIA A800 40GB Active",
+                                                                         "0x20F810DE": "NVIDIA A800 40GB Active"})
+    assert (lab.name, lab.pci_devices) == ("LAB-GPU", {"0x2B8510DE": "LAB-GPU"})
+    assert a800.pci_device_ids == ("0x20F910DE", "0x20F810DE") and lab.pci_subsystem_ids == ("0x20F910DE",)
+    assert a800.product_labels == ("NVIDIA-A800-40GB-Active",) and lab.compute_capability == "8.9"
+    assert (a800.declared, a800.mig_capable, a800.memory_gib, a800.confidence) == (True, False, 40, "user-declared")
+    assert P.gpu_model(it, "LAB-GPU") is not None and P.gpu_model(it, "LAB-GPU").name == "LAB-GPU"
+    assert P.gpu_model(it, "H100-80GB").declared is False and P.gpu_model(it, "NOPE") is None
+    bare = intent(pools(pool("a")))
+    assert P.declared_models(bare) == {} and P.gpu_model(bare, "LAB-GPU") is None

@@ -44,7 +44,8 @@ MODULES = {
     "gpuconf/plan.py": ["tests/test_plan.py", "tests/test_render_parts.py", "tests/test_render.py",
                         "tests/test_cases.py", "tests/test_kueue.py", "tests/test_report.py",
                         "tests/test_platforms.py"],
-    "gpuconf/intent/rules.py": ["tests/test_cases.py", "tests/test_registry.py", "tests/test_loader.py"],
+    "gpuconf/intent/rules.py": ["tests/test_cases.py", "tests/test_rule_limits.py", "tests/test_registry.py",
+                                "tests/test_loader.py"],
     "gpuconf/cluster/audit.py": ["tests/test_audit.py", "tests/test_audit_evidence.py"],
     "gpuconf/output/semantic.py": ["tests/test_semantic.py", "tests/test_semantic_broken.py",
                                    "tests/test_render_parts.py"],
@@ -263,14 +264,39 @@ def _tests_for(lines: dict[int, set[str]], first: int, last: int, files: dict[st
     return by_time(near) + by_time(every - near)
 
 
-def _sites(module: str):
-    """cosmic-ray's work items of a module, grouped by the source span they mutate."""
-    from cosmic_ray.commands.init import _all_work_items, _operators  # noqa: F401  (cosmic-ray's enumeration)
+def annotations(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The spans of a module's type annotations when `from __future__ import annotations` keeps Python from ever
+    evaluating them (PEP 563): a mutant there (`int | None` -> `int / None`) changes no behaviour."""
+    import ast
 
+    tree = ast.parse(source)
+    if not any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations"
+                                                                                  for a in n.names)
+               for n in tree.body):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            found += [a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                      if a is not None and a.annotation is not None]
+            found += [node.returns] if node.returns is not None else []
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+    return [((a.lineno, a.col_offset), (a.end_lineno, a.end_col_offset)) for a in found]
+
+
+def _sites(module: str):
+    """cosmic-ray's work items of a module, grouped by the source span they mutate (annotations left out)."""
+    from cosmic_ray.commands.init import _all_work_items  # cosmic-ray's own enumeration of a module's mutants
+
+    spans = annotations(Path(module).read_text(encoding="utf-8"))
     sites: dict[tuple, list] = {}
     for item in _all_work_items([Path(module)], {}):
         mutation = item.mutations[0]
-        sites.setdefault((tuple(mutation.start_pos), tuple(mutation.end_pos)), []).append(mutation)
+        start, end = tuple(mutation.start_pos), tuple(mutation.end_pos)
+        if not any(a <= start and end <= b for a, b in spans):
+            sites.setdefault((start, end), []).append(mutation)
     return sites
 
 
