@@ -79,7 +79,10 @@ def derived_mig_strategy(intent: ClusterIntent) -> str | None:
 
 
 def mig_strategy(intent: ClusterIntent) -> str | None:
-    """The strategy in effect: the pinned one if any, else the derived one."""
+    """The strategy in effect: the pinned one if any, else the derived one; None under DRA, which has no device
+    plugin (each MIG profile gets a DeviceClass of its own, as under mixed)."""
+    if intent.spec.cluster.allocation == "dra":
+        return None
     return intent.spec.cluster.mig_strategy or derived_mig_strategy(intent)
 
 
@@ -108,6 +111,8 @@ def pool_capacity(intent: ClusterIntent, pool: Pool, strategy: str | None = None
         return None
     strategy = strategy if strategy is not None else mig_strategy(intent)
     gpus = pool.gpus_per_node
+    if intent.spec.cluster.allocation == "dra":
+        return PoolCapacity(dra_capacity(pool, profile, model), pool.nodes)
     if profile.mig is not None:
         layout = mig_layout(profile, model)
         if layout is None:
@@ -125,6 +130,28 @@ def pool_capacity(intent: ClusterIntent, pool: Pool, strategy: str | None = None
             name = GPU_SHARED if sharing.rename_by_default else GPU
             return PoolCapacity({name: gpus * sharing.replicas}, pool.nodes)
     return PoolCapacity({GPU: gpus}, pool.nodes)
+
+
+def dra_capacity(pool: Pool, profile: SharingProfile, model: catalog.GpuModel) -> dict[str, int]:
+    """Under DRA, the quota keys a pool's devices count under, per node: a pool's GPUs (whatever their sharing: a
+    quota counts devices, KW-quota) under its class, MIG instances under the class of their profile."""
+    from . import dra
+
+    if profile.mig is not None:
+        layout = mig_layout(profile, model) or {}
+        return {dra.quota_key(dra.class_name(pool.name, name)): count * pool.gpus_per_node
+                for name, count in layout.items()}
+    return {dra.quota_key(dra.class_name(pool.name)): pool.gpus_per_node}
+
+
+def profile_resource(per_node: Mapping[str, int], profile_name: str) -> str | None:
+    """The resource a pool advertises for a MIG profile: nvidia.com/mig-<profile> (or .shared when renamed), or
+    under DRA the quota key of the profile's class. Exact names: 1g.10gb does not match 1g.10gb+me."""
+    from . import dra
+
+    base = mig_resource(profile_name)
+    found = next((r for r in (base, base + ".shared") if r in per_node), None)
+    return found if found is not None else dra.profile_key(per_node, profile_name)
 
 
 def sharing_kind(profile: SharingProfile) -> str:
@@ -394,9 +421,11 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
         wave = None
         if driver == "cluster" and pool.name in waves:
             wave, driver = waves[pool.name]
-        labels = {POOL_LABEL: pool.name, DEVICE_PLUGIN_LABEL: key}
-        if mig_key is not None:
-            labels[MIG_LABEL] = mig_key
+        labels = {POOL_LABEL: pool.name}
+        if intent.spec.cluster.allocation != "dra":  # no device plugin and no MIG Manager read them on DRA
+            labels[DEVICE_PLUGIN_LABEL] = key
+            if mig_key is not None:
+                labels[MIG_LABEL] = mig_key
         if driver == "preinstalled":
             labels[DRIVER_DEPLOY_LABEL] = "false"
         for taint in pool.taints:
@@ -457,9 +486,7 @@ def quota_units(per_node: Mapping[str, int], value: int | Mapping[str, int]) -> 
         return {next(iter(per_node)): value} if len(per_node) == 1 else {}
     out = {}
     for profile_name, count in value.items():
-        base = mig_resource(profile_name)
-        # Exact names: 1g.10gb must not match 1g.10gb+me (-> 1g.10gb.me).
-        resource = next((r for r in (base, base + ".shared") if r in per_node), None)
+        resource = profile_resource(per_node, profile_name)
         if resource is not None:
             out[resource] = count
     return out

@@ -192,6 +192,18 @@ class Openshift(Strict):
                           "installed already: a second OperatorGroup in its namespace stops OLM.")
 
 
+class Dra(Strict):
+    """The DRA stack's choices that the pools alone do not settle (spec.cluster.allocation: dra)."""
+
+    mig_partitions: Optional[Literal["dynamic", "external"]] = Field(
+        None, description="Who makes the MIG instances of MIG pools: dynamic (the DRA driver's DynamicMIG gate, "
+                          "alpha: it creates instances per claim and destroys those it did not create) or external "
+                          "(made outside the operator before the driver starts, e.g. by mig-parted; the driver only "
+                          "publishes them). Required when a pool uses MIG.")
+    compute_domains: bool = Field(False, description="Run the driver's ComputeDomain half (multi-node NVLink, "
+                                                     "e.g. GB200/GB300 NVL72): its controller and kubelet plugin.")
+
+
 class Cluster(Strict):
     """The Kubernetes cluster the output is for."""
 
@@ -202,8 +214,23 @@ class Cluster(Strict):
     mig_strategy: Optional[Literal["single", "mixed"]] = Field(
         None, description="Pin the cluster-wide MIG strategy. Omit to let gpuconf derive it from the pools: single "
                           "when every MIG pool uses one uniform profile, mixed otherwise.")
+    allocation: Literal["devicePlugin", "dra"] = Field(
+        "devicePlugin", description="The allocation stack the operator runs, cluster-wide: devicePlugin "
+                                    "(ClusterPolicy, extended resources such as nvidia.com/gpu) or dra (GPUCluster, "
+                                    "experimental: the NVIDIA DRA driver, DeviceClasses and ResourceClaims; "
+                                    "Kubernetes 1.34 or later, new clusters only).")
+    dra: Optional[Dra] = Field(None, description="DRA settings (allocation dra only).")
     eks: Optional[Eks] = Field(None, description="EKS settings (distribution eks only).")
     openshift: Optional[Openshift] = Field(None, description="OpenShift settings (distribution openshift only).")
+
+    @field_validator("dra")
+    @classmethod
+    def _belongs_to_dra(cls, value: Any, info: ValidationInfo) -> Any:
+        allocation = info.data.get("allocation")
+        if value is not None and allocation is not None and allocation != "dra":
+            raise PydanticCustomError("allocation_setting", f"dra settings need allocation dra, but allocation is "
+                                                            f"{allocation}")
+        return value
 
     @field_validator("eks", "openshift")
     @classmethod

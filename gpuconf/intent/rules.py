@@ -650,6 +650,8 @@ def mig_strategy_consistent(ctx: Context) -> Iterator[Finding]:
 def quota_refs(ctx: Context) -> Iterator[Finding]:
     """Quotas name existing pools and the pool's real resource names (per MIG profile under the mixed strategy)."""
     pools = {p.name: p for p in ctx.intent.spec.pools}
+    # Under DRA every MIG profile has a DeviceClass of its own: quotas name profiles, as under the mixed strategy.
+    strategy = "mixed" if ctx.intent.spec.cluster.allocation == "dra" else ctx.strategy
     for i, team in enumerate(ctx.intent.spec.teams):
         for pool_name, value in team.quota.items():
             loc = ("spec", "teams", i, "quota", pool_name)
@@ -663,7 +665,7 @@ def quota_refs(ctx: Context) -> Iterator[Finding]:
                 if layout is None:
                     yield ctx.finding("GC314", loc, f"pool {pool_name!r} does not use MIG; give its quota as a count",
                                       f"e.g. {pool_name}: 8")
-                elif ctx.strategy == "single":
+                elif strategy == "single":
                     yield ctx.finding("GC314", loc, "with MIG strategy single every MIG device is nvidia.com/gpu; "
                                       "give the quota as a count", f"e.g. {pool_name}: 4")
                 else:
@@ -672,9 +674,10 @@ def quota_refs(ctx: Context) -> Iterator[Finding]:
                             yield ctx.finding("GC314", (*loc, profile_name),
                                               f"pool {pool_name!r} has no {profile_name!r} MIG devices",
                                               _hint_choices(profile_name, list(layout), "profiles"), at_key=True)
-            elif layout is not None and ctx.strategy == "mixed":
-                yield ctx.finding("GC314", loc, f"pool {pool_name!r} exposes one resource per MIG profile (strategy "
-                                  "mixed); give the quota per profile", "e.g. {" + ", ".join(
+            elif layout is not None and strategy == "mixed":
+                why = "a DeviceClass per MIG profile (DRA)" if strategy != ctx.strategy else \
+                    "one resource per MIG profile (strategy mixed)"
+                yield ctx.finding("GC314", loc, f"pool {pool_name!r} exposes {why}; give the quota per profile", "e.g. {" + ", ".join(
                                       f"\"{p}\": 1" for p in sorted(layout)) + "}")
 
 
@@ -706,8 +709,7 @@ def quota_capacity(ctx: Context) -> Iterator[Finding]:
             copies = len(team.namespaces) if per_namespace else 1
             if isinstance(value, dict):
                 for profile_name, count in value.items():
-                    base = plan.mig_resource(profile_name)
-                    resource = next((r for r in (base, base + ".shared") if r in cap.per_node), None)
+                    resource = plan.profile_resource(cap.per_node, profile_name)
                     if resource is not None:
                         asked[resource] = asked.get(resource, 0) + count * copies
                         last[resource] = (*loc, profile_name)
@@ -1743,3 +1745,4 @@ def rule_codes() -> list[tuple[str, str]]:
 
 
 from . import platform_rules  # noqa: E402,F401  - registers the platform rules (GC345-GC348) into RULES
+from . import dra_rules  # noqa: E402,F401  - registers the DRA rules (GC430-GC438) into RULES

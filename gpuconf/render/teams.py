@@ -49,10 +49,9 @@ def quota_resource(pool: P.PoolPlan, profile: str | None = None) -> str:
         if len(names) != 1:
             raise ValueError(f"pool {pool.name!r} advertises {names}; a count quota needs exactly one resource")
         return names[0]
-    base = P.mig_resource(profile)
-    for name in (base, base + ".shared"):  # exact names: 1g.10gb must not match 1g.10gb+me (-> 1g.10gb.me)
-        if name in pool.capacity.per_node:
-            return name
+    found = P.profile_resource(pool.capacity.per_node, profile)
+    if found is not None:
+        return found
     raise ValueError(f"pool {pool.name!r} advertises no resource for MIG profile {profile!r} (has {names})")
 
 
