@@ -249,8 +249,10 @@ def matches(expression: str, device: Mapping[str, Any]) -> bool:
     import celpy
 
     _, program = _program(expression)
+    from celpy import celtypes
+
     result = program.evaluate({"device": celpy.json_to_cel(dict(device))})
-    if not isinstance(result, bool):  # celpy returns a CELEvalError value for an evaluation error
+    if not isinstance(result, celtypes.BoolType):  # celpy returns a CELEvalError value for an evaluation error
         raise SelectorError(f"evaluates to {result!r}, not a bool")
     return bool(result)
 

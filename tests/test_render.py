@@ -192,6 +192,11 @@ def _label_sources(tree):
 
 def test_every_pool_is_labelled_and_every_label_names_a_config(trees):
     for tree in trees.values():
+        if tree.plan.intent.spec.cluster.allocation == "dra":
+            # No device plugin and no MIG Manager: no config ConfigMaps, and no label that names one.
+            assert "manifests/sharing-configs.yaml" not in tree.files and "devicePlugin" not in _values(tree)
+            assert all(set(labels) == {"gpuconf.dev/pool"} for _, labels in _label_sources(tree))
+            continue
         configmaps = {d["metadata"]["name"]: d for d in _docs(tree.files["manifests/sharing-configs.yaml"])}
         dp_keys = set(configmaps["gpuconf-device-plugin-config"]["data"])
         mig_names = set()

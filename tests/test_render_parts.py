@@ -160,9 +160,13 @@ def expected_quota(plan, team) -> dict[str, int]:
             want[resource] = want.get(resource, 0) + value
             continue
         for profile, count in value.items():
-            (resource,) = {n for n in names if n in (P.mig_resource(profile), P.mig_resource(profile) + ".shared")}
+            dra_key = f"gpuconf-{pool_name}-{profile.replace('+', '.')}.deviceclass.resource.k8s.io/devices"
+            (resource,) = {n for n in names
+                           if n in (P.mig_resource(profile), P.mig_resource(profile) + ".shared", dra_key)}
             want[resource] = want.get(resource, 0) + count
-    return {"requests." + r: str(n) for r, n in want.items()}
+    # DRA quota keys (<class>.deviceclass.resource.k8s.io/devices) take no requests. prefix.
+    return {(r if r.endswith(".deviceclass.resource.k8s.io/devices") else "requests." + r): str(n)
+            for r, n in want.items()}
 
 
 def test_quotas_use_the_pools_real_resource_names(plan):
@@ -411,6 +415,11 @@ def test_probe_per_pool(plan):
         assert container["command"] == ["nvidia-smi", "-L"]
         assert {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"} in container["env"]
         limits, requests = container["resources"]["limits"], container["resources"]["requests"]
+        if plan.intent.spec.cluster.allocation == "dra":  # a claim on the class that counts the resource
+            template = pod["resourceClaims"][0]["resourceClaimTemplateName"]
+            assert container["resources"]["claims"] == [{"name": pod["resourceClaims"][0]["name"]}]
+            assert template == f"gpuconf-probe-{pool.name}"
+            limits = {**limits, pool.resource: "1"}
         assert limits[pool.resource] == "1"
         assert pool.resource in pool.capacity.per_node
         others = {name for p in plan.pools for name in p.capacity.per_node} - {pool.resource}

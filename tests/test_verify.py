@@ -223,6 +223,7 @@ CUSTOM: dict[str, Any] = {
 
 EXPECTED_KINDS = {
     "nvidia.com/v1/ClusterPolicy", "nvidia.com/v1alpha1/NVIDIADriver", "nfd.k8s-sigs.io/v1alpha1/NodeFeatureRule",
+    "nvidia.com/v1alpha1/GPUCluster", "resource.nvidia.com/v1beta1/ComputeDomain",
     "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule", "karpenter.sh/v1/NodePool",
     "karpenter.k8s.aws/v1/EC2NodeClass",
     "argoproj.io/v1alpha1/Application", "argoproj.io/v1alpha1/ApplicationSet",

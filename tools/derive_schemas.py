@@ -38,12 +38,16 @@ COMMAND = "python tools/derive_schemas.py"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 # CRD files (relative to the reference folder) whose served versions gpuconf's output may contain. Every served
-# version of each is converted (Kueue serves the deprecated v1beta1 next to v1beta2). Left out on purpose: GPUCluster
-# and ComputeDomain(Clique) (the experimental DRA stack cannot coexist with the ClusterPolicy gpuconf configures) and
-# NFD's NodeFeature/NodeFeatureGroup (written by NFD and GFD themselves, never by a user).
+# version of each is converted (Kueue serves the deprecated v1beta1 next to v1beta2). GPUCluster is the DRA stack's
+# CR, which the chart renders from the values under spec.cluster.allocation: dra (gpuconf checks the chart model's
+# object against it); ComputeDomain is the driver's newer copy (dra/SOURCES.md: numNodes optional from v0.4.0). Left
+# out on purpose: ComputeDomainClique (written by the driver) and NFD's NodeFeature/NodeFeatureGroup (written by NFD
+# and GFD themselves, never by a user).
 CRD_INPUTS = (
     "gpu-operator/v26.7.0/crds/nvidia.com_clusterpolicies.yaml",
     "gpu-operator/v26.7.0/crds/nvidia.com_nvidiadrivers.yaml",
+    "gpu-operator/v26.7.0/crds/nvidia.com_gpuclusters.yaml",
+    "dra/crds/resource.nvidia.com_computedomains.yaml",
     "nvidia-formats/nfd/nodefeaturerule-crd.yaml",
     "crds/monitoring.coreos.com/monitoring.coreos.com_servicemonitors.yaml",
     "crds/monitoring.coreos.com/monitoring.coreos.com_prometheusrules.yaml",

@@ -83,6 +83,8 @@ def intended_policy(intent: Any, defaults: dict) -> dict:
         if up.wait_for_completion is not None:
             policy["waitForCompletion"] = {"podSelector": up.wait_for_completion.pod_selector,
                                            "timeoutSeconds": up.wait_for_completion.timeout_seconds}
+    if intent.spec.cluster.allocation == "dra":
+        policy["autoUpgrade"] = False  # NV-docs: no automatic driver upgrades on DRA nodes
     for override in intent.spec.overrides:
         parts = override.path.split(".")
         if parts[:2] != ["driver", "upgradePolicy"]:
@@ -266,7 +268,13 @@ class _Reader:
                     yield f"pool {pool.name}: mixes MIG profiles {sorted(layout)} under the single strategy"
 
     def sharing_configs(self) -> Iterator[str]:
-        """The device plugin and mig-manager find their ConfigMaps, the default keys and every pool's key."""
+        """The device plugin and mig-manager find their ConfigMaps, the default keys and every pool's key; on the
+        DRA stack, the chart renders the GPUCluster and the classes, claims and quotas fit together."""
+        if self.plan.intent.spec.cluster.allocation == "dra":
+            from . import dracheck
+
+            yield from dracheck.problems(self.plan, self.merged, self.tree)
+            return
         labels = self.pool_labels()
         if not self.overridden("devicePlugin.config"):
             name = C.get(self.merged, "devicePlugin.config.name")

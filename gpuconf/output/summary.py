@@ -11,7 +11,7 @@ def summarise(intent, file: str) -> str:
     strategy = plan.mig_strategy(intent)
     lines = [f"{intent.metadata.name} ({file}): GPU Operator {spec.operator.chart_version}, "
              f"Kubernetes {spec.cluster.kubernetes_version} ({spec.cluster.distribution}), "
-             f"MIG strategy {strategy or 'n/a (no MIG pools)'}"]
+             + ("allocation DRA" if spec.cluster.allocation == "dra" else f"MIG strategy {strategy or 'n/a (no MIG pools)'}")]
     rows = [("pool", "gpu", "nodes", "gpus", "sharing", "advertises")]
     total_gpus = total_nodes = 0
     for pool in spec.pools:

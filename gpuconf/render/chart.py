@@ -224,3 +224,92 @@ def effective_nvd_policy(spec: dict) -> dict:
         base = OPERATOR_DEFAULT_POLICY[part]
         out[part] = {**base, **own[part]} if part in own else copy.deepcopy(base)
     return out
+
+
+# --- the GPUCluster (DRA) stack: templates/validations.yaml and templates/gpucluster.yaml of v26.7.0 ---------------
+
+#: `.Capabilities.APIVersions` entries of which one must be served for the chart to render a GPUCluster
+#: (templates/validations.yaml); offline, `helm template --api-versions resource.k8s.io/v1/DeviceClass` supplies one.
+DRA_CAPABILITIES = ("resource.k8s.io/v1/DeviceClass", "resource.k8s.io/v1beta2/DeviceClass",
+                    "resource.k8s.io/v1beta1/DeviceClass")
+#: The name templates/_helpers.tpl gives the CR (gpu-operator.gpucluster-name); the CRD's CEL rule allows no other.
+GPUCLUSTER_NAME = "gpu-cluster"
+
+
+def render_failures(values: dict, api_versions: tuple[str, ...] = ()) -> list[str]:
+    """The `fail` calls of templates/validations.yaml that these values (and capabilities) trigger: the chart
+    renders nothing when any does. Go's `and`/`not` read emptiness; `eq ... false` compares exactly."""
+    failures = []
+    cluster_policy, gpu_cluster = get(values, "clusterPolicy.deployCR"), get(values, "gpuCluster.deployCR")
+    if not empty(cluster_policy) and not empty(gpu_cluster):
+        failures.append("clusterPolicy.deployCR and gpuCluster.deployCR cannot both be true")
+    if not empty(gpu_cluster) and not empty(get(values, "driver.enabled")) \
+            and empty(get(values, "driver.nvidiaDriverCRD.enabled")):
+        failures.append("the NVIDIADriver CRD must be enabled when deploying a GPUCluster CR")
+    if get(values, "cdi.enabled") is False and get(values, "cdi.nriPluginEnabled") is True:
+        failures.append("the NRI Plugin cannot be enabled when CDI is disabled")
+    if get(values, "cdi.nriPluginEnabled") is True and get(values, "toolkit.enabled") is False:
+        failures.append("the NRI Plugin cannot be enabled when the Container Toolkit is disabled")
+    if not empty(get(values, "devicePlugin.config.create")):
+        if empty(get(values, "devicePlugin.config.data")):
+            failures.append("devicePlugin.config.data cannot be empty when devicePlugin.config.create is set to true")
+        if empty(get(values, "devicePlugin.config.name")):
+            failures.append("devicePlugin.config.name cannot be empty when devicePlugin.config.create is set to true")
+    if not empty(gpu_cluster) and not any(c in api_versions for c in DRA_CAPABILITIES):
+        failures.append("gpuCluster.deployCR=true requires a cluster that serves a resource.k8s.io DeviceClass API")
+    return failures
+
+
+def gpucluster(values: dict) -> dict | None:
+    """The GPUCluster templates/gpucluster.yaml renders, or None when gpuCluster.deployCR is off."""
+    if empty(get(values, "gpuCluster.deployCR")):
+        return None
+    d = "draDriver."
+    dra: dict[str, Any] = {}
+    for key in ("repository", "image"):
+        if not empty(get(values, d + key)):
+            dra[key] = unquoted(get(values, d + key), d + key)
+    if not empty(get(values, d + "version")):
+        dra["version"] = printed(get(values, d + "version"))  # `| quote`
+    if not empty(get(values, d + "imagePullPolicy")):
+        dra["imagePullPolicy"] = unquoted(get(values, d + "imagePullPolicy"), d + "imagePullPolicy")
+    for key in ("imagePullSecrets", "featureGates"):
+        if not empty(get(values, d + key)):
+            dra[key] = copy.deepcopy(get(values, d + key))  # toYaml
+    if not empty(get(values, d + "gpus.kubeletPlugin")):
+        dra["gpus"] = {"kubeletPlugin": copy.deepcopy(get(values, d + "gpus.kubeletPlugin"))}
+    domains: dict[str, Any] = {"enabled": unquoted(get(values, d + "computeDomains.enabled"), d + "computeDomains")}
+    for key in ("controller", "kubeletPlugin"):
+        if not empty(get(values, f"{d}computeDomains.{key}")):
+            domains[key] = copy.deepcopy(get(values, f"{d}computeDomains.{key}"))
+    dra["computeDomains"] = domains
+    spec: dict[str, Any] = {"draDriver": dra}
+    for operand, scalars, blocks in (
+            ("dcgm", ("repository", "image", "imagePullPolicy"), ("imagePullSecrets", "args", "env", "resources")),
+            ("dcgmExporter", ("repository", "image", "imagePullPolicy"),
+             ("imagePullSecrets", "annotations", "args", "env", "resources", "hpcJobMapping",
+              "podLabelAllowlistRegex", "service", "serviceMonitor"))):
+        block: dict[str, Any] = {"enabled": unquoted(get(values, f"{operand}.enabled"), f"{operand}.enabled")}
+        for key in scalars:
+            if not empty(get(values, f"{operand}.{key}")):
+                block[key] = unquoted(get(values, f"{operand}.{key}"), f"{operand}.{key}")
+        if not empty(get(values, f"{operand}.version")):
+            block["version"] = printed(get(values, f"{operand}.version"))
+        for key in blocks:
+            if not empty(get(values, f"{operand}.{key}")):
+                block[key] = copy.deepcopy(get(values, f"{operand}.{key}"))
+        flags = ("hostNetwork",) if operand == "dcgm" else ("hostPID", "hostNetwork", "enablePodLabels", "enablePodUID")
+        for key in flags:
+            if not empty(get(values, f"{operand}.{key}")):
+                block[key] = get(values, f"{operand}.{key}")
+        if operand == "dcgmExporter" and not empty(get(values, "dcgmExporter.config")) \
+                and not empty(get(values, "dcgmExporter.config.name")):
+            block["config"] = {"name": unquoted(get(values, "dcgmExporter.config.name"), "dcgmExporter.config")}
+        spec[operand] = block
+    paths: dict[str, Any] = {"driverInstallDir": unquoted(get(values, "hostPaths.driverInstallDir"), "hostPaths")}
+    if not empty(get(values, "hostPaths.kubeletRootDir")):
+        paths["kubeletRootDir"] = unquoted(get(values, "hostPaths.kubeletRootDir"), "hostPaths")
+    spec["hostPaths"] = paths
+    spec["daemonsets"] = copy.deepcopy(get(values, "daemonsets"))
+    return {"apiVersion": "nvidia.com/v1alpha1", "kind": "GPUCluster", "metadata": {"name": GPUCLUSTER_NAME},
+            "spec": spec}

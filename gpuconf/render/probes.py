@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from .. import dra
 from .. import plan as P
 from . import metadata
 from .kueue import ACCEPTANCE, QUEUE_LABEL
@@ -72,6 +73,7 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
     """The acceptance Job of one pool; with Kueue it goes through the acceptance queue and gets the pool's
     tolerations from the pool's ResourceFlavor, so its success proves the flavor too."""
     resource = pool.resource
+    claimed = dra.enabled(plan.intent)
     queued = P.kueue_settings(plan.intent) is not None
     labels = {P.POOL_LABEL: pool.name, COMPONENT_LABEL: "acceptance-probe"}
     meta = metadata(plan, job_name(pool.name), plan.namespace, labels)
@@ -82,10 +84,18 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
                f"pool's tolerations; its pod asking for 1 {resource}")
     else:
         how = f"A pod asking for 1 {resource} and tolerating only pool {pool.name}'s taints"
-    meta["annotations"] = {PROVES_ANNOTATION: (
-        f"{how} is scheduled onto a {P.POOL_LABEL}={pool.name} node, so the node is labelled and advertises the "
-        "resource, and the device plugin, container toolkit and driver hand it a working GPU: nvidia-smi -L lists "
-        "it.")}
+    if claimed:
+        device_class = dra.class_of_key(resource)
+        how = how.replace(f"asking for 1 {resource}", f"claiming 1 device of DeviceClass {device_class}")
+        meta["annotations"] = {PROVES_ANNOTATION: (
+            f"{how} is scheduled onto a {P.POOL_LABEL}={pool.name} node, so the node is labelled, the DRA driver "
+            f"publishes its devices and the class selects them, and the driver prepares a working GPU: "
+            "nvidia-smi -L lists it.")}
+    else:
+        meta["annotations"] = {PROVES_ANNOTATION: (
+            f"{how} is scheduled onto a {P.POOL_LABEL}={pool.name} node, so the node is labelled and advertises the "
+            "resource, and the device plugin, container toolkit and driver hand it a working GPU: nvidia-smi -L lists "
+            "it.")}
     pod_security, container_security = _security(plan)
     spec: dict = {
         "restartPolicy": "Never",
@@ -110,6 +120,15 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
             "securityContext": container_security,
         }],
     }
+    if claimed:
+        # Under DRA the device comes from a claim (the pod's own, made from the pool's probe template), not from an
+        # extended resource in limits.
+        from .dra import REQUEST, probe_template_name
+
+        container = spec["containers"][0]
+        container["resources"]["limits"] = {"memory": "128Mi"}
+        container["resources"]["claims"] = [{"name": REQUEST}]
+        spec["resourceClaims"] = [{"name": REQUEST, "resourceClaimTemplateName": probe_template_name(pool)}]
     from .platform import probe_tolerations
 
     # A queued probe gets its pool's tolerations from the Kueue flavor; the platform's taint is on every GPU node.

@@ -8,7 +8,10 @@ from . import metadata
 
 
 def render(plan: P.Plan) -> list[dict]:
-    """The device-plugin config ConfigMap, and the mig-parted one when any pool runs on a MIG-capable model."""
+    """The device-plugin config ConfigMap, and the mig-parted one when any pool runs on a MIG-capable model; none
+    on the DRA stack, which runs neither the device plugin nor MIG Manager."""
+    if plan.intent.spec.cluster.allocation == "dra":
+        return []
     docs = [{
         "apiVersion": "v1",
         "kind": "ConfigMap",

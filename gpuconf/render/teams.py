@@ -74,6 +74,14 @@ def team_quota(plan: P.Plan, team) -> tuple[dict[str, int], dict[str, list[str]]
     return dict(sorted(hard.items())), {r: sorted(s) for r, s in sorted(sources.items())}
 
 
+def quota_item(resource: str) -> str:
+    """The ResourceQuota key of a resource: requests.<name> for an extended resource; a DRA device-class key as is
+    (`<class>.deviceclass.resource.k8s.io/devices`, KW-quota)."""
+    from ..dra import class_of_key
+
+    return resource if class_of_key(resource) is not None else QUOTA_PREFIX + resource
+
+
 def _quotas(plan: P.Plan, teams: list) -> list[dict]:
     docs = []
     for team in teams:
@@ -85,12 +93,12 @@ def _quotas(plan: P.Plan, teams: list) -> list[dict]:
             meta = metadata(plan, QUOTA_NAME, ns, labels={TEAM_LABEL: team.name})
             if summed:
                 meta["annotations"] = {SUMMED_ANNOTATION: "; ".join(
-                    f"{QUOTA_PREFIX}{r}={','.join(pools)}" for r, pools in summed.items())}
+                    f"{quota_item(r)}={','.join(pools)}" for r, pools in summed.items())}
             docs.append({
                 "apiVersion": "v1",
                 "kind": "ResourceQuota",
                 "metadata": meta,
-                "spec": {"hard": {QUOTA_PREFIX + r: str(n) for r, n in hard.items()}},
+                "spec": {"hard": {quota_item(r): str(n) for r, n in hard.items()}},
             })
     return sorted(docs, key=lambda d: d["metadata"]["namespace"])
 

@@ -10,7 +10,7 @@ from .. import plan as P
 from ..emit import dump, dump_all, header, shell_word
 from ..findings import dotted
 from ..gcpause import gc_paused
-from . import access, gitops, kueue, monitoring, nodes, platform, probes, sharing, teams
+from . import access, dra, gitops, kueue, monitoring, nodes, platform, probes, sharing, teams
 from .values import ValuesBuilder, build_values
 
 #: Which manifest file each kind goes to; files are applied in kustomization order (namespaces first).
@@ -19,6 +19,8 @@ KIND_FILES = {
     "PriorityClass": "manifests/priority-classes.yaml",
     "ConfigMap": "manifests/sharing-configs.yaml",
     "NodeFeatureRule": "manifests/node-feature-rules.yaml",
+    "DeviceClass": "manifests/device-classes.yaml",
+    "ResourceClaimTemplate": "manifests/claims.yaml",
     "NVIDIADriver": "manifests/nvidia-drivers.yaml",
     "ResourceQuota": "manifests/quotas.yaml",
     "ResourceFlavor": "manifests/queues.yaml",
@@ -39,6 +41,7 @@ MANIFEST_RENDERERS: tuple[Callable[[P.Plan], list[dict]], ...] = (
     lambda plan: [operator_namespace(plan)],
     sharing.render,
     nodes.node_feature_rules,
+    dra.render,
     teams.render,
     kueue.render,
     access.render,

@@ -6,7 +6,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .. import catalog
+from .. import catalog, dra
 from .. import plan as P
 
 # The NFD subchart's image repository; the v26.3.3 reference carries no subchart defaults, and NFD has published
@@ -97,7 +97,10 @@ def build_values(plan: P.Plan) -> ValuesBuilder:
     spec = intent.spec
     b = ValuesBuilder(plan.chart.defaults)
     _tolerations(plan, b)
-    _sharing(plan, b)
+    if dra.enabled(intent):
+        _dra(plan, b)
+    else:
+        _sharing(plan, b)
     _driver(plan, b)
     _images(plan, b)
     _monitoring(plan, b)
@@ -146,6 +149,27 @@ def _sharing(plan: P.Plan, b: ValuesBuilder) -> None:
               if plan.intent.spec.cluster.mig_strategy else ("spec", "sharingProfiles"))
 
 
+def _dra(plan: P.Plan, b: ValuesBuilder) -> None:
+    """The GPUCluster stack: one CR or the other (templates/validations.yaml fails when both are deployed), the
+    driver gates the sharing in use needs, ComputeDomains as the intent says."""
+    origin = ("spec", "cluster", "allocation")
+    b.set("gpuCluster.deployCR", True, "the cluster allocates GPUs with DRA: the chart renders the GPUCluster", origin)
+    b.set("clusterPolicy.deployCR", False, "one allocation stack per cluster: the chart refuses to render both CRs",
+          origin)
+    settings = plan.intent.spec.cluster.dra
+    partitions = settings.mig_partitions if settings is not None else None
+    gates = dra.feature_gates((P.sharing_kind(p.profile) for p in plan.pools), partitions)
+    if gates:
+        users = {dra.GATE_TIME_SLICING: "time-slicing", dra.GATE_MPS: "MPS", dra.GATE_DYNAMIC_MIG: "dynamic MIG"}
+        b.set("draDriver.featureGates", gates, "the driver refuses the sharing settings of claims unless their gate is "
+              f"on: {', '.join(f'{g} for {users[g]}' for g in gates)}", ("spec", "sharingProfiles"))
+    enabled = settings.compute_domains if settings is not None else False
+    b.set("draDriver.computeDomains.enabled", enabled,
+          "ComputeDomains (multi-node NVLink) as the intent says" if enabled else
+          "no multi-node NVLink domains: the ComputeDomain controller and kubelet plugin are not run",
+          ("spec", "cluster", "dra", "computeDomains") if settings is not None else origin)
+
+
 def _driver(plan: P.Plan, b: ValuesBuilder) -> None:
     spec = plan.intent.spec
     drv = spec.driver
@@ -159,6 +183,13 @@ def _driver(plan: P.Plan, b: ValuesBuilder) -> None:
     if drv.kernel_module_type:
         b.set("driver.kernelModuleType", drv.kernel_module_type, "kernel module flavour chosen in the intent",
               (*origin, "kernelModuleType"))
+    if dra.enabled(plan.intent):
+        # templates/validations.yaml: a GPUCluster with an operator driver needs the NVIDIADriver CRD; NV-docs: DRA
+        # nodes take no automatic driver upgrades.
+        b.set("driver.nvidiaDriverCRD.enabled", True, "the GPUCluster stack installs operator drivers only through "
+              "NVIDIADriver objects (the chart refuses to render otherwise)", ("spec", "cluster", "allocation"))
+        b.set("driver.upgradePolicy.autoUpgrade", False, "the operator does not support automatic driver upgrades "
+              "on DRA nodes", ("spec", "cluster", "allocation"))
     if plan.per_pool_drivers:
         own = [p for p in plan.pools if p.driver not in ("cluster", "preinstalled") and p.wave is None]
         if own:
@@ -178,7 +209,8 @@ def _driver(plan: P.Plan, b: ValuesBuilder) -> None:
         return
     uo = (*origin, "upgrade")
     pol = "driver.upgradePolicy."
-    b.set(pol + "autoUpgrade", up.auto_upgrade, "driver upgrade policy", (*uo, "autoUpgrade"))
+    if not dra.enabled(plan.intent):  # under DRA it stays false (above; GC435 refuses true)
+        b.set(pol + "autoUpgrade", up.auto_upgrade, "driver upgrade policy", (*uo, "autoUpgrade"))
     b.set(pol + "maxParallelUpgrades", up.max_parallel, "nodes upgraded at once", (*uo, "maxParallel"))
     if up.max_unavailable == 0 and not isinstance(up.max_unavailable, str):
         # The chart renders `maxUnavailable | default "25%"`, and Sprig's default replaces 0: "0%" means the same
