@@ -188,14 +188,23 @@ class SelectorError(ValueError):
 
 @functools.lru_cache(maxsize=None)
 def _program(expression: str) -> Any:
+    import sys
+
     import celpy  # cel-python: pure Python, so it runs wherever gpuconf does
 
-    env = celpy.Environment()
+    # celpy.Environment() raises the process's recursion limit to 2500 for good; gpuconf's other checks (deeply
+    # nested hostname regexes, GC320) rely on the interpreter's own limit, so it is put back. gpuconf's selectors
+    # are flat conjunctions that need no deep recursion.
+    limit = sys.getrecursionlimit()
     try:
-        ast = env.compile(expression)
-    except Exception as exc:  # celpy raises CELParseError (and lark errors) for text that is not CEL
-        raise SelectorError(f"not CEL: {str(exc).splitlines()[0]}") from None
-    return ast, env.program(ast)
+        env = celpy.Environment()
+        try:
+            ast = env.compile(expression)
+        except Exception as exc:  # celpy raises CELParseError (and lark errors) for text that is not CEL
+            raise SelectorError(f"not CEL: {str(exc).splitlines()[0]}") from None
+        return ast, env.program(ast)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def attributes_read(expression: str) -> set[tuple[str, str]]:

@@ -194,8 +194,10 @@ def test_every_pool_is_labelled_and_every_label_names_a_config(trees):
     for tree in trees.values():
         if tree.plan.intent.spec.cluster.allocation == "dra":
             # No device plugin and no MIG Manager: no config ConfigMaps, and no label that names one.
-            assert "manifests/sharing-configs.yaml" not in tree.files and "devicePlugin" not in _values(tree)
-            assert all(set(labels) == {"gpuconf.dev/pool"} for _, labels in _label_sources(tree))
+            assert "manifests/sharing-configs.yaml" not in tree.files
+            assert "config" not in _values(tree).get("devicePlugin", {})
+            for _, labels in _label_sources(tree):
+                assert not {"nvidia.com/device-plugin.config", "nvidia.com/mig.config"} & set(labels)
             continue
         configmaps = {d["metadata"]["name"]: d for d in _docs(tree.files["manifests/sharing-configs.yaml"])}
         dp_keys = set(configmaps["gpuconf-device-plugin-config"]["data"])

@@ -187,7 +187,8 @@ def test_quotas_use_the_pools_real_resource_names(plan):
         for quota in mine:
             assert quota["spec"]["hard"] == want
             for key in quota["spec"]["hard"]:
-                assert key.startswith("requests.") and key.removeprefix("requests.") in advertised
+                resource = key if key.endswith(".deviceclass.resource.k8s.io/devices") else key.removeprefix("requests.")
+                assert (key != resource or resource.endswith("/devices")) and resource in advertised
 
 
 def test_heterogeneous_research_quota_is_per_mig_profile(heterogeneous_without_kueue):
