@@ -83,9 +83,7 @@ class RenderedSet:
 def render_any(path: str, out: str, fleets: bool = True) -> RenderedSet:
     """Render an intent file or (with fleets) a fleet file, read once; findings and headers name it as
     display_path does (raises VerificationError on a gpuconf bug)."""
-    from .intent.fleet import is_fleet
-    from .render.fleet import render_fleet
-    from .intent.loader import LoadError, load_file
+    from .intent.loader import LoadError, is_fleet, load_file
 
     name = display_path(path)
     command = render_command(path, out)
@@ -94,6 +92,8 @@ def render_any(path: str, out: str, fleets: bool = True) -> RenderedSet:
     except LoadError as exc:
         return RenderedSet(name, [exc.finding])
     if fleets and is_fleet(doc):
+        from .render.fleet import render_fleet
+
         fleet = render_fleet(doc, command)
         return RenderedSet(name, fleet.result.all_findings, fleet.trees, fleet.result)
     from . import plan as P

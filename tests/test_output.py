@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT
 
@@ -684,3 +686,27 @@ def test_init_and_import_never_overwrite_even_in_a_race(here):
     with pytest.raises(OutputError, match="exists; gpuconf never overwrites it"):
         write_text_new(here / "taken.yaml", "theirs\n")
     assert (here / "taken.yaml").read_text(encoding="utf-8") == "mine\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text()),
+                          lambda inner: st.one_of(st.lists(inner), st.dictionaries(st.text(), inner),
+                                                  st.tuples(inner), st.sets(st.integers())), max_leaves=20))
+def test_values_are_copied_deeply_whatever_they_hold(value):
+    """render.values.copied, the fast deep copy of the chart's defaults (issue 21, item 15): equal to
+    copy.deepcopy's result, sharing no mutable container with the original."""
+    import copy
+
+    from gpuconf.render.values import copied
+
+    result = copied(value)
+    assert result == copy.deepcopy(value)
+
+    def containers(x, seen):
+        if isinstance(x, (dict, list, set)):
+            seen.add(id(x))
+        for item in (x.values() if isinstance(x, dict) else x if isinstance(x, (list, tuple, set)) else ()):
+            containers(item, seen)
+        return seen
+
+    assert not containers(value, set()) & containers(result, set())

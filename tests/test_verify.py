@@ -617,6 +617,40 @@ def test_importing_verify_loads_no_validator() -> None:
     assert out.strip() == "[]"
 
 
+def test_every_schema_file_decodes_as_json_does() -> None:
+    """verify reads its schema files with orjson for speed (issue 21, item 15): the same data as the json module's,
+    for every file it can read (gpuconf's CRD and values schemas, and Kubernetes' of each supported version)."""
+    import glob
+    import orjson
+
+    from gpuconf.intent.model import KUBERNETES_VERSIONS
+
+    files = glob.glob(str(verify._schemas_dir()) + "/**/*.json", recursive=True)
+    for version in KUBERNETES_VERSIONS:
+        files += glob.glob(str(verify._kubernetes_dir(version)) + "/*.json")
+    assert len(files) > 1000
+    for file in files:
+        data = Path(file).read_bytes()
+        assert orjson.loads(data) == json.loads(data), file
+
+
+def test_a_render_builds_the_intent_validator_once_and_reads_no_fleet_code() -> None:
+    """Importing the intent models builds no pydantic validator (defer_build): a render builds the root model's
+    validator on first use, once, instead of one per model class at import; an intent that is no fleet file imports
+    no fleet code (issue 21, item 15)."""
+    code = ("import sys\n"
+            "from pydantic import BaseModel\n"
+            "import gpuconf.intent.model as M\n"
+            "models = [v for v in vars(M).values() if isinstance(v, type) and issubclass(v, BaseModel)]\n"
+            "built = [m.__name__ for m in models if m.__pydantic_complete__]\n"
+            "from gpuconf.pipeline import render_any\n"
+            f"assert render_any({str(REPO_ROOT / 'examples' / 'airgapped.yaml')!r}, 'out').ok\n"
+            "print(built, M.ClusterIntent.__pydantic_complete__, "
+            "sorted(m for m in sys.modules if 'fleet' in m))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[] True []"
+
+
 # --- chart values ----------------------------------------------------------------------------------------------
 
 

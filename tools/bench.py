@@ -1,5 +1,6 @@
-"""Benchmarks: start-up cost of the CLI, validation time of generated large intents, and the audit of generated
-clusters of 1,000 and 10,000 nodes (`make bench`).
+"""Benchmarks: a whole render of the largest example against bare Python and `helm template` (when helm is on PATH:
+`--chart DIR`), start-up cost of the CLI, validation time of generated large intents, and the audit of generated
+clusters of 1,000 and 10,000 nodes (`make bench`; `--render-only` for the first alone).
 
 Timings are medians of several runs on this machine; nothing here asserts a time, it only reports.
 """
@@ -38,10 +39,56 @@ def _wall(cmd: list[str], runs: int) -> float:
     return statistics.median(samples)
 
 
+def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+    """Wall times of each command, run in turn (one of each per round), so a shared machine's load falls on all
+    of them alike."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, cmd in commands.items():
+            start = time.perf_counter()
+            done = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            samples[name].append(time.perf_counter() - start)
+            assert done.returncode == 0, (cmd, done.stderr[-2000:])
+    return samples
+
+
+def render_against_helm(runs: int, chart: Path | None) -> None:
+    """The whole `gpuconf render` process of the largest example next to a bare `python -c pass` and, when a `helm`
+    binary is on PATH and the chart folder is given, `helm template` of that chart with the rendered values.yaml:
+    medians of the same interleaved rounds, and the ratio to helm."""
+    import shutil
+
+    example = ROOT / "examples" / "airgapped.yaml"  # the largest example (most files)
+    out = Path(tempfile.mkdtemp(prefix="gpuconf-bench-out-"))
+    render = [sys.executable, "-m", "gpuconf", "render", str(example), "-o", str(out)]
+    subprocess.run(render, check=True, stdout=subprocess.DEVNULL)  # fills the template cache, as a user's first run
+    commands = {"python -c pass": [sys.executable, "-c", "pass"], "gpuconf render": render}
+    helm = shutil.which("helm")
+    if helm and chart is not None:
+        values = next(out.glob("*/values.yaml"))
+        commands["helm template"] = [helm, "template", "gpu-operator", str(chart), "--namespace", "gpu-operator",
+                                     "-f", str(values)]
+    samples = _interleaved(commands, runs)
+    medians = {name: statistics.median(times) for name, times in samples.items()}
+    print(f"render {example.relative_to(ROOT)}, whole process, median of {runs} interleaved runs:")
+    for name, median in medians.items():
+        print(f"  {name:<20} {median * 1000:8.1f} ms  (min {min(samples[name]) * 1000:.1f})")
+    if "helm template" in medians:
+        print(f"  ratio gpuconf render / helm template: {medians['gpuconf render'] / medians['helm template']:.2f}")
+    elif not helm:
+        print("  helm template: no `helm` binary on PATH, so no side-by-side ratio")
+    else:
+        print("  helm template: give --chart DIR (the GPU Operator chart folder) for the side-by-side ratio")
+    shutil.rmtree(out, ignore_errors=True)
+
+
 def main() -> None:
     """Print a table of timings and the scaling of validation with the number of pools."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7, help="repetitions per measurement (median is reported)")
+    parser.add_argument("--chart", type=Path, help="the GPU Operator chart folder (v26.7.0), for `helm template`")
+    parser.add_argument("--render-only", action="store_true",
+                        help="only the whole-process render against bare Python (and helm), then stop")
     args = parser.parse_args()
 
     from generate import big_intent_text
@@ -49,6 +96,9 @@ def main() -> None:
     _compile_package()
     # The template cache of the measured processes starts empty and is not the user's.
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="gpuconf-bench-cache-")
+    render_against_helm(max(args.runs, 10), args.chart)
+    if args.render_only:
+        return
     gpuconf = [sys.executable, "-m", "gpuconf"]
     bare = _wall([sys.executable, "-c", "pass"], args.runs)
     help_ = _wall([*gpuconf, "--help"], args.runs)
@@ -193,4 +243,5 @@ def audit_bench(runs: int) -> None:
 
 if __name__ == "__main__":
     main()
-    audit_bench(7)
+    if "--render-only" not in sys.argv:
+        audit_bench(7)

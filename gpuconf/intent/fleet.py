@@ -27,10 +27,9 @@ from typing import Any, List, Literal, Optional, Sequence
 from pydantic import Field
 
 from ..findings import ERROR, Finding, dotted, sort_findings
-from .loader import Document, LoadError, load_file
+from .loader import FLEET_KIND as KIND, Document, LoadError, is_fleet, load_file
 from .model import MAX_ITEMS, Metadata, Name, NonEmpty, Strict
 
-KIND = "Fleet"
 PATCH = "$patch"
 #: Lists whose items merge on `name` instead of being replaced as a whole.
 NAMED_LISTS = {("spec", "pools"), ("spec", "teams")}
@@ -76,11 +75,6 @@ class Fleet(Strict):
     kind: Literal["Fleet"] = Field(description="Always Fleet.")
     metadata: Metadata
     spec: FleetSpec
-
-
-def is_fleet(doc: Document) -> bool:
-    """True when a loaded document is a fleet file."""
-    return isinstance(doc.data, dict) and doc.data.get("kind") == KIND
 
 
 # --- positioned merge ------------------------------------------------------------------------------------------

@@ -57,6 +57,15 @@ class Document:
         return locate(self.data, loc, point_at_key)
 
 
+#: The kind of a fleet file (gpuconf.intent.fleet), known here so that telling a fleet from an intent imports no more.
+FLEET_KIND = "Fleet"
+
+
+def is_fleet(doc: Document) -> bool:
+    """True when a loaded document is a fleet file."""
+    return isinstance(doc.data, dict) and doc.data.get("kind") == FLEET_KIND
+
+
 class LoadError(Exception):
     """The file could not be read as an intent document; carries the finding."""
 

@@ -69,7 +69,10 @@ class Strict(BaseModel):
     """Base of every intent model: camelCase keys, unknown keys rejected, no type coercion."""
 
     model_config = ConfigDict(extra="forbid", strict=True, alias_generator=to_camel, frozen=True,
-                              field_title_generator=field_title)
+                              field_title_generator=field_title,
+                              # One validator, built on first use for the root model, instead of one per class at
+                              # import (issue 21, item 15).
+                              defer_build=True)
 
 
 # --- cluster, operator, driver ---------------------------------------------------------------------------------
