@@ -429,3 +429,25 @@ def test_values_with_nodes_take_the_pools_from_the_nodes(run, tmp_path, monkeypa
         "gpuconf renders its own device-plugin ConfigMap (gpuconf-device-plugin-config) with content-addressed keys; "
         "the pools' sharing comes from the nodes' GFD labels")
     assert run("validate", "-", input=result.stdout).exit_code == 0
+
+
+def test_diff_against_a_folder_gpuconf_did_not_render_compares_effective_values(run, tmp_path, monkeypatch):
+    result, draft, report = _import(run, "k3s", tmp_path, monkeypatch)
+    hand = tmp_path / "hand" / "imported"
+    hand.mkdir(parents=True)
+    # A hand-made folder: the values as committed, with keys equal to the chart's defaults written out.
+    committed = (FIXTURES / "k3s" / "values.yaml").read_text()
+    (hand / "values.yaml").write_text(committed.replace("driver:\n", "driver:\n  enabled: true\n"))
+    (hand / "configmap.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    diff = run("diff", str(draft), "--against", str(tmp_path / "hand"))
+    assert diff.exit_code == 1
+    lines = diff.stdout.splitlines()
+    assert not any(line.startswith("driver.enabled") for line in lines)  # a default is no loss
+    assert lines[-1] == (f"effective values: 5 leaves differ between {hand}/values.yaml and {draft} "
+                         "(chart v26.7.0)")
+    settled = {r["path"] for r in json.loads(report.read_text())["settings"] if r["outcome"] in ("changed", "dropped")}
+    for line in lines[:-1]:
+        assert any(line.startswith(p + ":") or line.startswith(p + "[") for p in settled), line
+    assert diff.stderr == (f"gpuconf: {hand} was not rendered by gpuconf (no .gpuconf-files): its values.yaml is "
+                           "compared as effective values (the chart's defaults merged in); its other files are not "
+                           "compared\n")
