@@ -451,3 +451,16 @@ def test_diff_against_a_folder_gpuconf_did_not_render_compares_effective_values(
     assert diff.stderr == (f"gpuconf: {hand} was not rendered by gpuconf (no .gpuconf-files): its values.yaml is "
                            "compared as effective values (the chart's defaults merged in); its other files are not "
                            "compared\n")
+
+
+def test_named_mig_configs_become_mig_pools_selected_by_their_label(run, tmp_path, monkeypatch):
+    result, draft, report = _import(run, "mig-configs", tmp_path, monkeypatch)
+    spec = yaml.safe_load(draft.read_text())["spec"]
+    assert {p["name"]: p["match"] for p in spec["pools"]} == {
+        "inference-7x1g": {"nodeLabels": {"nvidia.com/mig.config": "inference-7x1g"}},
+        "train-2x3g": {"nodeLabels": {"nvidia.com/mig.config": "train-2x3g"}}}
+    assert spec["sharingProfiles"]["train-2x3g"] == {"mig": {"layout": {"3g.40gb": 2}}}
+    configs = {c["config"]: c for c in json.loads(report.read_text())["configs"]}
+    assert configs["half-and-half"]["why"] == ("not expressible as a MIG layout (not one entry for all devices "
+                                               "(per-device or per-model layouts))")
+    assert configs["all-disabled"]["outcome"] == "changed"

@@ -73,9 +73,7 @@ class Adopter:
         self._pools_without_nodes()
         text, findings = self._settle()
         names = [i.name for i in self.inputs] + [c.source for c in self.configmaps]
-        adopted = M.Adopted(text, self.settings, self.version, names, findings, self.notes, self.parent)
-        adopted.configs = self.configs
-        return adopted
+        return M.Adopted(text, self.settings, self.version, names, findings, self.notes, self.parent, self.configs)
 
     def _unwrap(self, merged: dict, where: dict) -> dict:
         """The GPU Operator's values, also when a parent chart nests them under `gpu-operator:`."""
@@ -279,17 +277,26 @@ class Adopter:
         if isinstance(data, dict) and config.get("create") is True:
             for key, text in data.items():
                 found[key] = self._plugin_config(key, text, f"devicePlugin.config.data[{key}]")
+        mig = self.effective.get("migManager", {}).get("config", {}) if isinstance(
+            self.effective.get("migManager"), dict) else {}
+        mig = mig if isinstance(mig, dict) else {}
+        mig_name = mig.get("name") if isinstance(mig.get("name"), str) else ""
+        self.mig_default = mig.get("default") if isinstance(mig.get("default"), str) else ""
+        self.mig_configs: dict[str, tuple[dict | None, str, str]] = {}
+        if mig.get("create") is True and isinstance(mig.get("data"), dict):
+            for key, text in mig["data"].items():
+                self._read_mig(text, f"migManager.config.data[{key}]")
         for cm in self.configmaps:
-            if name and cm.name != name:
-                self.notes.append(f"{cm.source}: not the ConfigMap devicePlugin.config.name names ({name!r}): "
-                                  "not read")
-                continue
-            if not name:
-                self.notes.append(f"{cm.source}: devicePlugin.config.name is not set, so the device plugin never "
-                                  "read this ConfigMap: not read")
-                continue
-            for key, text in cm.data.items():
-                found[key] = self._plugin_config(key, text, f"{cm.source} key {key}")
+            if name and cm.name == name:
+                for key, text in cm.data.items():
+                    found[key] = self._plugin_config(key, text, f"{cm.source} key {key}")
+            elif mig_name and cm.name == mig_name:
+                for key, text in cm.data.items():
+                    self._read_mig(text, f"{cm.source} key {key}")
+            else:
+                named = " or ".join(repr(n) for n in (name, mig_name) if n)
+                self.notes.append(f"{cm.source}: not a ConfigMap the values name (devicePlugin.config.name, "
+                                  f"migManager.config.name{': ' + named if named else ' are not set'}): not read")
         if name and not found:
             self.notes.append(f"the values name the device-plugin ConfigMap {name!r}, which was not given "
                               "(--configmap FILE): its sharing is not imported")
@@ -327,6 +334,47 @@ class Adopter:
                          "content-addressed keys, selected per pool" + (f"; configs became profiles: {what}"
                                                                         if what else ""))
 
+    def _read_mig(self, text: Any, source: str) -> None:
+        """The named MIG configs of one mig-parted file: name -> (layout or None, why not, source)."""
+        if not isinstance(text, str):
+            self.notes.append(f"{source}: its content is not text: not read")
+            return
+        configs, why = M.mig_configs(text)
+        if why:
+            self.notes.append(f"{source}: {why}: not read")
+        for config_name, (layout, reason) in configs.items():
+            self.mig_configs[config_name] = (layout, reason, source)
+
+    def _mig_pools(self, names: set, gpu_comment: str) -> None:
+        """A pool per named MIG config the nodes pick by the nvidia.com/mig.config label (the default excepted), when
+        --gpu names a model whose GPUs the layout fits."""
+        model = catalog.gpu_model(self.gpu)
+        for config_name, (layout, reason, source) in sorted(self.mig_configs.items()):
+            row = {"config": config_name, "source": source, "profile": None, "outcome": "changed", "why": reason}
+            self.configs.append(row)
+            if config_name == self.mig_default or layout == {}:
+                row["why"] = ("the default MIG config" if config_name == self.mig_default else "MIG disabled") + \
+                    ": gpuconf's own all-disabled config serves nodes of no MIG pool"
+                continue
+            if layout is None:
+                row["why"] = f"not expressible as a MIG layout ({reason})"
+                continue
+            fit = catalog.fit_mig_layout(model, layout) if model is not None else None
+            if fit is None or not fit.fits:
+                row["why"] = (f"not imported: the layout does not fit {self.gpu} ({fit.reason if fit else ''}); "
+                              "give --gpu the MIG model of the nodes that use it")
+                continue
+            if not (len(config_name) <= 63 and LABEL_VALUE.fullmatch(config_name)):
+                row["why"] = "its name is no label value, so no node selected it: no pool"
+                continue
+            profile = _unique(M._dns(config_name), set(self.profiles) | {"exclusive"})
+            self.profiles[profile] = {"mig": {"layout": dict(sorted(layout.items()))}}
+            row.update(profile=profile, outcome="mapped", why="")
+            self._pool(_unique(M._dns(config_name), names), {"nodeLabels": {M.MIG_LABEL: config_name}}, profile,
+                       names, f"the nodes labelled {M.MIG_LABEL}={config_name} used this MIG layout: the pool "
+                       "selects the same label value, which gpuconf then replaces with its own key; give the pool a "
+                       "label of its own before the first sync. " + gpu_comment)
+
     def _plugin_config(self, key: str, text: Any, source: str) -> M.PluginConfig:
         if not isinstance(text, str):
             return M.PluginConfig(key, source, None, "its content is not text")
@@ -360,6 +408,7 @@ class Adopter:
                        f"the nodes labelled {M.DEVICE_PLUGIN_LABEL}={key} used this config: the pool selects the "
                        "same label value. gpuconf relabels them with its own key, so give the pool a label of its "
                        "own (a node group's) before the first sync. " + gpu_comment)
+        self._mig_pools(names, gpu_comment)
         if not self.pools:
             self._pool("gpu-nodes", {"pciDevice": True}, "exclusive", names,
                        "no sharing config in the values: whole GPUs. " + gpu_comment)

@@ -84,6 +84,7 @@ class Adopted:
     findings: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     parent_chart: bool = False
+    configs: list[dict] = field(default_factory=list)  # each device-plugin and MIG config and what became of it
 
     @property
     def errors(self) -> list:
@@ -98,6 +99,7 @@ class Adopted:
         """The --report JSON document."""
         return {"chartVersion": self.chart_version, "inputs": self.inputs, "parentChart": self.parent_chart,
                 "counts": self.counts(), "settings": [s.as_dict() for s in self.settings],
+                "configs": self.configs,
                 "notes": self.notes, "draftValid": not self.errors}
 
     def summary(self) -> list[str]:
@@ -217,6 +219,41 @@ def plugin_profile(text: str) -> tuple[dict | None, str]:
     if fail:
         ts["failRequestsGreaterThanOne"] = True
     return {"timeSlicing": ts}, ""
+
+
+MIG_LABEL = "nvidia.com/mig.config"
+
+
+def mig_configs(text: str) -> tuple[dict[str, tuple[dict | None, str]], str]:
+    """The named configs of a mig-parted config file (version v1, mig-configs): name -> (MIG layout per GPU, or None
+    and why not), and why the file itself cannot be read ("" when it can)."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        return {}, f"not YAML: {' '.join(str(exc).split())[:120]}"
+    configs = doc.get("mig-configs") if isinstance(doc, dict) else None
+    if not isinstance(configs, dict):
+        return {}, "not a mig-parted config (a map with version: v1 and mig-configs)"
+    out: dict[str, tuple[dict | None, str]] = {}
+    for name, entries in configs.items():
+        name = str(name)
+        if not (isinstance(entries, list) and len(entries) == 1 and isinstance(entries[0], dict)
+                and entries[0].get("devices") == "all"):
+            out[name] = (None, "not one entry for all devices (per-device or per-model layouts)")
+            continue
+        entry = entries[0]
+        if entry.get("mig-enabled") is False:
+            out[name] = ({}, "")
+            continue
+        devices = entry.get("mig-devices")
+        if entry.get("mig-enabled") is not True or not isinstance(devices, dict) or not devices or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in devices.values()):
+            out[name] = (None, "mig-enabled without a mig-devices map of profile counts")
+            continue
+        out[name] = ({str(k): v for k, v in devices.items()}, "")
+    return out, ""
 
 
 def _dns(text: str) -> str:
