@@ -1126,7 +1126,10 @@ def md_code(text: Any) -> str:
     longer than the longest run of them in the text; characters that are not printable are escaped (single_line)."""
     text = single_line(str(text))
     fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    # CommonMark strips one space from each end of a code span whose text begins and ends with one (and is not all
+    # spaces): a pad keeps the text's own (` : ` stays " : "), and keeps a backtick off the fence.
+    pad = " " if text.startswith("`") or text.endswith("`") or (
+        text.startswith(" ") and text.endswith(" ") and text.strip(" ")) else ""
     return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
 
 
