@@ -355,10 +355,13 @@ def test_import_from_a_live_cluster_reads_the_release_values_and_their_configmap
 def test_import_from_a_cluster_without_a_release_reads_the_cluster_policy(run, tmp_path):
     policy = {"metadata": {"name": "cluster-policy"},
               "spec": {"driver": {"enabled": False}, "mig": {"strategy": "single"},
+                       "migManager": {"config": {"name": "custom-mig-config", "default": "all-disabled"}},
                        "toolkit": {"env": [{"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"},
                                            {"name": "CONTAINERD_CONFIG",
                                             "value": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"}]}}}
-    objects = {"/api/v1/secrets": {"items": []}, "/apis/nvidia.com/v1/clusterpolicies": {"items": [policy]}}
+    mig = yaml.safe_load((FIXTURES / "mig-configs" / "configmap.yaml").read_text())
+    objects = {"/api/v1/secrets": {"items": []}, "/apis/nvidia.com/v1/clusterpolicies": {"items": [policy]},
+               "/api/v1/namespaces/gpu-operator/configmaps/custom-mig-config": mig}
     api, kubeconfig = _cluster(tmp_path, objects)
     with api:
         report = tmp_path / "report.json"
@@ -369,6 +372,9 @@ def test_import_from_a_cluster_without_a_release_reads_the_cluster_policy(run, t
         "ClusterPolicy/cluster-policy"
     assert rows["toolkit.env"]["to"] == "spec.cluster.distribution"
     assert yaml.safe_load(result.stdout)["spec"]["cluster"]["distribution"] == "k3s"
+    assert ("GET", "/api/v1/namespaces/gpu-operator/configmaps/custom-mig-config") in {
+        (m, p) for m, p, _ in api.requests}
+    assert rows["migManager.config.name"]["why"].startswith("gpuconf sets migManager.config itself")
 
 
 @pytest.mark.parametrize("secret, why", [

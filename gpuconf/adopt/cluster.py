@@ -1,5 +1,5 @@
 """What a live cluster says about its GPU Operator installation, read-only: the Helm release's values (its release
-Secret), the ClusterPolicy, the NVIDIADrivers and the device-plugin ConfigMap they name.
+Secret), the ClusterPolicy, the NVIDIADrivers and the device-plugin and MIG ConfigMaps they name.
 
 Helm 3 keeps each release revision in a Secret of type helm.sh/release.v1 labelled owner=helm, name=<release>,
 status, version; its `release` field is the release as JSON, gzipped and base64-encoded by Helm (pkg/storage/driver
@@ -122,7 +122,8 @@ def read_cluster_config(kubeconfig: str, context: str | None, timeout: float) ->
 
 
 def _read(out: ClusterConfig, core: Any, custom: Any, get: Any) -> None:
-    """The reads of read_cluster_config, in order: release Secrets, ClusterPolicy, NVIDIADrivers, the ConfigMap."""
+    """The reads of read_cluster_config, in order: release Secrets, ClusterPolicy, NVIDIADrivers, the device-plugin
+    and MIG ConfigMaps the values name."""
     namespace = "gpu-operator"
     secrets = get("Helm release Secrets (owner=helm)", core.list_secret_for_all_namespaces,
                   label_selector="owner=helm,status=deployed")
@@ -169,13 +170,13 @@ def _read(out: ClusterConfig, core: Any, custom: Any, get: Any) -> None:
                          f"{spec.get('version')} for nodeSelector {json.dumps(spec.get('nodeSelector') or {})}: "
                          "gpuconf renders one per pool with its own driver (spec.pools[].driver.version)")
     merged, _ = S.merge_inputs(out.values) if out.values else ({}, {})
-    plugin = ((merged.get("devicePlugin") or {}).get("config") or {}) if isinstance(
-        merged.get("devicePlugin"), dict) else {}
-    name = plugin.get("name") if isinstance(plugin, dict) else None
-    if isinstance(name, str) and name:
-        cm = get(f"ConfigMap {namespace}/{name}", core.read_namespaced_config_map, name, namespace)
-        if cm is not None:
-            data = cm.get("data") or {}
-            out.configmaps.append(S.ConfigMapInput(name, namespace, {str(k): str(v) for k, v in data.items()},
-                                                   f"ConfigMap {namespace}/{name}"))
-
+    for operand in ("devicePlugin", "migManager"):
+        block = merged.get(operand)
+        config = block.get("config") if isinstance(block, dict) else None
+        name = config.get("name") if isinstance(config, dict) else None
+        if isinstance(name, str) and name:
+            cm = get(f"ConfigMap {namespace}/{name}", core.read_namespaced_config_map, name, namespace)
+            if cm is not None:
+                data = cm.get("data") or {}
+                out.configmaps.append(S.ConfigMapInput(name, namespace, {str(k): str(v) for k, v in data.items()},
+                                                       f"ConfigMap {namespace}/{name}"))
