@@ -78,10 +78,16 @@ def main() -> None:
               help="Output format of the findings.")
 @click.option("--summary", is_flag=True, help="After the findings, summarise each valid intent (pools, GPUs, resources).")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 on warnings too.")
-def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors: bool) -> None:
+@click.option("--against", type=click.Path(exists=True, file_okay=False),
+              help="Also warn about the transition from the cluster folder DIR/<name>/ as deployed (GC370-GC379: a "
+                   "MIG strategy flip, waves skipped or declared the first time).")
+def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors: bool, against: str | None) -> None:
     """Check intent (or fleet) FILES and report every finding as FILE:LINE:COL."""
     from .findings import format_json, format_text
     from .intent.fleet import validate_file
+    from .pipeline import deployed_reader
+
+    deployed_for = deployed_reader(against) if against else None
 
     results = []
     for name in files:
@@ -90,11 +96,12 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
             from .intent.validate import Validation, validate_document
 
             try:
-                results.append(validate_document(load_bytes(read_limited(sys.stdin.buffer.read), "<stdin>")))
+                results.append(validate_document(load_bytes(read_limited(sys.stdin.buffer.read), "<stdin>"),
+                                                 deployed_for))
             except LoadError as exc:
                 results.append(Validation("<stdin>", findings=[exc.finding]))
         else:
-            results.extend(validate_file(name))  # an intent, or a fleet: its own findings, then each cluster's
+            results.extend(validate_file(name, deployed_for))  # an intent, or a fleet: its findings, then each cluster's
     findings = [f for r in results for f in r.findings]
     if fmt == "json":
         click.echo(format_json(findings), nl=False)
@@ -154,12 +161,37 @@ def render(intents: tuple[str, ...], out: str, check: bool, delete_foreign: bool
     _finish(render(intents, out, check, delete_foreign))
 
 
+_NODES_HELP = "A NodeList: the output of `kubectl get nodes -o json` (`-` reads standard input)."
+_KUBECONFIG_HELP = "Read the nodes from a live cluster instead (read-only: lists nodes, nothing else)."
+_IMPORT_KUBECONFIG_HELP = ("Read the nodes from a live cluster, and the installation: the gpu-operator Helm release's "
+                           "values (its release Secret), else the ClusterPolicy; the NVIDIADrivers; the device-plugin "
+                           "ConfigMap they name (read-only: GET requests only).")
+_TIMEOUT_HELP = ("With --kubeconfig: seconds the whole node list (every page) may take, from connecting to its last "
+                 "byte (a stalled or dripping API server fails with exit 2).")
+_request_timeout = click.option("--request-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
+                                default=30.0, show_default=True, metavar="SECONDS", help=_TIMEOUT_HELP)
+
+
 @main.command()
 @click.argument("intent", type=click.Path(exists=True, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
               help="Output format.")
 @click.option("--against", type=click.Path(exists=True, file_okay=False),
-              help="Compare a fresh render with the rendered cluster folder DIR/<name>/, document by document.")
+              help="Compare a fresh render with the rendered cluster folder DIR/<name>/: first the impact plan (what "
+                   "syncing it does to running nodes and jobs), then the documents.")
+@click.option("--fail-on", "fail_on", type=click.Choice(["disruptive", "pending", "restart"]),
+              help="With --against: exit 1 exactly when an impact of this severity or worse is present (severities "
+                   "rise none < restart < pending < disruptive), 0 otherwise, even when documents differ.")
+@click.option("--nodes", "nodes_file", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+              help="With --against: count each impact's nodes in this NodeList (`kubectl get nodes -o json`), by "
+                   "their gpuconf.dev/pool label, instead of the declared counts.")
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False),
+              help="With --against: count the nodes in a live cluster instead (read-only: lists nodes).")
+@click.option("--context", help="The kubeconfig context to use (default: its current context).")
+@_request_timeout
+@click.option("--pods", "pods_file", type=click.Path(exists=True, dir_okay=False),
+              help="With --nodes or --kubeconfig: count the running pods with NVIDIA resource requests on each "
+                   "impact's nodes, from this PodList (`kubectl get pods -A -o json`).")
 @click.option("--to-chart", "to_chart", metavar="VERSION",
               help="Explain what moving the intent to another GPU Operator chart version changes.")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 when the override report has warnings.")
@@ -169,14 +201,18 @@ def render(intents: tuple[str, ...], out: str, check: bool, delete_foreign: bool
                    "values files (later win) against INTENT's render. Repeatable.")
 @click.option("--values", "values", multiple=True, metavar="FILE", type=click.Path(exists=True, dir_okay=False),
               help="With --against-values: values files layered on INTENT's render, as a Helm release adds them.")
-def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool,
-         against_values: tuple[str, ...], values: tuple[str, ...]) -> None:
+def diff(intent: str, fmt: str, against: str | None, fail_on: str | None, nodes_file: str | None,
+         kubeconfig: str | None, context: str | None, timeout: float, pods_file: str | None, to_chart: str | None,
+         warnings_as_errors: bool, against_values: tuple[str, ...], values: tuple[str, ...]) -> None:
     """The override report of INTENT: every value that differs from the chart's defaults, and why.
 
-    Exit codes: 0 ok; 1 invalid intent, differences (--against, --against-values) or a move that breaks the intent
-    (--to-chart); 2 usage error.
+    With --against DIR: the impact plan of syncing a fresh render over DIR/<name>/ (read from the folder alone,
+    not from the previous intent), then the document diff.
+
+    Exit codes: 0 ok; 1 invalid intent, differences (--against, --against-values; with --fail-on, an impact that
+    severe) or a move that breaks the intent (--to-chart); 2 usage error.
     """
-    from .pipeline import UsageProblem, diff as run_diff
+    from .pipeline import Live, UsageProblem, diff as run_diff
 
     if values and not against_values:
         raise click.UsageError("--values goes with --against-values")
@@ -186,10 +222,23 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
         from .pipeline import diff_against_values
 
         _finish(diff_against_values(intent, against_values, values, fmt))
+    live = None
+    if pods_file is not None and nodes_file is None and kubeconfig is None:
+        raise click.UsageError("--pods needs --nodes or --kubeconfig (pods are counted on the pools' nodes)")
+    if nodes_file is not None or kubeconfig is not None:
+        nodes, source = _nodes(nodes_file, kubeconfig, context, timeout)
+        pods = None
+        if pods_file is not None:
+            from .cluster.nodesource import read_pods_file
+
+            pods = read_pods_file(pods_file)
+        live = Live(nodes, source, pods, pods_file)
     try:
-        outcome = run_diff(intent, fmt, against, to_chart, warnings_as_errors)
+        outcome = run_diff(intent, fmt, against, to_chart, warnings_as_errors, fail_on, live)
     except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
+    if live is not None:
+        _notes(live.nodes)
     _finish(outcome)
 
 
@@ -313,15 +362,6 @@ def _notes(nodes) -> None:
         click.echo(f"gpuconf: {note}", err=True)
 
 
-_NODES_HELP = "A NodeList: the output of `kubectl get nodes -o json` (`-` reads standard input)."
-_KUBECONFIG_HELP = "Read the nodes from a live cluster instead (read-only: lists nodes, nothing else)."
-_IMPORT_KUBECONFIG_HELP = ("Read the nodes from a live cluster, and the installation: the gpu-operator Helm release's "
-                           "values (its release Secret), else the ClusterPolicy; the NVIDIADrivers; the device-plugin "
-                           "ConfigMap they name (read-only: GET requests only).")
-_TIMEOUT_HELP = ("With --kubeconfig: seconds the whole node list (every page) may take, from connecting to its last "
-                 "byte (a stalled or dripping API server fails with exit 2).")
-_request_timeout = click.option("--request-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
-                                default=30.0, show_default=True, metavar="SECONDS", help=_TIMEOUT_HELP)
 
 
 @main.command()

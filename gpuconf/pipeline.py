@@ -12,6 +12,10 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
 
+#: The transition rules' codes (gpuconf/intent/transitions.py): `diff --against` prints their warnings.
+TRANSITION_CODES = frozenset(f"GC{n}" for n in range(370, 380))
+
+
 class UsageProblem(Exception):
     """The command was asked for something that cannot be done with these arguments (exit 2)."""
 
@@ -57,10 +61,10 @@ def render_command(intent: str, out: str):
     return Command(display_path(intent), display_path(out))
 
 
-def render_path(path: str, out: str) -> Rendered:
+def render_path(path: str, out: str, deployed_for=None) -> Rendered:
     """Validate an intent file and, when it has no errors, render its tree (raises VerificationError on a gpuconf
-    bug)."""
-    rendered = render_any(path, out, fleets=False)
+    bug). deployed_for (cluster name -> its folder as deployed) adds the transition rules."""
+    rendered = render_any(path, out, fleets=False, deployed_for=deployed_for)
     return Rendered(rendered.file, rendered.findings, rendered.trees[0] if rendered.trees else None)
 
 
@@ -80,7 +84,7 @@ class RenderedSet:
         return bool(self.trees)
 
 
-def render_any(path: str, out: str, fleets: bool = True) -> RenderedSet:
+def render_any(path: str, out: str, fleets: bool = True, deployed_for=None) -> RenderedSet:
     """Render an intent file or (with fleets) a fleet file, read once; findings and headers name it as
     display_path does (raises VerificationError on a gpuconf bug)."""
     from .intent.loader import LoadError, is_fleet, load_file
@@ -100,7 +104,7 @@ def render_any(path: str, out: str, fleets: bool = True) -> RenderedSet:
     from .render.tree import render_tree
     from .intent.validate import validate_document
 
-    result = validate_document(doc)
+    result = validate_document(doc, deployed_for)
     if not result.ok:
         return RenderedSet(name, result.findings)
     built = P.build(result.intent, name, result.document)
@@ -200,19 +204,33 @@ def _foreign_lines(exc: Exception) -> list[str]:
     return lines
 
 
-def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool) -> Outcome:
-    """`gpuconf diff`: the override report, a comparison with a rendered folder (--against), or a chart move
-    (--to-chart). Raises UsageProblem for arguments that cannot work together."""
+@dataclass
+class Live:
+    """What the running cluster says for `diff --against`: its nodes, and optionally its pods (each a stream of
+    objects, as `kubectl get nodes -o json` / `kubectl get pods -A -o json` list them) and where they came from."""
+
+    nodes: object
+    nodes_source: str
+    pods: object = None
+    pods_source: str | None = None
+
+
+def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool,
+         fail_on: str | None = None, live: Live | None = None) -> Outcome:
+    """`gpuconf diff`: the override report, a comparison with a rendered folder (--against) led by the impact plan,
+    or a chart move (--to-chart). Raises UsageProblem for arguments that cannot work together."""
     from . import catalog
     from .render.tree import VerificationError
 
     if against is not None and to_chart is not None:
         raise UsageProblem("--against and --to-chart exclude each other")
+    if against is None and (fail_on is not None or live is not None):
+        raise UsageProblem("--fail-on, --nodes, --kubeconfig and --pods need --against DIR")
     if to_chart is not None and catalog.chart(to_chart) is None:
         raise UsageProblem(f"gpuconf has no facts for GPU Operator chart {to_chart!r} "
                            f"(known: {', '.join(catalog.chart_versions())})")
     try:
-        rendered = render_path(intent, against if against else "out")
+        rendered = render_path(intent, against if against else "out", deployed_reader(against) if against else None)
     except VerificationError as exc:
         return Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
                        code=EXIT_INTERNAL)
@@ -223,7 +241,7 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
         return Outcome(text, [f"{intent}: invalid; no report"], EXIT_FINDINGS)
     tree = rendered.tree
     if against is not None:
-        return _diff_against(tree, intent, against, fmt)
+        return _diff_against(tree, intent, against, fmt, fail_on, live, rendered.findings)
     if to_chart is not None:
         from .output.chartmove import chart_move, failed, move_json, move_text
 
@@ -245,14 +263,35 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
     return Outcome(text, code=EXIT_FINDINGS if failing else EXIT_OK)
 
 
-def _diff_against(tree, intent: str, against: str, fmt: str) -> Outcome:
-    """A fresh render compared with the rendered folder AGAINST/<name>/, document by document."""
+def deployed_reader(against: str):
+    """cluster name -> its folder under AGAINST as deployed (an impact.Deployed), or None when there is none."""
+
+    def read(name: str):
+        from pathlib import Path
+
+        from .output.impact import Deployed
+        from .output.writer import OutputError, read_tree
+
+        folder = Path(against) / name
+        try:
+            return Deployed(read_tree(folder)) if folder.is_dir() else None
+        except (OutputError, OSError):
+            return None  # _diff_against says why the folder cannot be read
+
+    return read
+
+
+def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None = None,
+                  live: Live | None = None, findings: list | None = None) -> Outcome:
+    """A fresh render compared with the rendered folder AGAINST/<name>/: the impact plan, then the documents.
+
+    Exit 1 when documents differ; with fail_on, exit 1 exactly when an impact of that severity or worse is present.
+    """
     from pathlib import Path
 
+    from .output.impact import count_live, impacts_markdown, impacts_text, plan_impacts
     from .output.treediff import compare_trees, diff_markdown, diff_text
-    from .output.writer import read_tree
-
-    from .output.writer import OutputError
+    from .output.writer import OutputError, read_tree
 
     foreign = _diff_foreign(tree, intent, against, fmt)
     if foreign is not None:
@@ -265,12 +304,32 @@ def _diff_against(tree, intent: str, against: str, fmt: str) -> Outcome:
     except OutputError as exc:
         return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
     result = compare_trees(existing, tree.files, str(target), intent)
+    impacts = plan_impacts(existing, tree.files, result)
+    transitions = [f for f in findings or [] if f.code in TRANSITION_CODES]
+    if live is not None:
+        from .cluster.nodesource import NodeSourceError
+
+        try:
+            count_live(impacts, live.nodes, live.pods, live.nodes_source, live.pods_source)
+        except NodeSourceError as exc:
+            return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
     if fmt == "json":
         import json
 
-        text = json.dumps(result.as_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        body = {**result.as_dict(), "impacts": impacts.as_list(), "worst": impacts.worst,
+                "nodesSource": impacts.nodes_source, "podsSource": impacts.pods_source,
+                "findings": [f.as_dict() for f in transitions]}
+        text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    elif fmt == "markdown":
+        warned = "".join(f"- **{f.code}** {f.message} (hint: {f.hint})\n" for f in transitions)
+        text = impacts_markdown(impacts, str(target)) + (warned + "\n" if warned else "") + diff_markdown(
+            result, folded=True)
     else:
-        text = diff_markdown(result) if fmt == "markdown" else diff_text(result)
+        from .findings import format_text
+
+        text = format_text(transitions) + impacts_text(impacts, str(target)) + diff_text(result)
+    if fail_on is not None:
+        return Outcome(text, code=EXIT_FINDINGS if impacts.fails(fail_on) else EXIT_OK)
     return Outcome(text, code=EXIT_OK if result.equal else EXIT_FINDINGS)
 
 

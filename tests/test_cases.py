@@ -1,7 +1,8 @@
 """Golden negative cases: tests/cases/<name>/intent.yaml and the exact diagnostics it must produce.
 
 expected-errors.txt holds what `gpuconf validate intent.yaml` prints on stdout (run from the case folder),
-then a last line `exit: N`. Regenerate with `make golden` and review the diff.
+then a last line `exit: N`. A case with a before.yaml is a transition case: before.yaml is rendered into a folder and
+the command is `gpuconf validate intent.yaml --against FOLDER --warnings-as-errors`. Regenerate with `make golden` and review the diff.
 """
 
 from __future__ import annotations
@@ -18,15 +19,21 @@ CASE_DIRS = sorted(p for p in CASES.iterdir() if (p / "intent.yaml").exists())
 LINE = re.compile(r"^intent\.yaml:\d+:\d+: (error|warning) GC\d{3}[ :]")
 
 
-def _actual(run, case, monkeypatch) -> str:
+def _actual(run, case, monkeypatch, tmp_path) -> str:
     monkeypatch.chdir(case)
-    result = run("validate", "intent.yaml")
+    if (case / "before.yaml").exists():
+        # A transition case (GC370-GC379): before.yaml is what the cluster runs; its rendered folder is the deployed
+        # state, and the warnings about the move to intent.yaml fail the run with --warnings-as-errors.
+        assert run("render", "before.yaml", "-o", str(tmp_path / "out")).exit_code == 0
+        result = run("validate", "intent.yaml", "--against", str(tmp_path / "out"), "--warnings-as-errors")
+    else:
+        result = run("validate", "intent.yaml")
     return result.stdout + f"exit: {result.exit_code}\n"
 
 
 @pytest.mark.parametrize("case", CASE_DIRS, ids=lambda p: p.name)
-def test_case(run, case, monkeypatch):
-    actual = _actual(run, case, monkeypatch)
+def test_case(run, case, monkeypatch, tmp_path):
+    actual = _actual(run, case, monkeypatch, tmp_path)
     expected_file = case / "expected-errors.txt"
     if REGEN:
         expected_file.write_text(actual, encoding="utf-8")

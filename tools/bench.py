@@ -126,6 +126,42 @@ def main() -> None:
             print(f"{f'validate {pools:>4}-pool intent ({len(text) // 1024} KiB)':<44} {in_process * 1000:8.1f} ms  "
                   f"in process, {whole * 1000:.0f} ms whole process")
         _render_benchmarks(gpuconf, tmp, args.runs, big_intent_text)
+        impact_bench(tmp, args.runs)
+
+
+def impact_bench(tmp: str, runs: int) -> None:
+    """`gpuconf diff --against` of the largest example (the reference example, edited as tests/test_impact.py edits
+    it), in process: the whole command, and the share of it the impact plan takes (issue 17: at most 20 %)."""
+    import io
+    from contextlib import redirect_stdout
+
+    import test_impact as T
+    from gpuconf.output.impact import plan_impacts
+    from gpuconf.output.treediff import compare_trees
+    from gpuconf.output.writer import read_tree, write_tree
+    from gpuconf.pipeline import diff
+
+    for name in ("device-plugin-restart", "resource-rename", "driver-mode-switch"):
+        before, after = T.CASES[name][0]()
+        old, new = T.files(before), T.files(after)
+        out = Path(tmp) / "impact" / name
+        write_tree(out, "ml-prod", {k: v for k, v in old.items() if k != ".gpuconf-files"})
+        intent = Path(tmp) / f"impact-{name}.yaml"
+        intent.write_text(T.S.dump_yaml(after), encoding="utf-8")
+        whole, alone = [], []
+        for _ in range(runs):
+            start = time.perf_counter()
+            with redirect_stdout(io.StringIO()):
+                diff(str(intent), "text", str(out), None, False)
+            whole.append(time.perf_counter() - start)
+            existing = read_tree(out / "ml-prod")
+            result = compare_trees(existing, new, str(out), str(intent))
+            start = time.perf_counter()
+            plan_impacts(existing, new, result)
+            alone.append(time.perf_counter() - start)
+        w, a = statistics.median(whole), statistics.median(alone)
+        print(f"{f'diff --against, {name} edit':<44} {w * 1000:8.1f} ms  in process, of which the impact plan "
+              f"{a * 1000:.1f} ms (+{a / (w - a) * 100:.1f} % over the diff without it)")
 
 
 def _render_benchmarks(gpuconf: list[str], tmp: str, runs: int, big_intent_text) -> None:

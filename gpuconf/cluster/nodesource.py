@@ -221,6 +221,28 @@ def read_nodes_file(path: str) -> Iterator[dict]:
         yield from NodeListReader(stream, path)
 
 
+def read_pods_file(path: str) -> Iterator[dict]:
+    """The pods of a `kubectl get pods -A -o json` file (a PodList, or kubectl's List of Pods); raises
+    NodeSourceError, when iterated, for a file that is not one."""
+    import json
+
+    try:
+        with open(path, "rb") as stream:
+            data = json.load(stream)
+    except OSError as exc:
+        raise NodeSourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise NodeSourceError(f"{path}: not JSON ({exc}); expected the output of `kubectl get pods -A -o json`") \
+            from None
+    items = data.get("items") if isinstance(data, dict) else None
+    if not isinstance(items, list) or data.get("kind") not in (None, "List", "PodList"):
+        raise NodeSourceError(f"{path}: expected a PodList, the output of `kubectl get pods -A -o json`")
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or item.get("kind", "Pod") != "Pod" or not isinstance(item.get("spec", {}), dict):
+            raise NodeSourceError(f"{path}: item {index} is not a Pod; expected `kubectl get pods -A -o json`")
+        yield item
+
+
 # --- a live cluster ----------------------------------------------------------------------------------------------
 
 

@@ -425,7 +425,7 @@ def _name_layer(doc: Document, index: int, name: str) -> _Node:
 # --- rendering -------------------------------------------------------------------------------------------------
 
 
-def validate_file(path: str) -> list:
+def validate_file(path: str, deployed_for=None) -> list:
     """Validate an intent or a fleet file, read once (a pipe can be read only once): one validate.Validation per
     intent (for a fleet: the fleet file's own findings first, then one per cluster)."""
     from .validate import Validation, validate_document
@@ -435,7 +435,7 @@ def validate_file(path: str) -> list:
     except LoadError as exc:
         return [Validation(path, findings=[exc.finding])]
     if not is_fleet(doc):
-        return [validate_document(doc)]
+        return [validate_document(doc, deployed_for)]
     result = validate_fleet(doc)
     out = [Validation(doc.file, findings=result.findings)]
     out += [c.validation for c in result.clusters if c.validation is not None]

@@ -40,9 +40,20 @@ class Context:
     intent: ClusterIntent
     doc: Document
     strategy: str | None = field(init=False)
+    # The cluster's folder as deployed (an impact.Deployed, looked up by metadata.name), for the transition rules
+    # GC370-GC379 of `validate --against` and `diff --against`; None: nothing to compare with.
+    deployed_for: Callable[[str], object] | None = None
+    _deployed: object = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         self.strategy = plan.mig_strategy(self.intent)
+
+    @property
+    def deployed(self):
+        """The folder as deployed, read once (None when there is none)."""
+        if self._deployed is False:
+            self._deployed = self.deployed_for(self.intent.metadata.name) if self.deployed_for else None
+        return self._deployed
 
     def finding(self, code: str, loc: Sequence[str | int], message: str, hint: str | None = None,
                 severity: str = ERROR, at_key: bool = False) -> Finding:
@@ -66,9 +77,9 @@ def rule(code: str, title: str) -> Callable[[Callable[[Context], Iterator[Findin
     return register
 
 
-def check(intent: ClusterIntent, doc: Document) -> list[Finding]:
-    """Run every rule over the intent and collect all findings."""
-    ctx = Context(intent, doc)
+def check(intent: ClusterIntent, doc: Document, deployed_for: Callable[[str], object] | None = None) -> list[Finding]:
+    """Run every rule over the intent and collect all findings (with deployed_for, the transition rules too)."""
+    ctx = Context(intent, doc, deployed_for)
     out: list[Finding] = []
     for r in RULES:
         out.extend(r.check(ctx))
@@ -666,8 +677,18 @@ def quota_refs(ctx: Context) -> Iterator[Finding]:
                     yield ctx.finding("GC314", loc, f"pool {pool_name!r} does not use MIG; give its quota as a count",
                                       f"e.g. {pool_name}: 8")
                 elif strategy == "single":
+                    # Per-profile quotas say the user expects per-profile resources: when the strategy is only
+                    # derived, the way back is pinning mixed, not accepting a flip that renames every
+                    # nvidia.com/mig-* resource of a running cluster (GC370).
+                    pinned = ctx.intent.spec.cluster.mig_strategy == "single"
                     yield ctx.finding("GC314", loc, "with MIG strategy single every MIG device is nvidia.com/gpu; "
-                                      "give the quota as a count", f"e.g. {pool_name}: 4")
+                                      "give the quota as a count" if pinned else "with the MIG strategy single, "
+                                      "derived from uniform layouts, every MIG device is nvidia.com/gpu and a "
+                                      "per-profile quota names no resource", f"e.g. {pool_name}: 4" if pinned else
+                                      "the strategy is derived from uniform layouts: to keep per-profile resources "
+                                      "(the names a running cluster's quotas and jobs use), pin "
+                                      f"spec.cluster.migStrategy: mixed; to switch, give the quota as a count "
+                                      f"(e.g. {pool_name}: 4) in a maintenance window")
                 else:
                     for profile_name in value:
                         if profile_name not in layout:
@@ -1746,3 +1767,4 @@ def rule_codes() -> list[tuple[str, str]]:
 
 from . import platform_rules  # noqa: E402,F401  - registers the platform rules (GC345-GC348) into RULES
 from . import dra_rules  # noqa: E402,F401  - registers the DRA rules (GC430-GC438) into RULES
+from . import transitions  # noqa: E402,F401  - registers the transition rules (GC370-GC379) into RULES

@@ -35,15 +35,16 @@ def validate_path(path: str | Path, display: str | None = None) -> Validation:
     return validate_document(doc)
 
 
-def validate_document(doc: Document) -> Validation:
-    """Type-check and rule-check an already-loaded document; at most MAX_FINDINGS findings, then a count."""
-    result = check_document(doc)
+def validate_document(doc: Document, deployed_for=None) -> Validation:
+    """Type-check and rule-check an already-loaded document; at most MAX_FINDINGS findings, then a count.
+    deployed_for (cluster name -> the folder as deployed, or None) adds the transition rules GC370-GC379."""
+    result = check_document(doc, deployed_for)
     result.findings = bounded(result.findings)
     return result
 
 
 @gc_paused
-def check_document(doc: Document) -> Validation:
+def check_document(doc: Document, deployed_for=None) -> Validation:
     """Type-check and rule-check an already-loaded document: every finding, sorted."""
     from pydantic import ValidationError
 
@@ -58,7 +59,7 @@ def check_document(doc: Document) -> Validation:
         result.findings = sort_findings(type_findings(doc, exc.errors()))
         return result
     result.intent = intent
-    result.findings = sort_findings(check(intent, doc))
+    result.findings = sort_findings(check(intent, doc, deployed_for))
     return result
 
 

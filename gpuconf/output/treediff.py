@@ -78,6 +78,9 @@ class TreeDiff:
     documents: list[DocumentDiff] = field(default_factory=list)
     comments_only: list[str] = field(default_factory=list)  # files whose text differs in comments alone
     unified: str = ""
+    # Every document of both trees as parsed here (identity -> kind, name, namespace, data), for the impact plan.
+    old_documents: dict = field(default_factory=dict, repr=False)
+    new_documents: dict = field(default_factory=dict, repr=False)
 
     @property
     def equal(self) -> bool:
@@ -167,6 +170,8 @@ def compare_trees(old: dict[str, str], new: dict[str, str], old_root: str, new_s
     for path in sorted((set(old) | set(new)) - set(REPORT_FILES)):
         before = _documents(path, old[path]) if path in old else {}
         after = _documents(path, new[path]) if path in new else {}
+        result.old_documents.update(before)
+        result.new_documents.update(after)
         found = False
         for key in sorted(set(before) | set(after), key=str):
             if key not in after:
@@ -211,9 +216,13 @@ def diff_text(diff: TreeDiff) -> str:
     return "\n".join(lines) + "\n" + diff.unified
 
 
-def diff_markdown(diff: TreeDiff) -> str:
-    """The semantic diff as Markdown (for a pull-request comment), with the unified diff in a fenced block."""
+def diff_markdown(diff: TreeDiff, folded: bool = False) -> str:
+    """The semantic diff as Markdown (for a pull-request comment), with the unified diff in a fenced block; folded
+    puts it all in a <details> block (under the impact plan's table)."""
     lines = [f"## Rendered output against `{diff.old_root}`", ""]
+    if folded:
+        lines = ["<details><summary>Rendered documents against <code>" + diff.old_root.replace("<", "&lt;")
+                 + "</code></summary>", ""]
     if diff.equal:
         lines.append(f"No document differs from a fresh render of `{diff.new_source}`.")
     for doc in diff.documents:
@@ -224,4 +233,6 @@ def diff_markdown(diff: TreeDiff) -> str:
     if diff.unified:
         fence = "````" if "```" in diff.unified else "```"
         lines += ["", f"{fence}diff", diff.unified.rstrip("\n"), fence]
+    if folded:
+        lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

@@ -262,13 +262,30 @@ def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
 # --- Flux --------------------------------------------------------------------------------------------------------
 
 
+def rollout_seconds(nodes: int, max_parallel: int, max_unavailable: int | str | None, drain_seconds: int | None,
+                    pod_deletion_seconds: int) -> int:
+    """How long the operator takes to replace the driver on `nodes` nodes under one upgrade policy (the README's
+    formula, said once here: the HelmRelease timeout and `gpuconf diff --against`'s driver-upgrade window use it).
+
+    The upgrade controller replaces drivers in waves of min(maxParallel, maxUnavailable) nodes (0 = no limit; a
+    percentage counts the nodes); each wave drains (drain_seconds, None when drain is off), deletes GPU pods and
+    installs: waves x (DRIVER_INSTALL_MINUTES + drain timeout + pod-deletion timeout).
+    """
+    if nodes <= 0:
+        return 0
+    if isinstance(max_unavailable, str):
+        max_unavailable = math.ceil(nodes * int(max_unavailable.rstrip("%")) / 100)
+    per_wave_nodes = max(1, min(max_parallel or nodes, max_unavailable or nodes, nodes))
+    waves = math.ceil(nodes / per_wave_nodes)
+    return waves * (DRIVER_INSTALL_MINUTES * 60 + (drain_seconds or 0) + pod_deletion_seconds)
+
+
 def rollout_minutes(plan: P.Plan) -> int:
     """How long a HelmRelease upgrade may take: until the ClusterPolicy is ready again after a driver roll-out.
 
     helm-controller waits (kstatus) for every object of the release, the ClusterPolicy included, which is ready only
-    when every node runs its driver. The operator replaces drivers in waves of min(maxParallel, maxUnavailable)
-    nodes; each wave drains, deletes GPU pods and installs: waves x (DRIVER_INSTALL_MINUTES + drain timeout +
-    pod-deletion timeout), at least MIN_RELEASE_MINUTES.
+    when every node runs its driver: rollout_seconds over every node with a managed driver, plus SLACK_MINUTES, at
+    least MIN_RELEASE_MINUTES.
     """
     from ..intent.model import Upgrade
 
@@ -276,17 +293,10 @@ def rollout_minutes(plan: P.Plan) -> int:
     upgrade = plan.intent.spec.driver.upgrade or Upgrade()  # the model's defaults are the chart's
     if managed == 0 or not upgrade.auto_upgrade:
         return MIN_RELEASE_MINUTES
-    parallel = upgrade.max_parallel or managed
-    unavailable = upgrade.max_unavailable
-    if isinstance(unavailable, str):
-        unavailable = math.ceil(managed * int(unavailable.rstrip("%")) / 100)
-    per_wave_nodes = max(1, min(parallel, unavailable or managed, managed))
-    waves = math.ceil(managed / per_wave_nodes)
-    seconds = DRIVER_INSTALL_MINUTES * 60
-    if upgrade.drain is not None and upgrade.drain.enable:
-        seconds += upgrade.drain.timeout_seconds
-    seconds += upgrade.pod_deletion.timeout_seconds if upgrade.pod_deletion is not None else 300
-    return max(MIN_RELEASE_MINUTES, math.ceil(waves * seconds / 60) + SLACK_MINUTES)
+    drain = upgrade.drain.timeout_seconds if upgrade.drain is not None and upgrade.drain.enable else None
+    pod_deletion = upgrade.pod_deletion.timeout_seconds if upgrade.pod_deletion is not None else 300
+    seconds = rollout_seconds(managed, upgrade.max_parallel, upgrade.max_unavailable, drain, pod_deletion)
+    return max(MIN_RELEASE_MINUTES, math.ceil(seconds / 60) + SLACK_MINUTES)
 
 
 def source_ref(plan: P.Plan) -> dict:

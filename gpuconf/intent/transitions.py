@@ -1,0 +1,61 @@
+"""Transition rules (GC370-GC379): warnings about the change from the cluster's folder as deployed to this intent,
+for the transitions users get wrong. They run only where there is a deployed folder to compare with (`validate
+--against DIR`, `diff --against DIR`); the folder is read through report.json (gpuconf.output.impact.Deployed)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..findings import WARNING, Finding
+from .rules import Context, rule
+
+
+@rule("GC370", "the derived MIG strategy does not flip against the deployed folder")
+def mig_strategy_flip(ctx: Context) -> Iterator[Finding]:
+    deployed = ctx.deployed
+    before = deployed.cluster.get("migStrategy") if deployed is not None else None
+    if before is None or ctx.strategy is None or before == ctx.strategy:
+        return
+    pinned = ctx.intent.spec.cluster.mig_strategy is not None
+    loc = ("spec", "cluster", "migStrategy") if pinned else ("spec", "sharingProfiles")
+    renamed = ("every MIG slice becomes nvidia.com/gpu" if ctx.strategy == "single" else
+               "nvidia.com/gpu of the MIG pools becomes one nvidia.com/mig-<profile> resource per profile")
+    keep = (f"pin spec.cluster.migStrategy: {before} to keep the deployed resource names" if before == "mixed" else
+            "the layouts now need strategy mixed: make the flip its own commit, in a maintenance window")
+    yield ctx.finding("GC370", loc, f"the MIG strategy flips from {before} (deployed) to {ctx.strategy}: {renamed}, so "
+                      "pending pods, quotas, queues and probes that ask for the old names stop working",
+                      f"{keep}; gpuconf diff --against shows each renamed resource", severity=WARNING, at_key=pinned)
+
+
+@rule("GC371", "a driver roll-out advances one wave per commit")
+def wave_skipped(ctx: Context) -> Iterator[Finding]:
+    deployed = ctx.deployed
+    upgrade = ctx.intent.spec.driver.upgrade
+    if deployed is None or upgrade is None or upgrade.rollout is None:
+        return
+    before = deployed.rollout_wave() or 0
+    if upgrade.rollout.wave - before > 1:
+        yield ctx.finding("GC371", ("spec", "driver", "upgrade", "rollout", "wave"),
+                          f"the roll-out advances from wave {before} (deployed) to wave {upgrade.rollout.wave}: waves "
+                          f"{before + 1} to {upgrade.rollout.wave} upgrade their drivers at once",
+                          f"raise rollout.wave to {before + 1}, let its nodes reach upgrade-done, then commit the "
+                          "next wave", severity=WARNING)
+
+
+@rule("GC372", "upgrade waves are not declared for the first time silently")
+def waves_first_time(ctx: Context) -> Iterator[Finding]:
+    deployed = ctx.deployed
+    upgrade = ctx.intent.spec.driver.upgrade
+    if deployed is None or upgrade is None or not (upgrade.waves or upgrade.canary_pool):
+        return
+    if (deployed.report.get("upgrade") or {}).get("mode") != "clusterpolicy":
+        return
+    moved = [name for name, pool in deployed.pools.items() if (pool.get("driver") or {}).get("mode") == "cluster"]
+    key = "canaryPool" if upgrade.canary_pool and not upgrade.waves else "waves"
+    pools = f" (pools {', '.join(moved)})" if moved else ""
+    yield ctx.finding("GC372", ("spec", "driver", "upgrade", key),
+                      "upgrade waves are declared for the first time: the driver moves from the ClusterPolicy to "
+                      f"per-pool NVIDIADrivers{pools}, which replaces the driver DaemonSets, so every GPU pod on "
+                      "those nodes restarts",
+                      "make this change alone (no driver version change), in a maintenance window, with the nodes "
+                      "drained pool by pool", severity=WARNING, at_key=True)

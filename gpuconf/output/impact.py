@@ -1,0 +1,867 @@
+"""The impact plan of an intent change: what syncing a fresh render does to the running cluster, read from the rendered
+folder as deployed (the old state) and the new render, never from the old intent.
+
+Both sides are read the same way (`Deployed`): report.json (pools with their labels, driver, resources, taints;
+the MIG strategy; the chart; the teams' quotas; the upgrade policy), values.yaml and every manifest. The document
+diff (treediff.compare_trees) says what changed; each impact kind explains some of those changes and names the
+documents it explains. Every changed document is explained by at least one impact (tests/test_impact.py holds
+gpuconf to it for the examples and for random intents).
+
+Adding an impact kind (issue 22's allocation-stack switch, say): write `def _my_kind(change: Change) ->
+list[Impact]`, decorate it with `@impact_kind("my-kind", "one line: what it detects")`, let each Impact name the
+changed documents it explains (`change.documents(...)` finds them) and, for values.yaml, the value paths it explains
+(`change.values_paths(...)`). Kinds run in registration order; what none of them explains falls to the last ones:
+`operand-restart` (chart values), `object-change` (objects applied in place: RBAC, namespaces, queues, ...) and, for
+anything else, `unclassified`, which is a gpuconf bug that the tests catch. Add a before/after intent pair with the
+exact expected impacts to tests/test_impact.py, and a row to docs/how-to/ci-impact-plan.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from .treediff import DocumentDiff, TreeDiff, _documents
+
+#: Severities in rising order: `--fail-on S` fails on S and everything after it.
+SEVERITIES = ("none", "restart", "pending", "disruptive")
+
+POOL_LABEL = "gpuconf.dev/pool"
+PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+MIG_LABEL = "nvidia.com/mig.config"
+PROBE_COMPONENT = "acceptance-probe"
+
+#: Pool driver modes of report.json, by who installs the driver.
+DRIVER_OWNER = {"cluster": "ClusterPolicy", "wave": "NVIDIADriver", "pool": "NVIDIADriver",
+                "preinstalled": "host"}
+
+#: Kinds applied in place that stop or restart nothing on a GPU node: RBAC, namespaces, priorities, monitoring
+#: objects, queue objects (quota drops are capacity-change's), GitOps objects that are not the chart's version.
+QUIET_KINDS = frozenset({
+    "Namespace", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "WorkloadPriorityClass",
+    "ServiceMonitor", "PrometheusRule", "ConfigMap", "LocalQueue", "ClusterQueue", "ResourceFlavor", "ResourceQuota",
+    "Kustomization", "Application", "ApplicationSet", "AppProject", "HelmRelease", "HelmRepository", "OCIRepository",
+    "GitRepository", "OperatorGroup", "Subscription", "CatalogSource", "NodeOverlay", "LimitRange"})
+
+
+@dataclass
+class Impact:
+    """One thing the sync does to the running cluster."""
+
+    kind: str
+    severity: str
+    pools: list[str]
+    message: str
+    safe: str
+    resources: list[str] = field(default_factory=list)
+    nodes: int | None = None
+    nodes_from: str | None = None  # "intent" (declared counts) or "cluster" (nodes carrying the pool label)
+    pods: int | None = None  # running pods with GPU requests on those nodes (with --pods)
+    documents: list[DocumentDiff] = field(default_factory=list)  # the changed documents this explains
+
+    def as_dict(self) -> dict:
+        """The JSON form."""
+        return {"kind": self.kind, "severity": self.severity, "pools": self.pools, "nodes": self.nodes,
+                "nodesFrom": self.nodes_from, "pods": self.pods, "resources": self.resources,
+                "message": self.message, "safe": self.safe,
+                "documents": [f"{d.file}: {d.title}" for d in self.documents]}
+
+
+# --- the deployed state of one folder -----------------------------------------------------------------------------
+
+
+class Deployed:
+    """What one rendered folder says is (or will be) in the cluster."""
+
+    def __init__(self, files: dict[str, str], documents: dict | None = None):
+        self.files = files
+        try:
+            report = json.loads(files.get("report.json", "{}"))
+        except ValueError:
+            report = {}
+        self.report: dict = report if isinstance(report, dict) else {}
+        self.docs: dict[tuple, tuple] = dict(documents) if documents is not None else {}
+        for path, text in files.items() if documents is None else ():
+            self.docs.update(_documents(path, text))
+        values = self.docs.get(("values.yaml", 0))
+        self.values: dict = values[3] if values and isinstance(values[3], dict) else {}
+        self.pools: dict[str, dict] = {p["name"]: p for p in self.report.get("pools", []) if isinstance(p, dict)}
+
+    @property
+    def cluster(self) -> dict:
+        """report.json's cluster section."""
+        return self.report.get("cluster") or {}
+
+    def data(self, doc: DocumentDiff) -> Any:
+        """The body of a document of the diff on this side (None when absent here)."""
+        entry = self.docs.get((doc.file, doc.kind, doc.namespace, doc.name))
+        return entry[3] if entry else None
+
+    def objects(self, kind: str) -> list[dict]:
+        """Every object of one kind."""
+        return [d[3] for d in self.docs.values() if d[0] == kind and isinstance(d[3], dict)]
+
+    def applied(self) -> set[str]:
+        """The files `kubectl apply -k` (or the manifests Application) applies: kustomization.yaml's resources."""
+        kustomization = self.docs.get(("kustomization.yaml", 0))
+        resources = kustomization[3].get("resources") if kustomization and isinstance(kustomization[3], dict) else []
+        return {r for r in resources or [] if isinstance(r, str)}
+
+    def resources(self, pool: str) -> dict[str, int]:
+        """Resource name -> units per node that a pool advertises."""
+        return {r["name"]: r.get("perNode", 0) for r in self.pools.get(pool, {}).get("resources", [])}
+
+    def totals(self, pool: str) -> dict[str, int]:
+        """Resource name -> units of the whole pool."""
+        return {r["name"]: r.get("total", 0) for r in self.pools.get(pool, {}).get("resources", [])}
+
+    def policy(self) -> dict:
+        """The driver upgrade policy (report.json's upgrade.policy)."""
+        return (self.report.get("upgrade") or {}).get("policy") or {}
+
+    def rollout_wave(self) -> int | None:
+        """The wave `spec.driver.upgrade.rollout` stands at, if any."""
+        rollout = (self.report.get("upgrade") or {}).get("rollout")
+        return rollout.get("wave") if isinstance(rollout, dict) else None
+
+
+def _pool_of(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return None
+    labels = (data.get("metadata") or {}).get("labels") or {}
+    return labels.get(POOL_LABEL)
+
+
+def _labelled_by(pool: dict) -> str:
+    """How a pool's nodes get their labels: nfd (a NodeFeatureRule), karpenter (a NodePool template) or template
+    (kubelet flags or a node-pool command, read once when a node registers)."""
+    by = str(pool.get("labelledBy") or "")
+    if by.startswith("NodeFeatureRule"):
+        return "nfd"
+    if by.startswith("Karpenter"):
+        return "karpenter"
+    return "template"
+
+
+# --- the change ---------------------------------------------------------------------------------------------------
+
+
+class Change:
+    """The old and the new folder, their document diff, and what the impacts found so far explain."""
+
+    def __init__(self, old: dict[str, str], new: dict[str, str], diff: TreeDiff):
+        self.old = Deployed(old, diff.old_documents or None)
+        self.new = Deployed(new, diff.new_documents or None)
+        self.diff = diff
+        self.values_claimed: set[str] = set()
+        self.impacts: list[Impact] = []
+
+    def pool_data(self, doc: DocumentDiff) -> str | None:
+        """The pool a changed document belongs to (its gpuconf.dev/pool label), on either side."""
+        return _pool_of(self.new.data(doc)) or _pool_of(self.old.data(doc))
+
+    def documents(self, kinds: Iterable[str] | None = None, pools: Iterable[str] | None = None,
+                  where: Callable[[DocumentDiff], bool] | None = None) -> list[DocumentDiff]:
+        """The changed documents of these kinds, of these pools, that satisfy where."""
+        kinds = set(kinds) if kinds is not None else None
+        pools = set(pools) if pools is not None else None
+        return [d for d in self.diff.documents
+                if (kinds is None or d.kind in kinds) and (pools is None or self.pool_data(d) in pools)
+                and (where is None or where(d))]
+
+    def values_paths(self, *prefixes: str) -> list[DocumentDiff]:
+        """Claim the changed values.yaml paths under these prefixes; the values document when any changed."""
+        found = self.values_changes(*prefixes)
+        self.values_claimed.update(found)
+        return [d for d in self.diff.documents if d.kind == "values"] if found else []
+
+    def values_changes(self, *prefixes: str) -> list[str]:
+        """The changed values.yaml paths under these prefixes (or above them: a map added or removed whole)."""
+        values = [d for d in self.diff.documents if d.kind == "values"]
+        return [c.path for d in values for c in d.changes
+                if c.path.startswith(prefixes) or any(p.startswith(c.path + ".") for p in prefixes if p)]
+
+    def pools_nodes(self, pools: Iterable[str], new: bool = True) -> int | None:
+        """Declared nodes of these pools (the side that has them)."""
+        total, known = 0, False
+        for name in pools:
+            pool = (self.new if new else self.old).pools.get(name) or self.old.pools.get(name) or {}
+            if isinstance(pool.get("nodes"), int):
+                total += pool["nodes"]
+                known = True
+        return total if known else None
+
+    def both(self) -> list[str]:
+        """Pools in the old and the new folder, in the new one's order."""
+        return [p for p in self.new.pools if p in self.old.pools]
+
+
+#: The impact kinds in the order they are looked for: name -> (what it detects, detector).
+KINDS: dict[str, tuple[str, Callable[[Change], list[Impact]]]] = {}
+
+
+def impact_kind(name: str, detects: str):
+    """Register a detector of one impact kind (see the module's docstring)."""
+
+    def register(fn: Callable[[Change], list[Impact]]):
+        KINDS[name] = (detects, fn)
+        return fn
+
+    return register
+
+
+def _names(items: Iterable[str]) -> str:
+    items = list(items)
+    return ", ".join(items) if items else "none"
+
+
+def _node_count(n: int | None) -> str:
+    return "" if n is None else f" ({n} node{'s' if n != 1 else ''})"
+
+
+# --- the kinds ----------------------------------------------------------------------------------------------------
+
+
+@impact_kind("operator-upgrade", "the GPU Operator chart version changes")
+def _operator_upgrade(change: Change) -> list[Impact]:
+    old, new = change.old.cluster.get("chartVersion"), change.new.cluster.get("chartVersion")
+    if not old or not new or old == new:
+        return []
+    docs = change.values_paths("") + change.documents(
+        ["Application", "HelmRelease", "HelmRepository", "OCIRepository", "Subscription", "ClusterPolicy",
+         "NodeFeatureDiscovery", "NVIDIADriver"])
+    pools = list(change.new.pools)
+    return [Impact("operator-upgrade", "restart", pools,
+                   f"the GPU Operator moves from chart {old} to {new}: the operator restarts and updates every "
+                   "operand DaemonSet (device plugin, toolkit, GFD, DCGM exporter, MIG manager, validator), whose pods "
+                   "restart node by node; GPU workloads keep running unless the driver changes too",
+                   f"read `gpuconf diff INTENT --to-chart {new}` first; make the chart move its own commit, with no "
+                   "driver, sharing or pool change, and watch `kubectl get clusterpolicy` until it is ready",
+                   nodes=change.pools_nodes(pools), documents=docs)]
+
+
+def _driver_owner(pool: dict) -> str:
+    return DRIVER_OWNER.get((pool.get("driver") or {}).get("mode"), "unknown")
+
+
+@impact_kind("driver-mode-switch", "a pool's driver moves between the ClusterPolicy, an NVIDIADriver and the host")
+def _driver_mode_switch(change: Change) -> list[Impact]:
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name in change.both():
+        before, after = _driver_owner(change.old.pools[name]), _driver_owner(change.new.pools[name])
+        if before != after:
+            groups.setdefault((before, after), []).append(name)
+    impacts = []
+    for (before, after), pools in groups.items():
+        docs = change.documents(["NVIDIADriver", "NodeFeatureRule", "NodePool"], pools)
+        docs += change.values_paths("driver.")
+        docs += change.documents(["file"], where=lambda d: any(d.file == _template_file(change, p) for p in pools))
+        if "host" in (before, after):
+            what = ("the operator's driver leaves nodes that must then run a host driver: its pod unloads the kernel "
+                    "modules, so every GPU pod there stops" if after == "host" else
+                    "the operator starts installing its driver on nodes that ran a host driver: the driver pod "
+                    "fails or replaces the host's modules, and every GPU pod there stops")
+            safe = ("drain the pools' nodes first, then install or remove the host driver on each node (or roll "
+                    "the node group to an image that has or lacks it), one node at a time, in a maintenance window")
+        else:
+            what = (f"the driver moves from the {before} to per-pool {after} objects" if after == "NVIDIADriver" else
+                    f"the driver moves from per-pool {before} objects back to the {after}")
+            what += (": the operator deletes the old driver DaemonSet and starts the new one, so the driver is "
+                     "unloaded and reinstalled on every node of these pools and every GPU pod there restarts")
+            safe = ("make this change alone (no driver version, sharing or pool change in the same commit), in a "
+                    "maintenance window; cordon and drain the pools' nodes first (`kubectl drain -l "
+                    f"{POOL_LABEL}=POOL --ignore-daemonsets`), and uncordon them once `kubectl get pods -n "
+                    "NAMESPACE -l app=nvidia-driver-daemonset` is ready again")
+        impacts.append(Impact("driver-mode-switch", "disruptive", pools, what, safe,
+                              nodes=change.pools_nodes(pools), documents=docs))
+    return impacts
+
+
+def _template_file(change: Change, pool: str) -> str | None:
+    for side in (change.new, change.old):
+        by = str((side.pools.get(pool) or {}).get("labelledBy") or "")
+        for word in by.split():
+            if word.startswith("node-templates/"):
+                return word.strip("()")
+    return None
+
+
+def upgrade_window_minutes(policy: dict, node_counts: list[int], per_object: bool) -> int:
+    """Minutes the operator takes to replace the driver on pools of these node counts under policy (report.json's
+    upgrade.policy): the README's formula (gitops.rollout_seconds), per NVIDIADriver side by side when per_object,
+    else over all nodes at once."""
+    from ..render.gitops import rollout_seconds
+
+    drain = policy.get("drain") or {}
+    args = (policy.get("maxParallelUpgrades", 1), policy.get("maxUnavailable", "25%"),
+            drain.get("timeoutSeconds", 300) if drain.get("enable") else None,
+            (policy.get("podDeletion") or {}).get("timeoutSeconds", 300))
+    groups = node_counts if per_object else [sum(node_counts)]
+    return math.ceil(max([rollout_seconds(n, *args) for n in groups] or [0]) / 60)
+
+
+@impact_kind("driver-upgrade", "a pool's driver version (or driver image) changes")
+def _driver_upgrade(change: Change) -> list[Impact]:
+    groups: dict[tuple, list[str]] = {}
+    for name in change.both():
+        old, new = change.old.pools[name], change.new.pools[name]
+        owner = _driver_owner(new)
+        if owner != _driver_owner(old) or owner == "host":
+            continue
+        before, after = (old.get("driver") or {}).get("version"), (new.get("driver") or {}).get("version")
+        image = bool(change.documents(["NVIDIADriver"], [name], where=lambda d: any(
+            c.path.startswith(("spec.image", "spec.repository", "spec.version", "spec.usePrecompiled",
+                               "spec.kernelModuleType", "spec.driverType")) for c in d.changes)))
+        if before != after or image:
+            groups.setdefault((before, after, owner), []).append(name)
+    impacts = []
+    for (before, after, owner), pools in groups.items():
+        docs = change.documents(["NVIDIADriver"], pools) + change.values_paths("driver.version", "driver.repository",
+                                                                                 "driver.image", "driver.usePrecompiled")
+        counts = [change.new.pools[p].get("nodes", 0) for p in pools]
+        policy = change.new.policy()
+        minutes = upgrade_window_minutes(policy, counts, per_object=owner == "NVIDIADriver")
+        old_wave, new_wave = change.old.rollout_wave(), change.new.rollout_wave()
+        waves = ""
+        if old_wave is not None and new_wave is not None and new_wave - old_wave > 1:
+            waves = f"; waves {old_wave + 1} to {new_wave} upgrade in this one commit"
+        what = (f"the driver of pool(s) {_names(pools)} changes from {before} to {after}" if before != after else
+                f"the driver image of pool(s) {_names(pools)} changes")
+        parallel = policy.get("maxParallelUpgrades", 1)
+        evicts = "drains each node" if (policy.get("drain") or {}).get("enable") else "deletes the GPU pods on each node"
+        what += (f": the upgrade controller {evicts} (its GPU workloads stop) and reinstalls the driver, "
+                 f"{parallel or 'all'} node(s) at a time per {owner} (maxUnavailable {policy.get('maxUnavailable')})"
+                 f", about {minutes} minutes by the roll-out formula{waves}")
+        if policy.get("autoUpgrade") is False:
+            what += "; autoUpgrade is off, so nothing moves until each node's driver pod is deleted by hand"
+        safe = ("one wave per commit: raise `spec.driver.upgrade.rollout.wave` by one after every node of the "
+                "previous wave shows `upgrade-done` (`kubectl get nodes -L nvidia.com/gpu-driver-upgrade-state`); "
+                "keep a maintenance window of that length")
+        impacts.append(Impact("driver-upgrade", "disruptive", pools, what, safe, nodes=change.pools_nodes(pools),
+                              documents=docs))
+    return impacts
+
+
+def _per_node(resources: dict[str, int]) -> str:
+    return ", ".join(f"{n} {r}" for r, n in sorted(resources.items())) or "nothing"
+
+
+@impact_kind("device-plugin-restart", "a pool's device-plugin config changes")
+def _device_plugin_restart(change: Change) -> list[Impact]:
+    pools = []
+    for name in change.both():
+        before = (change.old.pools[name].get("labels") or {}).get(PLUGIN_LABEL)
+        after = (change.new.pools[name].get("labels") or {}).get(PLUGIN_LABEL)
+        if before != after and _labelled_by(change.new.pools[name]) == "nfd":
+            pools.append(name)
+    docs = change.values_paths("devicePlugin.")
+    impacts = []
+    for name in pools:
+        before, after = change.old.resources(name), change.new.resources(name)
+        what = (f"nodes of pool {name} switch to device-plugin config "
+                f"{change.new.pools[name]['labels'].get(PLUGIN_LABEL)}: the config-manager sidecar restarts the "
+                f"plugin, and each node advertises {_per_node(after)} instead of {_per_node(before)}; running pods "
+                "keep their devices")
+        impacts.append(Impact("device-plugin-restart", "restart", [name], what,
+                              "nothing to drain: check `kubectl get nodes -l "
+                              f"{POOL_LABEL}={name} -o custom-columns=NAME:.metadata.name,ALLOCATABLE:.status.allocatable`"
+                              " after the sync",
+                              resources=sorted(set(before) | set(after)), nodes=change.pools_nodes([name]),
+                              documents=change.documents(["NodeFeatureRule"], [name]) + change.documents(
+                                  ["ConfigMap"], where=_plugin_configmap(change)) + docs))
+    if docs and not pools:
+        change.values_claimed.difference_update(
+            c.path for d in docs for c in d.changes if c.path.startswith("devicePlugin."))
+    return impacts
+
+
+def _plugin_configmap(change: Change) -> Callable[[DocumentDiff], bool]:
+    names = {((side.values.get("devicePlugin") or {}).get("config") or {}).get("name")
+             for side in (change.old, change.new)}
+    return lambda d: d.name in names
+
+
+def _mig_configmap(change: Change) -> Callable[[DocumentDiff], bool]:
+    names = {((side.values.get("migManager") or {}).get("config") or {}).get("name")
+             for side in (change.old, change.new)}
+    return lambda d: d.name in names
+
+
+@impact_kind("resource-rename", "a resource name a pool advertises disappears")
+def _resource_rename(change: Change) -> list[Impact]:
+    old_strategy, new_strategy = change.old.cluster.get("migStrategy"), change.new.cluster.get("migStrategy")
+    flip = old_strategy and new_strategy and old_strategy != new_strategy
+    impacts = []
+    for name in change.both():
+        gone = sorted(set(change.old.resources(name)) - set(change.new.resources(name)))
+        if not gone:
+            continue
+        now = sorted(change.new.resources(name))
+        askers = _askers(change.old, set(gone))
+        cause = (f"the cluster's MIG strategy flips from {old_strategy} to {new_strategy}" if flip and any(
+            r.startswith("nvidia.com/mig-") or r == "nvidia.com/gpu" for r in gone) else "its sharing changes")
+        what = (f"pool {name} stops advertising {_names(gone)} ({cause}; it now advertises {_names(now)}): pods "
+                f"and Jobs asking for the old name stay Pending, and what still asks for it stops working: {askers}")
+        safe = (f"pin `spec.cluster.migStrategy: {old_strategy}` to keep the names, or move every request, quota and "
+                "queue to the new names in the same change and drain the pool's running jobs first" if flip else
+                "move the pods, quotas and queues that ask for the old name to the new one in the same change, and "
+                "let the pool's running jobs finish first")
+        values = [d for d in change.diff.documents if d.kind == "values" and change.values_changes("mig.strategy")]
+        docs = values + change.documents(
+            ["ResourceQuota", "ClusterQueue", "ResourceFlavor", "Job"],
+            where=lambda d: _mentions(change.old.data(d), gone)) + change.documents(
+            ["ConfigMap"], where=_plugin_configmap(change)) + change.documents(["NodeFeatureRule"], [name])
+        impacts.append(Impact("resource-rename", "pending", [name], what, safe, resources=gone,
+                              nodes=change.pools_nodes([name]), documents=docs))
+    return impacts
+
+
+def _mentions(data: Any, names: Iterable[str]) -> bool:
+    text = json.dumps(data)
+    return any(json.dumps(n) in text for n in names)
+
+
+def _askers(old: Deployed, gone: set[str]) -> str:
+    """The team quotas, Kueue queues and probes of the old folder that ask for these resources."""
+    teams = sorted({t["name"] for t in old.report.get("teams", []) for q in t.get("quotas", [])
+                    if q.get("resource") in gone and q.get("total")})
+    queues = sorted({(q.get("metadata") or {}).get("name", "?") for q in old.objects("ClusterQueue")
+                     if _mentions(q.get("spec"), gone)})
+    probes = sorted({(j.get("metadata") or {}).get("name", "?") for j in old.objects("Job")
+                     if _mentions(j.get("spec"), gone)})
+    return "; ".join(f"{what} {_names(items)}" for what, items in
+                     (("team quotas", teams), ("Kueue ClusterQueues", queues), ("probes", probes)) if items) or \
+        "nothing gpuconf rendered (check your workloads)"
+
+
+@impact_kind("mig-repartition", "a pool's MIG layout changes")
+def _mig_repartition(change: Change) -> list[Impact]:
+    gke = change.new.cluster.get("distribution") == "gke"
+    impacts = []
+    for name in change.both():
+        before = (change.old.pools[name].get("labels") or {}).get(MIG_LABEL)
+        after = (change.new.pools[name].get("labels") or {}).get(MIG_LABEL)
+        if before == after:
+            continue
+        layout = lambda side: (side.pools[name].get("sharing") or {}).get("detail", "?")  # noqa: E731
+        what = (f"mig-manager stops the GPU clients on every node of pool {name}, kills its GPU pods and repartitions "
+                f"every GPU from `{before}` ({layout(change.old)}) to `{after}` ({layout(change.new)})")
+        if gke:
+            what += "; GKE reboots the node to apply the new layout"
+        if _labelled_by(change.new.pools[name]) != "nfd":
+            what += ("; the nodes take the new layout only when replaced, since their label comes from the node "
+                     "template")
+        impacts.append(Impact(
+            "mig-repartition", "disruptive", [name], what,
+            f"drain the pool first, one node at a time (`kubectl drain -l {POOL_LABEL}={name} --ignore-daemonsets`), "
+            f"and watch `kubectl get nodes -l {POOL_LABEL}={name} -L {MIG_LABEL}.state` reach `success`",
+            resources=sorted(set(change.old.resources(name)) | set(change.new.resources(name))),
+            nodes=change.pools_nodes([name]),
+            documents=change.documents(["ConfigMap"], where=_mig_configmap(change))
+            + change.documents(["NodeFeatureRule"], [name]) + change.values_paths("migManager.")))
+    return impacts
+
+
+@impact_kind("node-replacement", "a Karpenter NodePool template, its node class or a node template changes")
+def _node_replacement(change: Change) -> list[Impact]:
+    impacts = []
+    for doc in change.documents(["NodePool"]):
+        pool = change.pool_data(doc) or doc.name
+        template = [c.path for c in doc.changes if c.path.startswith("spec.template")]
+        if doc.status == "removed":
+            what = (f"Karpenter NodePool {doc.name} is deleted: Karpenter drains and deletes every node it "
+                    f"launched for pool {pool}")
+        elif template:
+            what = (f"the template of Karpenter NodePool {doc.name} changes ({_names(template[:3])}): Karpenter "
+                    f"treats every node of pool {pool} as drifted and replaces it (drain, then a new node)")
+        else:
+            continue
+        impacts.append(Impact("node-replacement", "disruptive", [pool], what,
+                              "merge in a maintenance window, or first add a disruption budget to the NodePool "
+                              "(`spec.disruption.budgets`, e.g. nodes: \"1\") so Karpenter replaces one node at a "
+                              "time", nodes=change.pools_nodes([pool], new=doc.status != "removed"),
+                              documents=[doc]))
+    for doc in change.documents(["EC2NodeClass", "AKSNodeClass", "NodeClass"]):
+        users = [_pool_of(np) or "?" for np in change.new.objects("NodePool")
+            if ((np.get("spec") or {}).get("template", {}).get("spec", {}).get("nodeClassRef") or {}).get("name")
+            == doc.name]
+        impacts.append(Impact("node-replacement", "disruptive", sorted(users),
+                              f"{doc.kind} {doc.name} changes: Karpenter treats the nodes of every NodePool that "
+                              f"uses it ({_names(sorted(users))}) as drifted and replaces them",
+                              "merge in a maintenance window, with disruption budgets on the NodePools",
+                              nodes=change.pools_nodes(users), documents=[doc]))
+    for doc in change.documents(["file"], where=lambda d: d.file.startswith("node-templates/")):
+        pool = next((p for p in {**change.old.pools, **change.new.pools} if _template_file(change, p) == doc.file),
+                    None)
+        if doc.status == "added" and pool not in change.old.pools:
+            continue  # a new pool's template: capacity-change says so
+        pools = [pool] if pool else []
+        impacts.append(Impact("node-replacement", "disruptive", pools,
+                              f"{doc.file} changes: the node template's settings (labels, taints, GPU driver) apply "
+                              "only when a node registers, so the pool's existing nodes keep the old ones until they "
+                              "are replaced",
+                              "apply the new template to the node group, then roll its nodes one at a time (drain, "
+                              "replace) in a maintenance window",
+                              nodes=change.pools_nodes(pools) if pools else None, documents=[doc]))
+    return impacts
+
+
+def _taints(pool: dict) -> set[str]:
+    return set(pool.get("taints") or [])
+
+
+@impact_kind("taint-change", "a pool taint is added or removed")
+def _taint_change(change: Change) -> list[Impact]:
+    impacts = []
+    for name in change.both():
+        added = sorted(_taints(change.new.pools[name]) - _taints(change.old.pools[name]))
+        removed = sorted(_taints(change.old.pools[name]) - _taints(change.new.pools[name]))
+        if not added and not removed:
+            continue
+        docs = change.documents(["NodeFeatureRule", "ResourceFlavor"], [name]) + change.values_paths(
+            "daemonsets.tolerations", "node-feature-discovery.worker.tolerations",
+            "node-feature-discovery.master.config.enableTaints")
+        drivers = change.documents(["NVIDIADriver"], where=lambda d: d.status == "changed" and all(
+            c.path.startswith("spec.tolerations") for c in d.changes))
+        docs += drivers
+        if any(t.endswith(":NoExecute") for t in added):
+            severity, what = "disruptive", (f"pool {name} gets taint(s) {_names(added)}: NoExecute evicts every "
+                                            "running pod there that does not tolerate it")
+        elif added:
+            severity, what = "pending", (f"pool {name} gets taint(s) {_names(added)}: new pods that do not "
+                                         "tolerate it stay Pending (running pods stay)")
+        else:
+            severity, what = "none", (f"pool {name} loses taint(s) {_names(removed)}: pods that do not tolerate "
+                                      "them may now land there")
+        if added and removed:
+            what += f"; it loses {_names(removed)}"
+        if drivers or change.values_changes("daemonsets.tolerations") and any(
+                _driver_owner(p) == "ClusterPolicy" for p in change.new.pools.values()):
+            # The driver DaemonSet is always OnDelete (gpu-operator-facts: daemonsets.updateStrategy); a new pod
+            # template (tolerations) makes the upgrade controller replace every driver pod under the upgrade policy.
+            severity = "disruptive"
+            what += ("; the operands' tolerations change with it, and a new driver pod template makes the upgrade "
+                     "controller reinstall the driver on every managed node (drain, under the upgrade policy)")
+        impacts.append(Impact("taint-change", severity, [name], what,
+                              "add the toleration to the workloads (and their Kueue flavor or admission policy) "
+                              "before the taint lands" if added else
+                              "check that nothing else should stay off these nodes",
+                              nodes=change.pools_nodes([name]), documents=docs))
+    return impacts
+
+
+@impact_kind("pool-selection", "the rule that labels a pool's nodes changes")
+def _pool_selection(change: Change) -> list[Impact]:
+    impacts = []
+    for doc in change.documents(["NodeFeatureRule"], where=lambda d: any(
+            ".matchFeatures" in c.path or ".matchAny" in c.path for c in d.changes) or d.status != "changed"):
+        pool = change.pool_data(doc) or doc.name
+        if doc.status == "added" and pool not in change.old.pools:
+            continue  # a new pool: capacity-change says so
+        if doc.status == "removed" and pool not in change.new.pools:
+            what = (f"NodeFeatureRule {doc.name} is deleted: nfd-master removes pool {pool}'s labels and taints from "
+                    "its nodes, which fall back to the default device-plugin config")
+        else:
+            what = (f"the rule that labels pool {pool}'s nodes changes: nodes that stop matching lose the pool's "
+                    "labels and taints (device-plugin config, MIG layout), nodes that start matching gain them")
+        impacts.append(Impact("pool-selection", "pending", [pool], what,
+                              f"check which nodes match before the merge (`kubectl get nodes -l {POOL_LABEL}={pool}` "
+                              "against the new rule) and drain those that leave the pool",
+                              nodes=change.pools_nodes([pool], new=doc.status != "removed"), documents=[doc]))
+    return impacts
+
+
+@impact_kind("capacity-change", "a pool's advertised capacity, a pool's presence or a team's quota changes")
+def _capacity_change(change: Change) -> list[Impact]:
+    impacts = []
+    for name in [*change.old.pools, *(p for p in change.new.pools if p not in change.old.pools)]:
+        before, after = change.old.totals(name), change.new.totals(name)
+        limits = change.documents(["NodePool"], [name], where=lambda d: any(
+            c.path.startswith("spec.limits") for c in d.changes))
+        pool_docs = limits if name in change.old.pools and name in change.new.pools else limits + change.documents(
+            ["NodeFeatureRule", "NVIDIADriver", "NodePool", "ResourceFlavor", "Job"], [name],
+            where=lambda d: d.status != "changed") + change.documents(
+            ["file"], where=lambda d: d.status != "changed" and d.file == _template_file(change, name))
+        if name not in change.new.pools:
+            what = (f"pool {name} is removed: its {_per_node(before)} leave the cluster's capacity; pods and Jobs "
+                    "that select it stay Pending, and its nodes lose the pool's labels, configs and driver object")
+            impacts.append(Impact("capacity-change", "disruptive" if change.documents(
+                ["NVIDIADriver", "NodePool"], [name], where=lambda d: d.status == "removed") else "pending", [name],
+                what, "move the pool's workloads elsewhere and drain its nodes before the merge",
+                resources=sorted(before), nodes=change.pools_nodes([name], new=False), documents=pool_docs))
+            continue
+        if name not in change.old.pools:
+            impacts.append(Impact("capacity-change", "none", [name],
+                                  f"pool {name} is added: {_per_node(after)} join the cluster's capacity once its "
+                                  "nodes are labelled", "nothing to do before the merge",
+                                  resources=sorted(after), nodes=change.pools_nodes([name]), documents=pool_docs))
+            continue
+        # Per node: the sync changes what each node advertises, not how many nodes there are (a NodePool's limits
+        # aside), so a declared node count alone changes nothing deployed.
+        before, after = change.old.resources(name), change.new.resources(name)
+        lower = sorted(r for r in before if after.get(r, 0) < before[r] and r in after)
+        higher = sorted(r for r in after if after[r] > before.get(r, 0) and r in before)
+        if not lower and not higher and not pool_docs:
+            continue
+        shown = ", ".join(f"{r} {before[r]} -> {after[r]} per node" for r in lower + higher)
+        impacts.append(Impact(
+            "capacity-change", "pending" if lower else "none", [name],
+            f"pool {name}'s capacity changes ({shown or 'limits'})" + (
+                ": pods asking for more than is left stay Pending, and quotas above the new capacity no longer "
+                "hold" if lower else ""),
+            "lower the teams' quotas to the new capacity in the same change and let jobs finish first" if lower else
+            "nothing to do before the merge", resources=lower + higher, nodes=change.pools_nodes([name]),
+            documents=pool_docs))
+    impacts += _quota_change(change)
+    return impacts
+
+
+def _quotas(side: Deployed) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    queues = (side.report.get("queueing") or {}).get("teams")
+    for team in [] if queues else side.report.get("teams", []):
+        for quota in team.get("quotas", []):
+            key = (team.get("name", "?"), quota.get("resource", "?"))
+            out[key] = out.get(key, 0) + (quota.get("total") or 0)
+    for team in queues or []:
+        for row in team.get("rows", []):
+            key = (team.get("name", "?"), f"{row.get('resource')} on {row.get('pool')}")
+            out[key] = row.get("nominal") or 0
+    return out
+
+
+def _quota_change(change: Change) -> list[Impact]:
+    before, after = _quotas(change.old), _quotas(change.new)
+    dropped = sorted(k for k in before if after.get(k, 0) < before[k])
+    if not dropped:
+        return []
+    teams = sorted({t for t, _ in dropped})
+    docs = change.documents(["ResourceQuota", "ClusterQueue"])
+    return [Impact("capacity-change", "pending", [],
+                   "team quota drops: " + "; ".join(f"{t} {r} {before[(t, r)]} -> {after.get((t, r), 0)}"
+                                                    for t, r in dropped)
+                   + ": running pods keep running, new pods and Jobs of those teams wait (Kueue) or are refused "
+                   "(ResourceQuota) until usage falls under the new quota",
+                   f"tell team(s) {_names(teams)} before the merge",
+                   resources=sorted({r.split(' on ')[0] for _, r in dropped}), documents=docs)]
+
+
+def _probe(job: Any) -> bool:
+    labels = ((job or {}).get("metadata") or {}).get("labels") or {}
+    return labels.get("app.kubernetes.io/component") == PROBE_COMPONENT
+
+
+def _hook(job: dict) -> str | None:
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    if "argocd.argoproj.io/hook" in annotations:
+        return f"an Argo CD {annotations['argocd.argoproj.io/hook']} hook, which runs on every sync"
+    if "helm.sh/hook" in annotations:
+        return f"a Helm {annotations['helm.sh/hook']} hook"
+    if annotations.get("kustomize.toolkit.fluxcd.io/force") == "enabled":
+        return "recreated by Flux when it changes"
+    return None
+
+
+@impact_kind("probe-run", "probe Jobs run on this sync")
+def _probe_run(change: Change) -> list[Impact]:
+    applied = change.new.applied()
+    changed = [d for d in change.documents(["Job"]) if d.status != "removed" and _probe(change.new.data(d))]
+    runs: dict[str, tuple[str, dict]] = {}
+    if change.diff.documents:  # there is a sync: hooks run whether or not they changed
+        for key, (kind, name, _ns, data) in change.new.docs.items():
+            if kind == "Job" and _probe(data) and key[0] in applied and _hook(data) and "on every sync" in _hook(data):
+                runs[name] = (_hook(data), data)
+    for doc in changed:
+        data = change.new.data(doc)
+        if doc.file in applied and doc.name not in runs:
+            runs[doc.name] = (_hook(data) or ("a new Job" if doc.status == "added" else
+                                             "a changed Job (Jobs are immutable: delete the old one first)"), data)
+    impacts = []
+    removed = change.documents(["Job"], where=lambda d: d.status == "removed" or (
+        d.status == "changed" and not _probe(change.new.data(d)))) + [d for d in changed if d.file not in applied]
+    if runs:
+        pools = sorted({_pool_of(data) or "?" for _, data in runs.values()})
+        scaling = [p for p in pools if _labelled_by(change.new.pools.get(p, {})) == "karpenter"
+                   or change.new.pools.get(p, {}).get("minNodes") == 0]
+        how = sorted({why for why, _ in runs.values()})
+        what = (f"{len(runs)} probe Job(s) run on this sync ({'; '.join(how)}), each taking a GPU of its pool for up "
+                "to 15 minutes")
+        if scaling:
+            what += f"; in pools that scale with demand ({_names(scaling)}) each launches a node"
+        impacts.append(Impact("probe-run", "none", pools, what,
+                              "nothing to drain; sync when the pools have a free GPU, or switch the probes off "
+                              "for pools that scale to zero",
+                              documents=changed + [d for d in removed if d in changed] + change.documents(
+                                  ["Job"], where=lambda d: d.name in runs and d not in changed)))
+    rest = [d for d in removed if d not in changed] + [d for d in changed if d.file not in applied]
+    if rest:
+        impacts.append(Impact("probe-run", "none", sorted({change.pool_data(d) or "?" for d in rest}),
+                              f"{len(rest)} probe Job(s) are removed or no longer applied: nothing runs them on sync",
+                              "run them by hand when you want the proof (the acceptance checklist in REPORT.md)",
+                              documents=rest))
+    return impacts
+
+
+# --- what no kind explained ---------------------------------------------------------------------------------------
+
+
+def _operand_restart(change: Change) -> list[Impact]:
+    values = [d for d in change.diff.documents if d.kind == "values"]
+    left = [c.path for d in values for c in d.changes if c.path not in change.values_claimed]
+    docs = change.documents(["ClusterPolicy", "NodeFeatureDiscovery"])
+    docs = [d for d in docs if not any(d in i.documents for i in change.impacts)]
+    if not left and not docs:
+        return []
+    shown = sorted({p.split(".")[0] for p in left}) + [d.title for d in docs]
+    return [Impact("operand-restart", "restart", list(change.new.pools),
+                   f"chart values change ({_names(shown)}): the operator updates its operand DaemonSets and their pods "
+                   "restart node by node; GPU workloads keep running",
+                   "nothing to drain; watch `kubectl get clusterpolicy` until it is ready again",
+                   nodes=change.pools_nodes(list(change.new.pools)), documents=(values if left else []) + docs)]
+
+
+def _object_change(change: Change) -> list[Impact]:
+    covered = {id(d) for i in change.impacts for d in i.documents}
+    quiet = [d for d in change.diff.documents if id(d) not in covered and (
+        d.kind in QUIET_KINDS or d.kind == "document" and d.file.endswith("kustomization.yaml"))]
+    if not quiet:
+        return []
+    return [Impact("object-change", "none", sorted({p for d in quiet if (p := change.pool_data(d))}),
+                   f"{len(quiet)} object(s) are updated in place ({_names(sorted({_title(d) for d in quiet})[:6])}"
+                   f"{', ...' if len(quiet) > 6 else ''}): no GPU pod, node or operand restarts",
+                   "nothing to drain", documents=quiet)]
+
+
+def _title(doc: DocumentDiff) -> str:
+    return doc.file if doc.kind in ("document", "file", "values") else doc.title
+
+
+def _unclassified(change: Change) -> list[Impact]:
+    covered = {id(d) for i in change.impacts for d in i.documents}
+    left = [d for d in change.diff.documents if id(d) not in covered]
+    if not left:
+        return []
+    return [Impact("unclassified", "restart", sorted({p for d in left if (p := change.pool_data(d))}),
+                   f"gpuconf cannot tell what changing {_names(_title(d) for d in left)} does to the cluster (a gap in "
+                   "gpuconf: please report it)", "review the document diff below by hand", documents=left)]
+
+
+#: Run after the kinds, in this order, on what they left.
+FALLBACKS: dict[str, Callable[[Change], list[Impact]]] = {
+    "operand-restart": _operand_restart, "object-change": _object_change, "unclassified": _unclassified}
+
+
+# --- the plan -----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ImpactPlan:
+    """Every impact of syncing the new render over the deployed folder."""
+
+    impacts: list[Impact]
+    nodes_source: str | None = None
+    pods_source: str | None = None
+
+    @property
+    def worst(self) -> str:
+        """The highest severity of any impact."""
+        return max((i.severity for i in self.impacts), key=SEVERITIES.index, default="none")
+
+    def fails(self, threshold: str | None) -> bool:
+        """True when an impact of threshold's severity or worse is present."""
+        return threshold is not None and any(
+            SEVERITIES.index(i.severity) >= SEVERITIES.index(threshold) for i in self.impacts)
+
+    def as_list(self) -> list[dict]:
+        """The JSON form of the impacts."""
+        return [i.as_dict() for i in self.impacts]
+
+
+def plan_impacts(old: dict[str, str], new: dict[str, str], diff: TreeDiff) -> ImpactPlan:
+    """The impacts of replacing the folder `old` (relative path -> text) by the render `new`, given their diff."""
+    change = Change(old, new, diff)
+    for _, detector in KINDS.values():
+        change.impacts += detector(change)
+    for fallback in FALLBACKS.values():
+        change.impacts += fallback(change)
+    if not change.impacts:
+        what = "no deployed object changes"
+        if diff.comments_only or any(old.get(f) != new.get(f) for f in ("REPORT.md", "report.json")):
+            what += " (only REPORT.md, report.json, comments or key order differ)"
+        change.impacts.append(Impact("none", "none", [], what + ": the sync changes nothing in the cluster",
+                                     "nothing to do"))
+    order = list(KINDS) + list(FALLBACKS) + ["none"]
+    change.impacts.sort(key=lambda i: (-SEVERITIES.index(i.severity), order.index(i.kind), i.pools))
+    for impact in change.impacts:
+        impact.documents = list({id(d): d for d in impact.documents}.values())
+        if impact.nodes is not None:
+            impact.nodes_from = "intent"
+    return ImpactPlan(change.impacts)
+
+
+# --- counting from the live cluster -------------------------------------------------------------------------------
+
+GPU_PREFIX = "nvidia.com/"
+
+
+def count_live(plan: ImpactPlan, nodes: Iterable[dict], pods: Iterable[dict] | None, nodes_source: str,
+               pods_source: str | None) -> None:
+    """Replace the declared node counts by the nodes that carry each impact's pool label, and count the running
+    pods with NVIDIA resource requests on them (the resources' own when an impact names them)."""
+    by_pool: dict[str, set[str]] = {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        pool = (meta.get("labels") or {}).get(POOL_LABEL)
+        if pool and meta.get("name"):
+            by_pool.setdefault(pool, set()).add(meta["name"])
+    running: list[tuple[str, set[str]]] = []
+    for pod in pods or []:
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        if status.get("phase") not in ("Running", "Pending") or not spec.get("nodeName"):
+            continue
+        asks = {r for c in spec.get("containers") or [] for part in ("limits", "requests")
+                for r in ((c.get("resources") or {}).get(part) or {}) if r.startswith(GPU_PREFIX)}
+        if asks:
+            running.append((spec["nodeName"], asks))
+    plan.nodes_source, plan.pods_source = nodes_source, pods_source
+    for impact in plan.impacts:
+        if not impact.pools:
+            continue
+        names = set().union(*(by_pool.get(p, set()) for p in impact.pools))
+        impact.nodes, impact.nodes_from = len(names), "cluster"
+        if pods is not None:
+            wanted = set(impact.resources) if impact.kind == "resource-rename" else None
+            impact.pods = sum(1 for node, asks in running if node in names and (wanted is None or asks & wanted))
+
+
+# --- reporters ----------------------------------------------------------------------------------------------------
+
+
+def impacts_text(plan: ImpactPlan, where: str) -> str:
+    """The impacts as text, worst first."""
+    lines = [f"Impact on {where}: {len(plan.impacts)} impact(s), worst: {plan.worst}"]
+    for i in plan.impacts:
+        count = _node_count(i.nodes) + (f", {i.pods} GPU pod(s)" if i.pods is not None else "")
+        lines.append(f"  {i.severity.upper()} {i.kind}" + (f" [{', '.join(i.pools)}]" if i.pools else "") + count)
+        lines.append(f"    {i.message}")
+        lines.append(f"    safe: {i.safe}")
+    return "\n".join(lines) + "\n\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def impacts_markdown(plan: ImpactPlan, where: str) -> str:
+    """The impacts as a short Markdown table, fit for a pull-request comment."""
+    icon = {"disruptive": "🔴", "pending": "🟠", "restart": "🟡", "none": "⚪"}
+    lines = [f"## gpuconf impact plan: worst `{plan.worst}`", "",
+             f"What syncing this change does to `{where}` ({len(plan.impacts)} impact(s)).", "",
+             "| severity | kind | pools | nodes | what happens | how to do it safely |", "|---|---|---|---|---|---|"]
+    for i in plan.impacts:
+        nodes = "?" if i.nodes is None else str(i.nodes) + (f" ({i.pods} GPU pods)" if i.pods is not None else "")
+        lines.append(f"| {icon[i.severity]} {i.severity} | `{i.kind}` | {_cell(', '.join(i.pools)) or '-'} | {nodes} "
+                     f"| {_cell(i.message)} | {_cell(i.safe)} |")
+    return "\n".join(lines) + "\n\n"

@@ -1,0 +1,491 @@
+"""The impact plan of `gpuconf diff --against`: for each impact kind a before/after pair of intents with the exact
+impacts expected, --fail-on's exit codes, the formats, live node and pod counts, and properties over random intents:
+every changed document is explained by an impact, and edits that change nothing deployed give only `none`."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, HealthCheck
+from hypothesis import strategies as st
+
+import strategies as S
+from gpuconf import plan as P
+from gpuconf.intent.loader import load_text
+from gpuconf.intent.validate import validate_document
+from gpuconf.output.impact import KINDS, SEVERITIES, plan_impacts
+from gpuconf.output.treediff import compare_trees
+from gpuconf.output.writer import with_record
+from gpuconf.render.tree import Command, render_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def example(name: str) -> dict:
+    """An example intent as plain data."""
+    path = ROOT / "examples" / name
+    return S.load_plain((path if path.exists() else ROOT / "examples" / "platforms" / name).read_text("utf-8"))
+
+
+def files(intent: dict | str) -> dict[str, str]:
+    """The folder a valid intent renders to (relative path -> text, the record included)."""
+    text = intent if isinstance(intent, str) else S.dump_yaml(intent)
+    result = validate_document(load_text(text, "intent.yaml"))
+    assert result.ok, [f.text() for f in result.findings]
+    tree = render_tree(P.build(result.intent, "intent.yaml", result.document), Command("intent.yaml", "out"))
+    return with_record(tree.files)
+
+
+def impacts(before, after):
+    """The impact plan of moving from the render of before to the render of after, and the document diff."""
+    old, new = files(before), files(after)
+    diff = compare_trees(old, new, "out/x", "new.yaml")
+    return plan_impacts(old, new, diff), diff
+
+
+def summary(plan) -> list[tuple]:
+    """kind, severity, pools, nodes, resources of every impact, in the plan's order."""
+    return [(i.kind, i.severity, i.pools, i.nodes, i.resources) for i in plan.impacts]
+
+
+def assert_covered(plan, diff) -> None:
+    """Every changed document is explained by some impact, and none fell through to `unclassified`."""
+    covered = {id(d) for i in plan.impacts for d in i.documents}
+    missing = [f"{d.file}: {d.title}" for d in diff.documents if id(d) not in covered]
+    assert not missing, f"changed documents no impact explains: {missing}"
+    assert "unclassified" not in {i.kind for i in plan.impacts}, [i.message for i in plan.impacts]
+    if not diff.documents:
+        assert [i.kind for i in plan.impacts] == ["none"]
+
+
+# --- one before/after pair per impact kind ------------------------------------------------------------------------
+
+
+def _pool(spec: dict, name: str) -> dict:
+    return next(p for p in spec["pools"] if p["name"] == name)
+
+
+def _pair(name: str, edit) -> tuple[dict, dict]:
+    """An example as before, and after: a copy that edit changed (given the copy's spec)."""
+    before = example(name)
+    after = copy.deepcopy(before)
+    edit(after["spec"])
+    return before, after
+
+
+def waves_first_time():
+    after = example("heterogeneous.yaml")
+    before = copy.deepcopy(after)
+    del before["spec"]["driver"]["upgrade"]["canaryPool"]
+    return before, after
+
+
+def driver_version():
+    def edit(spec):
+        spec.setdefault("driver", {})["version"] = "595.91.07"
+
+    return _pair("single-pool.yaml", edit)
+
+
+def wave_skipped():
+    before = example("heterogeneous.yaml")
+    upgrade = before["spec"]["driver"]["upgrade"]
+    del upgrade["canaryPool"]
+    upgrade["waves"] = [["notebooks-l4"], ["infer-a100"], ["train-h100"]]
+    upgrade["rollout"] = {"version": "580.126.20", "wave": 1}
+    after = copy.deepcopy(before)
+    after["spec"]["driver"]["upgrade"]["rollout"]["wave"] = 3
+    return before, after
+
+
+def time_slicing_replicas():
+    def edit(spec):
+        spec["sharingProfiles"]["notebooks-x4"]["timeSlicing"]["replicas"] = 2
+        spec["teams"][1]["quota"]["notebooks-l4"] = 40
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def mig_strategy_flip():
+    """The MIG pool's layout becomes one profile: the derived strategy flips from mixed to single."""
+    def edit(spec):
+        spec["sharingProfiles"]["infer-mixed"]["mig"]["layout"] = {"1g.10gb": 7}
+        spec["teams"][0]["quota"]["infer-a100"] = 16
+        spec["teams"][1]["quota"]["infer-a100"] = 64
+        for team in spec["queueing"]["kueue"]["teams"].values():
+            team.pop("borrowingLimit", None)
+            team.pop("lendingLimit", None)
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def mig_layout():
+    def edit(spec):
+        spec["sharingProfiles"]["infer-mixed"]["mig"]["layout"] = {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}
+        spec["teams"][1]["quota"]["infer-a100"]["1g.10gb"] = 32
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def karpenter_template():
+    def edit(spec):
+        spec["sharingProfiles"]["inference-x2"]["timeSlicing"]["replicas"] = 3
+
+    return _pair("eks.yaml", edit)
+
+
+def taint_added():
+    def edit(spec):
+        _pool(spec, "notebooks-l4")["taints"] = [{"key": "example.com/notebooks", "effect": "NoExecute"}]
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def fewer_nodes():
+    """A declared node count alone changes nothing deployed."""
+    def edit(spec):
+        _pool(spec, "train-h100")["nodes"] = 8
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def quota_drop():
+    def edit(spec):
+        spec["teams"][0]["quota"]["train-h100"] = 32
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def chart_move():
+    def edit(spec):
+        spec["operator"]["chartVersion"] = "v26.7.0"
+
+    return _pair("single-pool.yaml", edit)
+
+
+def monitoring_interval():
+    def edit(spec):
+        spec["monitoring"]["interval"] = "60s"
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def new_developer():
+    def edit(spec):
+        spec["access"]["developers"]["research"].append("group:interns")
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def pool_match():
+    def edit(spec):
+        _pool(spec, "notebooks-l4")["match"] = {"nodeLabels": {"node.example.com/kind": "notebooks"}}
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def comments_only():
+    text = (ROOT / "examples" / "heterogeneous.yaml").read_text("utf-8")
+    return text, "# reviewed by the platform team\n" + text.replace("    # no 1g.10gb slices", "    # none of 1g.10gb")
+
+
+ALL3 = ["train-h100", "infer-a100", "notebooks-l4"]
+PROBES = ("probe-run", "none", ["infer-a100", "notebooks-l4", "train-h100"], None, [])
+MIG = ["nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb"]
+
+#: name -> (before/after pair, the exact impacts (kind, severity, pools, nodes, resources), words each message holds)
+CASES = {
+    "driver-mode-switch": (waves_first_time, [
+        ("driver-mode-switch", "disruptive", ALL3, 26, []), PROBES,
+        ("object-change", "none", [], None, [])],
+        {"driver-mode-switch": "from the ClusterPolicy to per-pool NVIDIADriver objects"}),
+    "driver-upgrade": (driver_version, [("driver-upgrade", "disruptive", ["l40s"], 3, [])],
+                       {"driver-upgrade": "from 580.126.20 to 595.91.07"}),
+    "driver-upgrade, two waves at once": (wave_skipped, [
+        ("driver-upgrade", "disruptive", ["train-h100", "infer-a100"], 20, []), PROBES],
+        # 16 nodes of train-h100, one at a time: 16 x (10 min + 900 s drain + 300 s pod deletion) = 480 minutes
+        {"driver-upgrade": "about 480 minutes by the roll-out formula; waves 2 to 3 upgrade in this one commit"}),
+    "device-plugin-restart": (time_slicing_replicas, [
+        ("capacity-change", "pending", [], None, ["nvidia.com/gpu"]),
+        ("capacity-change", "pending", ["notebooks-l4"], 6, ["nvidia.com/gpu"]),
+        ("device-plugin-restart", "restart", ["notebooks-l4"], 6, ["nvidia.com/gpu"]), PROBES],
+        {"device-plugin-restart": "advertises 8 nvidia.com/gpu instead of 16 nvidia.com/gpu",
+         "capacity-change": "product nvidia.com/gpu on notebooks-l4 48 -> 40"}),
+    "resource-rename": (mig_strategy_flip, [
+        ("mig-repartition", "disruptive", ["infer-a100"], 4, ["nvidia.com/gpu", *MIG]),
+        ("node-replacement", "disruptive", ["infer-a100"], 4, []),
+        ("resource-rename", "pending", ["infer-a100"], 4, MIG),
+        ("capacity-change", "pending", [], None, MIG),
+        ("operand-restart", "restart", ALL3, 26, []), PROBES,
+        ("object-change", "none", [], None, [])],
+        {"resource-rename": "MIG strategy flips from mixed to single; it now advertises nvidia.com/gpu): pods and Jobs "
+                            "asking for the old name stay Pending, and what still asks for it stops working: team "
+                            "quotas product, research; Kueue ClusterQueues gpuconf-acceptance, gpuconf-team-product, "
+                            "gpuconf-team-research; probes gpuconf-probe-infer-a100"}),
+    "mig-repartition": (mig_layout, [
+        ("mig-repartition", "disruptive", ["infer-a100"], 4, MIG),
+        ("node-replacement", "disruptive", ["infer-a100"], 4, []),
+        ("capacity-change", "pending", [], None, ["nvidia.com/mig-1g.10gb"]),
+        ("capacity-change", "pending", ["infer-a100"], 4, ["nvidia.com/mig-1g.10gb"]), PROBES],
+        {"mig-repartition": "repartitions every GPU from `infer-mixed-7582d368` (MIG 1g.10gb x2, 2g.20gb x1, "
+                            "3g.40gb x1)"}),
+    "node-replacement": (karpenter_template, [
+        ("node-replacement", "disruptive", ["a10g-inference"], 6, []),
+        ("capacity-change", "none", ["a10g-inference"], 6, ["nvidia.com/gpu"]),
+        ("object-change", "none", [], None, [])],
+        {"node-replacement": "Karpenter treats every node of pool a10g-inference as drifted and replaces it"}),
+    "taint-change": (taint_added, [("taint-change", "disruptive", ["notebooks-l4"], 6, []), PROBES],
+                     {"taint-change": "NoExecute evicts every running pod there that does not tolerate it"}),
+    "capacity-change": (quota_drop, [("capacity-change", "pending", [], None, ["nvidia.com/gpu"]), PROBES],
+                        {"capacity-change": "research nvidia.com/gpu on train-h100 64 -> 32"}),
+    "operator-upgrade": (chart_move, [
+        ("driver-upgrade", "disruptive", ["l40s"], 3, []), ("operator-upgrade", "restart", ["l40s"], 3, []),
+        ("probe-run", "none", ["l40s"], None, [])],
+        {"operator-upgrade": "from chart v26.3.3 to v26.7.0", "probe-run": "Jobs are immutable"}),
+    "operand-restart": (monitoring_interval, [("operand-restart", "restart", ALL3, 26, []), PROBES],
+                        {"operand-restart": "(dcgmExporter)"}),
+    "probe-run and object-change": (new_developer, [PROBES, ("object-change", "none", [], None, [])],
+                                    {"probe-run": "an Argo CD PostSync hook, which runs on every sync"}),
+    "pool-selection": (pool_match, [
+        ("node-replacement", "disruptive", ["notebooks-l4"], 6, []),
+        ("pool-selection", "pending", ["notebooks-l4"], 6, []), PROBES], {}),
+    "none: a declared node count": (fewer_nodes, [("none", "none", [], None, [])], {}),
+    "none: comments": (comments_only, [("none", "none", [], None, [])], {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_impact_of_each_kind(name):
+    pair, expected, words = CASES[name]
+    plan, diff = impacts(*pair())
+    assert summary(plan) == expected
+    for kind, text in words.items():
+        assert any(text in i.message for i in plan.impacts if i.kind == kind), \
+            [i.message for i in plan.impacts if i.kind == kind]
+    assert_covered(plan, diff)
+
+
+def test_every_kind_has_a_case():
+    """Each registered kind (and `none`) appears in some pair's expected impacts."""
+    seen = {impact[0] for _, expected, _ in CASES.values() for impact in expected}
+    assert set(KINDS) | {"none", "operand-restart", "object-change"} <= seen
+
+
+def test_the_window_is_the_readmes_formula():
+    """The driver-upgrade window and the Flux HelmRelease timeout come from one function (gitops.rollout_seconds)."""
+    from gpuconf.output.impact import upgrade_window_minutes
+    from gpuconf.render.gitops import rollout_seconds
+
+    policy = {"maxParallelUpgrades": 2, "maxUnavailable": "25%", "drain": {"enable": True, "timeoutSeconds": 600},
+              "podDeletion": {"timeoutSeconds": 300}}
+    # 20 nodes: 25% is 5, maxParallel 2 -> waves of 2 -> 10 waves of (600 + 600 + 300) s = 250 minutes
+    assert rollout_seconds(20, 2, "25%", 600, 300) == 10 * 1500
+    assert upgrade_window_minutes(policy, [20], per_object=False) == 250
+    assert upgrade_window_minutes(policy, [12, 8], per_object=True) == 150  # side by side: the larger pool's time
+
+
+# --- the command ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def deployed(run, tmp_path):
+    """The reference example rendered into tmp_path/out, and a writer of edited intents."""
+    example = ROOT / "examples" / "heterogeneous.yaml"
+    out = tmp_path / "out"
+    assert run("render", str(example), "-o", str(out)).exit_code == 0
+
+    def edited(data: dict) -> str:
+        path = tmp_path / "edited.yaml"
+        path.write_text(S.dump_yaml(data), encoding="utf-8")
+        return str(path)
+
+    return example, out, edited
+
+
+@pytest.mark.parametrize("pair, fail_on, code", [
+    (waves_first_time, "disruptive", 1), (waves_first_time, "pending", 1), (waves_first_time, "restart", 1),
+    (time_slicing_replicas, "disruptive", 0), (time_slicing_replicas, "pending", 1),
+    (time_slicing_replicas, "restart", 1),
+    (monitoring_interval, "disruptive", 0), (monitoring_interval, "pending", 0), (monitoring_interval, "restart", 1),
+    (new_developer, "disruptive", 0), (new_developer, "pending", 0), (new_developer, "restart", 0),
+])
+def test_fail_on_exits_1_exactly_when_an_impact_that_severe_is_present(run, tmp_path, pair, fail_on, code):
+    """Documents differ in every pair (plain `--against` exits 1); --fail-on looks at the impacts alone."""
+    before, after = pair()
+    out = tmp_path / "out"
+    (tmp_path / "before.yaml").write_text(S.dump_yaml(before), encoding="utf-8")
+    (tmp_path / "after.yaml").write_text(S.dump_yaml(after), encoding="utf-8")
+    assert run("render", str(tmp_path / "before.yaml"), "-o", str(out)).exit_code == 0
+    assert run("diff", str(tmp_path / "after.yaml"), "--against", str(out)).exit_code == 1
+    result = run("diff", str(tmp_path / "after.yaml"), "--against", str(out), "--fail-on", fail_on)
+    assert result.exit_code == code, result.stdout
+
+
+def test_fail_on_passes_an_unchanged_folder(run, deployed):
+    example, out, _ = deployed
+    result = run("diff", str(example), "--against", str(out), "--fail-on", "restart")
+    assert result.exit_code == 0
+    assert result.stdout.startswith(f"Impact on {out}/ml-prod: 1 impact(s), worst: none\n  NONE none\n")
+
+
+def test_fail_on_and_live_counts_need_against(run, deployed):
+    example, out, _ = deployed
+    assert run("diff", str(example), "--fail-on", "restart").exit_code == 2
+    assert run("diff", str(example), "--against", str(out), "--pods", str(example)).exit_code == 2
+
+
+def test_json_leads_with_the_impacts(run, deployed):
+    _, out, edited = deployed
+    before, after = waves_first_time()
+    assert run("render", edited(before), "-o", str(out)).exit_code == 0
+    result = run("diff", edited(after), "--against", str(out), "--format", "json")
+    body = json.loads(result.stdout)
+    assert body["worst"] == "disruptive"
+    first = body["impacts"][0]
+    assert {k: first[k] for k in ("kind", "severity", "pools", "nodes", "nodesFrom", "pods", "resources")} == {
+        "kind": "driver-mode-switch", "severity": "disruptive", "pools": ALL3, "nodes": 26, "nodesFrom": "intent",
+        "pods": None, "resources": []}
+    assert "maintenance window" in first["safe"]
+    assert "manifests/nvidia-drivers.yaml: NVIDIADriver gpuconf-train-h100" in first["documents"]
+    assert body["documents"]  # the document diff is still there
+
+
+def test_markdown_is_a_table_then_the_folded_document_diff(run, deployed):
+    _, out, edited = deployed
+    before, after = time_slicing_replicas()
+    result = run("diff", edited(after), "--against", str(out), "--format", "markdown")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "## gpuconf impact plan: worst `pending`"
+    assert lines[4] == "| severity | kind | pools | nodes | what happens | how to do it safely |"
+    rows = [line for line in lines if line.startswith("| ") and "`" in line.split("|")[2]]
+    assert [row.split("|")[2].strip() for row in rows] == [
+        "`capacity-change`", "`capacity-change`", "`device-plugin-restart`", "`probe-run`"]
+    assert "<details><summary>Rendered documents against" in result.stdout
+    assert result.stdout.rstrip().endswith("</details>")
+
+
+def _node(name: str, pool: str | None) -> dict:
+    labels = {"kubernetes.io/hostname": name, **({"gpuconf.dev/pool": pool} if pool else {})}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"capacity": {}, "allocatable": {}}}
+
+
+def _pod(name: str, node: str, resources: dict, phase: str = "Running") -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "research"},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "resources": {"limits": resources}}]},
+            "status": {"phase": phase}}
+
+
+def test_live_nodes_and_pods_replace_the_declared_counts(run, deployed, tmp_path):
+    _, out, edited = deployed
+    nodes = [_node("l4-a", "notebooks-l4"), _node("l4-b", "notebooks-l4"), _node("h100-a", "train-h100"),
+             _node("cpu-a", None)]
+    pods = [_pod("nb-1", "l4-a", {"nvidia.com/gpu": "1"}), _pod("nb-2", "l4-b", {"nvidia.com/gpu": "1"}),
+            _pod("done", "l4-b", {"nvidia.com/gpu": "1"}, phase="Succeeded"), _pod("web", "l4-a", {"cpu": "1"}),
+            _pod("train", "h100-a", {"nvidia.com/gpu": "8"})]
+    (tmp_path / "nodes.json").write_text(json.dumps({"kind": "NodeList", "items": nodes}), encoding="utf-8")
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "PodList", "items": pods}), encoding="utf-8")
+    _, after = time_slicing_replicas()
+    result = run("diff", edited(after), "--against", str(out), "--format", "json", "--nodes",
+                 str(tmp_path / "nodes.json"), "--pods", str(tmp_path / "pods.json"))
+    body = json.loads(result.stdout)
+    restart = next(i for i in body["impacts"] if i["kind"] == "device-plugin-restart")
+    assert (restart["nodes"], restart["nodesFrom"], restart["pods"]) == (2, "cluster", 2)
+    probes = next(i for i in body["impacts"] if i["kind"] == "probe-run")
+    assert (probes["nodes"], probes["pods"]) == (3, 3)  # no infer-a100 node is in the list
+    assert body["nodesSource"] == str(tmp_path / "nodes.json")
+    text = run("diff", edited(after), "--against", str(out), "--nodes", str(tmp_path / "nodes.json")).stdout
+    assert "RESTART device-plugin-restart [notebooks-l4] (2 nodes)\n" in text
+
+
+def test_a_file_that_is_no_pod_list_is_a_usage_error(run, deployed, tmp_path):
+    example, out, _ = deployed
+    (tmp_path / "nodes.json").write_text(json.dumps({"kind": "NodeList", "items": []}), encoding="utf-8")
+    (tmp_path / "pods.json").write_text("pods:\n- a\n", encoding="utf-8")
+    result = run("diff", str(example), "--against", str(out), "--nodes", str(tmp_path / "nodes.json"), "--pods",
+                 str(tmp_path / "pods.json"))
+    assert result.exit_code == 2
+    assert "pods.json: not JSON" in result.stderr
+
+
+# --- properties over random intents -----------------------------------------------------------------------------
+
+_SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@_SETTINGS
+@given(before=S.intents(), after=S.intents())
+def test_every_changed_document_of_a_random_edit_is_explained(before, after):
+    """Two random intents as before and after (the same metadata.name): whatever differs, every changed document is
+    explained by some impact and nothing falls to `unclassified`."""
+    first, second = S.load_plain(before.text()), S.load_plain(after.text())
+    second["metadata"]["name"] = first["metadata"]["name"]
+    plan, diff = impacts(first, second)
+    assert_covered(plan, diff)
+
+
+def _reordered(node):
+    """Every mapping's keys in reverse order (YAML mappings are unordered)."""
+    if isinstance(node, dict):
+        return {k: _reordered(node[k]) for k in reversed(list(node))}
+    if isinstance(node, list):
+        return [_reordered(v) for v in node]
+    return node
+
+
+@_SETTINGS
+@given(case=S.intents(), comment=st.sampled_from(["# reviewed\n", "# yaml-language-server: $schema=x.json\n"]))
+def test_edits_that_change_nothing_deployed_give_only_none(case, comment):
+    """Comments, key order and the intent's own layout change nothing the cluster runs: the plan is `none` alone."""
+    data = S.load_plain(case.text())
+    plan, diff = impacts(case.text(), comment + S.dump_yaml(_reordered(data)))
+    assert [(i.kind, i.severity) for i in plan.impacts] == [("none", "none")]
+    assert diff.equal
+
+
+def test_ci_example_posts_the_markdown_plan_and_gates_on_disruptive(tmp_path):
+    """The README's CI example: its impact job runs real gpuconf commands and valid shell."""
+    import re
+    import shlex
+    import shutil
+    import subprocess
+
+    import yaml
+    from test_gitops import _command_exists
+
+    workflow = yaml.safe_load((ROOT / "examples" / "ci" / "github-actions.yml").read_text(encoding="utf-8"))
+    runs = [step["run"] for step in workflow["jobs"]["impact"]["steps"] if "run" in step]
+    commands = [shlex.split(re.split(r"\s(?:\|\||>)\s", line.strip())[0]) for run in runs
+                for line in run.splitlines() if line.strip().startswith("gpuconf diff")]
+    assert [c[c.index("--format") + 1] if "--format" in c else c[c.index("--fail-on") + 1] for c in commands] == [
+        "markdown", "disruptive"]
+    for command in commands:
+        _command_exists(command)
+    assert any("gh pr comment" in run and "--body-file impact.md" in run for run in runs)
+    for index, run in enumerate(runs):
+        script = tmp_path / f"step{index}.sh"
+        script.write_text(run, encoding="utf-8")
+        assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0, run
+        if shutil.which("shellcheck"):
+            checked = subprocess.run(["shellcheck", "-s", "bash", str(script)], capture_output=True, text=True)
+            assert checked.returncode == 0, checked.stdout
+
+
+def test_diff_against_leads_with_the_transition_warnings(run, tmp_path):
+    """GC371 in `diff --against`: the warning line, then the impacts (in JSON: `findings`)."""
+    before, after = wave_skipped()
+    (tmp_path / "before.yaml").write_text(S.dump_yaml(before), encoding="utf-8")
+    (tmp_path / "after.yaml").write_text(S.dump_yaml(after), encoding="utf-8")
+    out = tmp_path / "out"
+    assert run("render", str(tmp_path / "before.yaml"), "-o", str(out)).exit_code == 0
+    text = run("diff", str(tmp_path / "after.yaml"), "--against", str(out)).stdout.splitlines()
+    assert " warning GC371 spec.driver.upgrade.rollout.wave: the roll-out advances from wave 1 (deployed) to wave 3" \
+        in text[0]
+    assert text[1] == f"Impact on {out}/ml-prod: 2 impact(s), worst: disruptive"
+    body = json.loads(run("diff", str(tmp_path / "after.yaml"), "--against", str(out), "--format", "json").stdout)
+    assert [f["code"] for f in body["findings"]] == ["GC371"]
+    plain = run("diff", str(tmp_path / "after.yaml")).stdout
+    assert "GC371" not in plain  # no folder, no transition
