@@ -130,11 +130,42 @@ def mig_layout():
     return _pair("heterogeneous.yaml", edit)
 
 
+def mig_preset_on_gke():
+    def edit(spec):
+        spec["sharingProfiles"]["small-training"]["mig"]["preset"] = "all-3g.20gb"
+
+    return _pair("gke.yaml", edit)
+
+
 def karpenter_template():
     def edit(spec):
         spec["sharingProfiles"]["inference-x2"]["timeSlicing"]["replicas"] = 3
 
     return _pair("eks.yaml", edit)
+
+
+def ami_version():
+    def edit(spec):
+        spec["cluster"]["eks"]["karpenter"]["amiVersion"] = "v20251001"
+
+    return _pair("eks.yaml", edit)
+
+
+def node_role():
+    def edit(spec):
+        spec["cluster"]["eks"]["karpenter"]["role"] = "KarpenterNodeRole-gpu"
+
+    return _pair("eks.yaml", edit)
+
+
+def argocd_on_karpenter():
+    """Argo CD syncs an EKS cluster whose pools Karpenter launches: the probes are PostSync hooks."""
+    before = example("eks.yaml")
+    before["spec"]["delivery"] = {"tool": "argocd", "repoURL": "https://git.example.com/gitops.git",
+                                  "targetRevision": "main", "path": "out"}
+    after = copy.deepcopy(before)
+    after["spec"]["access"] = {"observers": ["group:sre"]}
+    return before, after
 
 
 def taint_added():
@@ -230,13 +261,32 @@ CASES = {
         ("node-replacement", "disruptive", ["infer-a100"], 4, []),
         ("capacity-change", "pending", [], None, ["nvidia.com/mig-1g.10gb"]),
         ("capacity-change", "pending", ["infer-a100"], 4, ["nvidia.com/mig-1g.10gb"]), PROBES],
-        {"mig-repartition": "repartitions every GPU from `infer-mixed-7582d368` (MIG 1g.10gb x2, 2g.20gb x1, "
+        {"mig-repartition": "MIG layout changes from `infer-mixed-7582d368` (MIG 1g.10gb x2, 2g.20gb x1, "
                             "3g.40gb x1)"}),
+    "mig-repartition on GKE": (mig_preset_on_gke, [
+        ("mig-repartition", "disruptive", ["a100-train"], 2, [
+            "nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb"]),
+        ("resource-rename", "pending", ["a100-train"], 2, [
+            "nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb"]),
+        ("operand-restart", "restart", ["l4-serving", "a100-train"], 6, []),
+        ("probe-run", "none", ["a100-train"], None, [])],
+        {"mig-repartition": "mig-manager stops the GPU clients on every node of pool a100-train, kills its GPU pods "
+                            "and repartitions every GPU from `small-training-68e11c76`",
+         "resource-rename": "probes gpuconf-probe-a100-train"}),
     "node-replacement": (karpenter_template, [
         ("node-replacement", "disruptive", ["a10g-inference"], 6, []),
         ("capacity-change", "none", ["a10g-inference"], 6, ["nvidia.com/gpu"]),
         ("object-change", "none", [], None, [])],
         {"node-replacement": "Karpenter treats every node of pool a10g-inference as drifted and replaces it"}),
+    "node-replacement: the AMI": (ami_version, [
+        ("node-replacement", "disruptive", ["a10g-inference", "l40s-batch"], 8, [])],
+        {"node-replacement": "EC2NodeClass gpuconf-gpu changes (spec.amiSelectorTerms[0].alias)"}),
+    "node-replacement: a field that does not drift": (node_role, [
+        ("node-replacement", "none", ["a10g-inference", "l40s-batch"], 8, [])], {}),
+    "probe-run on pools that scale": (argocd_on_karpenter, [
+        ("probe-run", "none", ["a10g-inference", "l40s-batch", "t4-dev"], None, []),
+        ("object-change", "none", [], None, [])],
+        {"probe-run": "in pools that scale with demand (a10g-inference, l40s-batch) each launches a node"}),
     "taint-change": (taint_added, [("taint-change", "disruptive", ["notebooks-l4"], 6, []), PROBES],
                      {"taint-change": "NoExecute evicts every running pod there that does not tolerate it"}),
     "capacity-change": (quota_drop, [("capacity-change", "pending", [], None, ["nvidia.com/gpu"]), PROBES],

@@ -273,7 +273,8 @@ def _driver_mode_switch(change: Change) -> list[Impact]:
             safe = ("make this change alone (no driver version, sharing or pool change in the same commit), in a "
                     "maintenance window; cordon and drain the pools' nodes first (`kubectl drain -l "
                     f"{POOL_LABEL}=POOL --ignore-daemonsets`), and uncordon them once `kubectl get pods -n "
-                    "NAMESPACE -l app=nvidia-driver-daemonset` is ready again")
+                    f"{change.new.cluster.get('namespace', 'gpu-operator')} -l app=nvidia-driver-daemonset` is "
+                    "ready again")
         impacts.append(Impact("driver-mode-switch", "disruptive", pools, what, safe,
                               nodes=change.pools_nodes(pools), documents=docs))
     return impacts
@@ -438,7 +439,10 @@ def _askers(old: Deployed, gone: set[str]) -> str:
 
 @impact_kind("mig-repartition", "a pool's MIG layout changes")
 def _mig_repartition(change: Change) -> list[Impact]:
-    gke = change.new.cluster.get("distribution") == "gke"
+    # MIG manager reboots the node to apply a layout where WITH_REBOOT is set (GKE: platform-facts, NVD:gke).
+    env = (change.new.values.get("migManager") or {}).get("env") or []
+    reboots = any(isinstance(e, dict) and e.get("name") == "WITH_REBOOT" and str(e.get("value")).lower() == "true"
+                  for e in env)
     impacts = []
     for name in change.both():
         before = (change.old.pools[name].get("labels") or {}).get(MIG_LABEL)
@@ -448,11 +452,13 @@ def _mig_repartition(change: Change) -> list[Impact]:
         layout = lambda side: (side.pools[name].get("sharing") or {}).get("detail", "?")  # noqa: E731
         what = (f"mig-manager stops the GPU clients on every node of pool {name}, kills its GPU pods and repartitions "
                 f"every GPU from `{before}` ({layout(change.old)}) to `{after}` ({layout(change.new)})")
-        if gke:
-            what += "; GKE reboots the node to apply the new layout"
         if _labelled_by(change.new.pools[name]) != "nfd":
-            what += ("; the nodes take the new layout only when replaced, since their label comes from the node "
-                     "template")
+            what = (f"pool {name}'s MIG layout changes from `{before}` ({layout(change.old)}) to `{after}` "
+                    f"({layout(change.new)}); its nodes get `{MIG_LABEL}` from their template, so each node is "
+                    "repartitioned when it is replaced or relabelled: mig-manager then stops its GPU clients and "
+                    "kills its GPU pods")
+        if reboots:
+            what += "; the MIG manager reboots each node to apply it (WITH_REBOOT, as GKE needs)"
         impacts.append(Impact(
             "mig-repartition", "disruptive", [name], what,
             f"drain the pool first, one node at a time (`kubectl drain -l {POOL_LABEL}={name} --ignore-daemonsets`), "
@@ -470,12 +476,18 @@ def _node_replacement(change: Change) -> list[Impact]:
     for doc in change.documents(["NodePool"]):
         pool = change.pool_data(doc) or doc.name
         template = [c.path for c in doc.changes if c.path.startswith("spec.template")]
+        # Karpenter hashes spec.template without its requirements (karpenter-facts §d: NodePool.Hash, drift.go):
+        # a hashed field drifts every node; requirements drift only the nodes that no longer meet them.
+        hashed = [p for p in template if not p.startswith("spec.template.spec.requirements")]
         if doc.status == "removed":
             what = (f"Karpenter NodePool {doc.name} is deleted: Karpenter drains and deletes every node it "
                     f"launched for pool {pool}")
-        elif template:
-            what = (f"the template of Karpenter NodePool {doc.name} changes ({_names(template[:3])}): Karpenter "
+        elif hashed:
+            what = (f"the template of Karpenter NodePool {doc.name} changes ({_names(hashed[:3])}): Karpenter "
                     f"treats every node of pool {pool} as drifted and replaces it (drain, then a new node)")
+        elif template:
+            what = (f"the requirements of Karpenter NodePool {doc.name} change: Karpenter replaces the nodes of pool "
+                    f"{pool} that no longer meet them (widening a requirement replaces none)")
         else:
             continue
         impacts.append(Impact("node-replacement", "disruptive", [pool], what,
@@ -483,13 +495,24 @@ def _node_replacement(change: Change) -> list[Impact]:
                               "(`spec.disruption.budgets`, e.g. nodes: \"1\") so Karpenter replaces one node at a "
                               "time", nodes=change.pools_nodes([pool], new=doc.status != "removed"),
                               documents=[doc]))
-    for doc in change.documents(["EC2NodeClass", "AKSNodeClass", "NodeClass"]):
-        users = [_pool_of(np) or "?" for np in change.new.objects("NodePool")
-            if ((np.get("spec") or {}).get("template", {}).get("spec", {}).get("nodeClassRef") or {}).get("name")
-            == doc.name]
-        impacts.append(Impact("node-replacement", "disruptive", sorted(users),
-                              f"{doc.kind} {doc.name} changes: Karpenter treats the nodes of every NodePool that "
-                              f"uses it ({_names(sorted(users))}) as drifted and replaces them",
+    for doc in change.documents(["EC2NodeClass"]):
+        users = sorted(_pool_of(np) or "?" for np in change.new.objects("NodePool")
+                       if ((np.get("spec") or {}).get("template", {}).get("spec", {}).get("nodeClassRef") or {}).get(
+                           "name") == doc.name)
+        # Only these EC2NodeClass fields drift the nodes (karpenter-facts §d, disruption.md); the others reach new
+        # nodes only.
+        drift = [c.path for c in doc.changes if c.path.startswith(
+            ("spec.amiSelectorTerms", "spec.subnetSelectorTerms", "spec.securityGroupSelectorTerms"))]
+        if doc.status == "changed" and not drift:
+            impacts.append(Impact("node-replacement", "none", users,
+                                  f"EC2NodeClass {doc.name} changes in fields that do not drift: only nodes "
+                                  f"Karpenter launches from now on get them ({_names(users)})",
+                                  "nothing to drain", nodes=change.pools_nodes(users), documents=[doc]))
+            continue
+        impacts.append(Impact("node-replacement", "disruptive", users,
+                              f"EC2NodeClass {doc.name} changes ({_names(drift[:3]) if drift else doc.status}): "
+                              f"Karpenter treats the nodes of every NodePool that uses it ({_names(users)}) as "
+                              "drifted and replaces them",
                               "merge in a maintenance window, with disruption budgets on the NodePools",
                               nodes=change.pools_nodes(users), documents=[doc]))
     for doc in change.documents(["file"], where=lambda d: d.file.startswith("node-templates/")):
@@ -664,6 +687,13 @@ def _hook(job: dict) -> str | None:
     return None
 
 
+def _scales(pool: dict) -> bool:
+    """A pool whose nodes come with demand: Karpenter's, or one report.json gives a minimum of 0 nodes."""
+    autoscaling = pool.get("autoscaling") if isinstance(pool.get("autoscaling"), dict) else {}
+    return _labelled_by(pool) == "karpenter" or 0 in (pool.get("minNodes"), autoscaling.get("minNodes"),
+                                                       autoscaling.get("min"))
+
+
 @impact_kind("probe-run", "probe Jobs run on this sync")
 def _probe_run(change: Change) -> list[Impact]:
     applied = change.new.applied()
@@ -683,13 +713,12 @@ def _probe_run(change: Change) -> list[Impact]:
         d.status == "changed" and not _probe(change.new.data(d)))) + [d for d in changed if d.file not in applied]
     if runs:
         pools = sorted({_pool_of(data) or "?" for _, data in runs.values()})
-        scaling = [p for p in pools if _labelled_by(change.new.pools.get(p, {})) == "karpenter"
-                   or change.new.pools.get(p, {}).get("minNodes") == 0]
+        scaling = [p for p in pools if _scales(change.new.pools.get(p, {}))]
         how = sorted({why for why, _ in runs.values()})
         what = (f"{len(runs)} probe Job(s) run on this sync ({'; '.join(how)}), each taking a GPU of its pool for up "
                 "to 15 minutes")
         if scaling:
-            what += f"; in pools that scale with demand ({_names(scaling)}) each launches a node"
+            what += f"; in pools that scale with demand ({_names(scaling)}) each launches a node when none is up"
         impacts.append(Impact("probe-run", "none", pools, what,
                               "nothing to drain; sync when the pools have a free GPU, or switch the probes off "
                               "for pools that scale to zero",
