@@ -486,3 +486,18 @@ def test_catalog_explains_the_media_extension_rule(run):
     assert ("media extensions (1g.18gb+me): at most one media-extension instance (+me, +me.all) per GPU"
             in result.stdout)
     assert "media extensions" not in run("catalog", "--gpu", "L4").stdout
+
+
+def test_an_overridden_driver_repository_is_the_users_choice_in_nvidiadrivers_too():
+    """With a mirror, an override of driver.manager.repository reaches every NVIDIADriver: like the same override in
+    the values, it is no image that escapes the mirror (found by tests/test_impact.py's random edits)."""
+    import copy
+
+    from test_impact import example, files
+
+    intent = copy.deepcopy(example("heterogeneous.yaml"))
+    intent["spec"]["operator"]["registry"] = "registry.example.com/nvidia"
+    intent["spec"]["overrides"] = [{"path": "driver.manager.repository", "value": "tools.example.com/nvidia",
+                                    "why": "the driver manager comes from the tools mirror"}]
+    rendered = files(intent)
+    assert "repository: tools.example.com/nvidia" in rendered["manifests/nvidia-drivers.yaml"]

@@ -376,7 +376,11 @@ class _Reader:
                 yield f"values {'.'.join(path)} = {value!r} is not behind the mirror {registry}"
         for doc in self.nvidia_drivers():
             for path, value in _leaves(doc["spec"]):
-                if path[-1] == "repository" and isinstance(value, str) and not behind(value):
+                # An NVIDIADriver takes its repositories from the chart's driver values (gdrcopy's from gdrcopy):
+                # one an override set is the user's choice, as in the values above.
+                joined = ".".join(str(part) for part in path)
+                if path[-1] == "repository" and isinstance(value, str) and not behind(value) \
+                        and not self.overridden(f"driver.{joined}") and not self.overridden(joined):
                     yield (f"NVIDIADriver {doc['metadata']['name']} {'.'.join(path)} = {value!r} is not behind the "
                            f"mirror {registry}")
         for doc in self.docs:
