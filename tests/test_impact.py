@@ -507,7 +507,7 @@ def test_ci_example_posts_the_markdown_plan_and_gates_on_disruptive(tmp_path):
     from test_gitops import _command_exists
 
     workflow = yaml.safe_load((ROOT / "examples" / "ci" / "github-actions.yml").read_text(encoding="utf-8"))
-    runs = [step["run"] for step in workflow["jobs"]["impact"]["steps"] if "run" in step]
+    runs = [step["run"] for step in workflow["jobs"]["gpuconf"]["steps"] if "run" in step]
     commands = [shlex.split(re.split(r"\s(?:\|\||>)\s", line.strip())[0]) for run in runs
                 for line in run.splitlines() if line.strip().startswith("gpuconf diff")]
     assert [c[c.index("--format") + 1] if "--format" in c else c[c.index("--fail-on") + 1] for c in commands] == [

@@ -12,6 +12,10 @@ from .rules import Context, rule
 
 @rule("GC370", "the derived MIG strategy does not flip against the deployed folder")
 def mig_strategy_flip(ctx: Context) -> Iterator[Finding]:
+    """With a deployed folder to compare with (`validate --against DIR`, `diff --against DIR`): the MIG strategy the
+    intent derives differs from the one the cluster runs, so every MIG resource is renamed (`mixed` names a resource
+    per profile, `single` calls every slice `nvidia.com/gpu`), and the pods, quotas, queues and probes that ask for
+    the old names stop being served. Pin `spec.cluster.migStrategy` to the deployed strategy to keep the names."""
     deployed = ctx.deployed
     before = deployed.cluster.get("migStrategy") if deployed is not None else None
     if before is None or ctx.strategy is None or before == ctx.strategy:
@@ -29,6 +33,9 @@ def mig_strategy_flip(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC371", "a driver roll-out advances one wave per commit")
 def wave_skipped(ctx: Context) -> Iterator[Finding]:
+    """With a deployed folder: `spec.driver.upgrade.rollout.wave` advances by more than one wave against the
+    deployed roll-out, so several waves upgrade their drivers in one commit. Raise it by one per reviewed commit,
+    after the previous wave's nodes show `upgrade-done`."""
     deployed = ctx.deployed
     upgrade = ctx.intent.spec.driver.upgrade
     if deployed is None or upgrade is None or upgrade.rollout is None:
@@ -44,6 +51,9 @@ def wave_skipped(ctx: Context) -> Iterator[Finding]:
 
 @rule("GC372", "upgrade waves are not declared for the first time silently")
 def waves_first_time(ctx: Context) -> Iterator[Finding]:
+    """With a deployed folder: the cluster's driver is managed by the ClusterPolicy and the intent declares upgrade
+    waves (or a canary pool) for the first time, which moves the driver to per-pool NVIDIADrivers and replaces the
+    driver DaemonSets: every GPU pod on those nodes restarts. Make that change alone, in a maintenance window."""
     deployed = ctx.deployed
     upgrade = ctx.intent.spec.driver.upgrade
     if deployed is None or upgrade is None or not (upgrade.waves or upgrade.canary_pool):
