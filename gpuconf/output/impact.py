@@ -43,7 +43,9 @@ QUIET_KINDS = frozenset({
     "Namespace", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "WorkloadPriorityClass",
     "ServiceMonitor", "PrometheusRule", "ConfigMap", "LocalQueue", "ClusterQueue", "ResourceFlavor", "ResourceQuota",
     "Kustomization", "Application", "ApplicationSet", "AppProject", "HelmRelease", "HelmRepository", "OCIRepository",
-    "GitRepository", "OperatorGroup", "Subscription", "CatalogSource", "NodeOverlay", "LimitRange"})
+    "GitRepository", "OperatorGroup", "Subscription", "CatalogSource", "NodeOverlay", "LimitRange",
+    # DRA: a DeviceClass or claim template applies to claims made from now on; allocated claims keep their devices.
+    "DeviceClass", "ResourceClaimTemplate"})
 
 
 @dataclass
