@@ -651,6 +651,40 @@ def test_a_render_builds_the_intent_validator_once_and_reads_no_fleet_code() -> 
     assert out.strip() == "[] True []"
 
 
+def test_self_contained_schemas_are_the_same_whatever_was_built_before() -> None:
+    """The localized definitions are shared between kinds (issue 21, item 15): each kind's self-contained schema is
+    still exactly the one built from scratch, whichever kinds were built before it."""
+    import copy
+
+    defs = copy.deepcopy(verify._kubernetes_definitions("1.33")["$defs"])  # a fresh cache for these definitions
+
+    def scratch(schema):
+        wanted, done = [], {}
+
+        def local(node):
+            if isinstance(node, list):
+                return [local(item) for item in node]
+            if not isinstance(node, dict):
+                return node
+            out = {k: local(v) for k, v in node.items()}
+            if isinstance(node.get("$ref"), str) and "#/$defs/" in node["$ref"]:
+                name = node["$ref"].rsplit("/", 1)[1]
+                wanted.extend([] if name in wanted else [name])
+                out["$ref"] = "#/$defs/" + name
+            return out
+
+        root = local(schema)
+        while len(done) < len(wanted):
+            done[wanted[len(done)]] = local(defs[wanted[len(done)]])
+        return {**root, "$defs": done} if done else root
+
+    names = sorted(defs)[::7]
+    for name in names + names[::-1]:  # every schema built twice: after others, and with its parts cached
+        schema = {"$ref": "/api/_definitions.json#/$defs/" + name}
+        built = verify._self_contained(schema, defs)
+        assert built == scratch(schema) and list(built.get("$defs", {})) == list(scratch(schema).get("$defs", {}))
+
+
 # --- chart values ----------------------------------------------------------------------------------------------
 
 

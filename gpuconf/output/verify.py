@@ -271,32 +271,44 @@ def _object_meta_fast(minor: str) -> Any:
     return _fast(_self_contained(meta, _kubernetes_definitions(minor)["$defs"]))
 
 
+def _localized(node: Any, refs: list[str]) -> Any:
+    """node with its references to definitions made local (#/$defs/NAME); the names referred to are added to refs."""
+    if isinstance(node, list):
+        return [_localized(item, refs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _localized(v, refs) for k, v in node.items()}
+    ref = node.get("$ref")
+    if isinstance(ref, str) and "#/$defs/" in ref:  # /api/_definitions.json#/$defs/... or, inside it, #/$defs/...
+        name = ref.rsplit("/", 1)[1]
+        if name not in refs:
+            refs.append(name)
+        out["$ref"] = "#/$defs/" + name
+    return out
+
+
+#: id(definitions) -> definition name -> (the definition localized, the names it refers to). The definitions are
+#: those of _kubernetes_definitions, cached for the process, so their ids stay theirs; every kind of a render shares
+#: the localized ObjectMeta and the rest instead of rebuilding them (issue 21, item 15).
+_LOCALIZED: dict[int, dict[str, tuple[Any, list[str]]]] = {}
+
+
 def _self_contained(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """The schema with the definitions it reaches (transitively) under its own $defs, references made local.
 
     The compiled validator then needs no registry of all 700 definitions of a version.
     """
+    cache = _LOCALIZED.setdefault(id(defs), {})
     wanted: list[str] = []
-
-    def local(node: Any) -> Any:
-        if isinstance(node, list):
-            return [local(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        out = {k: local(v) for k, v in node.items()}
-        ref = node.get("$ref")
-        if isinstance(ref, str) and "#/$defs/" in ref:  # /api/_definitions.json#/$defs/... or, inside it, #/$defs/...
-            name = ref.rsplit("/", 1)[1]
-            if name not in wanted:
-                wanted.append(name)
-            out["$ref"] = "#/$defs/" + name
-        return out
-
-    root = local(schema)
+    root = _localized(schema, wanted)
     local_defs: dict[str, Any] = {}
     while len(local_defs) < len(wanted):
         name = wanted[len(local_defs)]
-        local_defs[name] = local(defs[name])
+        if name not in cache:
+            refs: list[str] = []
+            cache[name] = (_localized(defs[name], refs), refs)
+        local_defs[name], refs = cache[name]
+        wanted += [ref for ref in refs if ref not in wanted]
     return {**root, "$defs": local_defs} if local_defs else root
 
 
