@@ -345,7 +345,8 @@ LAYERS = (
                             "quotas, platforms, queueing, overrides."),
     ("GC4", "Fleets", "A fleet's base, overlays and clusters."),
     ("GA", "Audit", "`gpuconf audit`: the intent against the live nodes. These findings carry a node and a pool "
-                    "instead of a file position."),
+                    "instead of a file position; the [audit guide](../how-to/audit.md#what-each-finding-reads) says "
+                    "what each one reads on the node."),
     ("GI", "Import", "`gpuconf import`: what a draft intent made from a cluster could not settle."),
 )
 
