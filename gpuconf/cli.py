@@ -369,6 +369,10 @@ def _notes(nodes) -> None:
 @click.option("--nodes", "nodes_file", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help=_NODES_HELP)
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_KUBECONFIG_HELP)
+@click.option("--resource-slices", "slices_file", type=click.Path(exists=True, dir_okay=False),
+              help="On a DRA cluster (allocation: dra): a ResourceSliceList, the output of `kubectl get "
+                   "resourceslices -o json`, read instead of node allocatable (with --kubeconfig: listed from the "
+                   "cluster).")
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
 @_request_timeout
 # The default is audit.Threshold.DEFAULT, written out so that --help imports nothing heavy (a test holds them equal).
@@ -378,8 +382,8 @@ def _notes(nodes) -> None:
                    "of the pool) before that is drift (GA122, exit 1).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Output format.")
-def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float,
-          max_unavailable, fmt: str) -> None:
+def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_file: str | None, context: str | None,
+          timeout: float, max_unavailable, fmt: str) -> None:
     """Compare INTENT with the live nodes: pools, labels, taints, GPUs, drivers, MIG. Exit 1 on any error.
 
     Exit 2 when the nodes cannot be read (bad file, unreachable cluster, no permission to list nodes).
@@ -389,8 +393,19 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, context: 
     from .cluster.nodesource import NodeSourceError
 
     nodes, source = _nodes(nodes_file, kubeconfig, context, timeout)
+    slices = None  # read only when the intent is on the DRA stack
+    if slices_file is not None:
+        def slices():
+            from .cluster.slices import read_slices_file
+
+            return read_slices_file(slices_file)
+    elif kubeconfig is not None:
+        def slices():
+            from .cluster.slices import read_cluster_slices
+
+            return read_cluster_slices(kubeconfig, context, timeout)
     try:
-        validation, result = audit_path(intent, nodes, source, max_unavailable)
+        validation, result = audit_path(intent, nodes, source, max_unavailable, slices)
     except NodeSourceError as exc:
         _notes(nodes)
         click.echo(f"gpuconf: {exc}", err=True)

@@ -196,3 +196,109 @@ def test_semantic_check_catches_a_missing_gate(tree):
     assert list(dracheck._gates(tree.plan, merged, tree)) == [
         "draDriver.featureGates: TimeSlicingSettings is off, but gpuconf-probe-h100 needs it",
         "draDriver.featureGates: MPSSupport is on, but nothing needs it"]
+
+
+# --- the audit of a DRA cluster: ResourceSlices instead of allocatable --------------------------------------------
+
+
+def _dra_nodes(plan):
+    """The example's nodes as the DRA stack leaves them: the GPUCluster stack's deploy labels, no GPU allocatable."""
+    import dataclasses
+
+    import nodelists as NL
+
+    # The fixture builder writes GFD's labels by MIG strategy; GFD does not run on the DRA stack, so they go again.
+    nodes = NL.clean_nodes(dataclasses.replace(plan, strategy="mixed"))
+    for node in nodes:
+        labels = node["metadata"]["labels"]
+        for key in [k for k in labels if k.startswith(("nvidia.com/gpu.", "nvidia.com/mig", "nvidia.com/cuda."))
+                    and not k.startswith(("nvidia.com/gpu.deploy.", "nvidia.com/gpu.present"))]:
+            del labels[key]
+        if labels.get("gpuconf.dev/pool"):
+            for op in ("driver", "dra-driver", "dra-validator", "dcgm-dra", "dcgm-exporter-dra"):
+                labels[f"nvidia.com/gpu.deploy.{op}"] = "true"
+        for key in [k for k in node["status"]["allocatable"]
+                    if k.startswith("nvidia.com/") or k.endswith(".deviceclass.resource.k8s.io/devices")]:
+            del node["status"]["allocatable"][key]
+    return nodes
+
+
+def _slice(node: str, devices: list[dict]) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-gpu.nvidia.com-abcde"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node, "generation": 1,
+                                                                             "resourceSliceCount": 1},
+                     "devices": devices}}
+
+
+def _published(plan, skip: str | None = None, drop: int = 0) -> dict:
+    """A ResourceSliceList with what every pool node publishes; `skip` publishes nothing, `drop` devices fewer on the
+    first a100 node."""
+    from gpuconf.render.dra import layout
+
+    items = []
+    for node in _dra_nodes(plan):
+        name = node["metadata"]["name"]
+        pool = plan.pool_by_name.get(node["metadata"]["labels"].get("gpuconf.dev/pool", ""))
+        if pool is None or name == skip:
+            continue
+        product = {"H100-80GB": "NVIDIA H100 80GB HBM3", "A100-80GB": "NVIDIA A100-SXM4-80GB"}[pool.model.id]
+        devices = []
+        for gpu in range(pool.pool.gpus_per_node):
+            base = {"productName": {"string": product}, "uuid": {"string": f"GPU-{gpu}"},
+                    "resource.kubernetes.io/pciBusID": {"string": f"0000:{gpu:02x}:00.0"}}
+            profiles = [p for p, n in sorted(layout(pool).items()) for _ in range(n)]
+            if not profiles:
+                devices.append({"name": f"gpu-{gpu}", "attributes": {**base, "type": {"string": "gpu"}}})
+            for i, profile in enumerate(profiles):
+                devices.append({"name": f"gpu-{gpu}-mig-{i}", "attributes": {
+                    **base, "type": {"string": "mig"}, "profile": {"string": profile},
+                    "gpu.nvidia.com/parentUUID": {"string": f"GPU-{gpu}"}}})
+        if drop and pool.name == "a100" and name.endswith("0"):
+            devices = devices[drop:]
+        items.append(_slice(name, devices))
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def test_audit_of_a_dra_cluster_reads_resource_slices(run, tmp_path):
+    import json
+
+    import nodelists as NL
+
+    plan = NL.load_plan("dra")
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps(NL.nodelist(_dra_nodes(plan))), encoding="utf-8")
+    slices = tmp_path / "slices.json"
+    slices.write_text(json.dumps(_published(plan)), encoding="utf-8")
+    clean = run("audit", str(EXAMPLE), "--nodes", str(nodes), "--resource-slices", str(slices))
+    assert clean.exit_code == 0, clean.stdout
+    assert " GA1" not in clean.stdout, clean.stdout
+    # Without the slices the audit cannot see a DRA cluster's GPUs: a usage error, not a clean bill.
+    missing = run("audit", str(EXAMPLE), "--nodes", str(nodes))
+    assert missing.exit_code == 2 and "--resource-slices" in missing.stderr
+    names = [n["metadata"]["name"] for n in _dra_nodes(plan) if n["metadata"]["labels"].get("gpuconf.dev/pool")]
+    h100 = next(n for n in names if "h100" in n)
+    slices.write_text(json.dumps(_published(plan, skip=h100, drop=3)), encoding="utf-8")
+    drift = run("audit", str(EXAMPLE), "--nodes", str(nodes), "--resource-slices", str(slices), "--format", "json")
+    assert drift.exit_code == 1
+    found = [(f["code"], f["severity"], f["node"], f["message"]) for f in json.loads(drift.stdout)["findings"]]
+    a100 = next(n for n in names if "a100" in n and n.endswith("0"))
+    assert sorted(found) == [
+        ("GA106", "warning", h100, "no GFD product label, and no published device names the model: cannot confirm "
+                                   "the pool's model H100-80GB"),
+        ("GA130", "error", a100, "gpuconf-a100-1g.10gb: 14 of 16 devices; gpuconf-a100-2g.20gb: 7 of 8 devices"),
+        ("GA130", "error", h100, "gpuconf-h100: 0 of 8 devices")]
+
+
+def test_resource_slice_attributes_become_what_a_selector_reads():
+    from gpuconf import dra
+    from gpuconf.cluster.slices import devices_by_node
+
+    found = devices_by_node([_slice("n1", [{"name": "gpu-0", "attributes": {
+        "type": {"string": "gpu"}, "productName": {"string": "NVIDIA L4"},
+        "cudaComputeCapability": {"version": "8.9.0"}}}]),
+        {"kind": "ResourceSlice", "spec": {"driver": "compute-domain.nvidia.com", "nodeName": "n1", "devices": []}}],
+        "test")
+    assert found == {"n1": [{"driver": "gpu.nvidia.com", "capacity": {}, "attributes": {"gpu.nvidia.com": {
+        "type": "gpu", "productName": "NVIDIA L4", "cudaComputeCapability": "8.9.0"}}}]}
+    assert dra.matches(dra.selector("L4"), found["n1"][0])

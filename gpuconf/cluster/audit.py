@@ -54,6 +54,8 @@ TITLES = {
     "GA120": "a pool node carries a NoExecute taint its pool does not declare (warning: NoSchedule)",
     "GA121": "GFD's nvidia.com/gpu.count is not what the pool expects (warning: more, or while MIG is reconfigured)",
     "GA122": "more of a pool's nodes are NotReady or cordoned than --max-unavailable allows",
+    "GA130": "(DRA) the driver publishes fewer devices of a pool's DeviceClass on a Ready pool node than the pool "
+             "promises, or none (no ResourceSlice); warning: more",
 }
 
 MULTI = "(several pools)"
@@ -238,7 +240,12 @@ def _pools(plan: P.Plan, strategy: str | None) -> list[_Pool]:
         pin = None if pp.driver == "preinstalled" else default_driver if pp.driver == "cluster" else pp.driver
         layout = P.mig_layout(pp.profile, pp.model) or {}
         single = bool(layout) and strategy == "single"
-        operands = tuple(op for op in N.GPU_OPERANDS if op != "driver" or pin is not None) + N.MONITORING_OPERANDS
+        if plan.intent.spec.cluster.allocation == "dra":
+            # The GPUCluster stack's deploy labels (gpu-operator v26.7.0 state_manager.go; dra facts §4).
+            operands = tuple(op for op in N.DRA_GPU_OPERANDS if op != "driver" or pin is not None) \
+                + N.DRA_MONITORING_OPERANDS
+        else:
+            operands = tuple(op for op in N.GPU_OPERANDS if op != "driver" or pin is not None) + N.MONITORING_OPERANDS
         out.append(_Pool(
             plan=pp, report=report, labels=dict(pp.labels),
             taints=tuple((t.key, t.value, t.effect) for t in pool.taints),
@@ -261,8 +268,11 @@ def _pools(plan: P.Plan, strategy: str | None) -> list[_Pool]:
 class Auditor:
     """Feed nodes one at a time with add(); finish() runs the pool-level checks and returns the result."""
 
-    def __init__(self, plan: P.Plan, source: str, max_unavailable: Threshold | None = None) -> None:
+    def __init__(self, plan: P.Plan, source: str, max_unavailable: Threshold | None = None,
+                 slices: Mapping[str, list] | None = None) -> None:
         self.plan = plan
+        #: On a DRA cluster: the devices the driver publishes per node (cluster.slices), read instead of allocatable.
+        self.slices = slices
         self.result = AuditResult(plan.name, plan.source, source)
         # The MIG strategy GFD publishes: the rendered one, else the chart's default (mig.strategy: single).
         self.strategy = plan.strategy or plan.chart.defaults.get("mig", {}).get("strategy")
@@ -339,6 +349,8 @@ class Auditor:
         if gpu:
             result.gpu_nodes += 1
         model = N.node_model(node.labels, self.declared_models)
+        if model is None and self.slices is not None:  # no GFD on the DRA stack: the published productName tells
+            model = self._published_model(node.name)
         matched = self._match(node, model)
         if not matched:
             if gpu:
@@ -368,8 +380,10 @@ class Auditor:
             report.healthy += 1
             result.healthy += 1
         if node.is_ready and not node.cordoned:
+            published = self._device_counts(pool, node) if self.slices is not None else {}
             for resource in pool.resources:
-                report.advertised[resource] += node.units(resource) or 0
+                report.advertised[resource] += (published.get(resource, 0) if self.slices is not None
+                                                else node.units(resource) or 0)
         result.findings.extend(found)
 
     def _unmatched(self, node: N.NodeFacts, model: str | None) -> Drift:
@@ -451,7 +465,9 @@ class Auditor:
                 {N.GFD_PRODUCT: product, "model": model, "expected": pool.plan.model.id},
                 "the node group holds the wrong instance type, or the pool's gpu is wrong")
         elif model is None:
-            what = f"GFD product {product!r} maps to no catalogue model" if product else "no GFD product label"
+            what = f"GFD product {product!r} maps to no catalogue model" if product else \
+                "no GFD product label, and no published device names the model" if self.slices is not None else \
+                "no GFD product label"
             add(WARNING, "GA106", f"{what}: cannot confirm the pool's model {pool.plan.model.id}",
                 {N.GFD_PRODUCT: product, "expected": pool.plan.model.id})
         # A failed driver upgrade: the operator stops the node's upgrade there and waits for a person.
@@ -483,7 +499,10 @@ class Auditor:
                 causes.append("GA121")
         # Allocatable (only meaningful while the kubelet reports).
         if node.is_ready:
-            self._allocatable(pool, node, in_flux, causes, add)
+            if self.slices is not None:
+                self._published(pool, node, causes, add)
+            else:
+                self._allocatable(pool, node, in_flux, causes, add)
         # Driver version.
         version = N.driver_version(labels)
         if version is not None:
@@ -546,7 +565,8 @@ class Auditor:
                 "label node NAME nvidia.com/gpu.deploy.operands-`) unless the node is meant to be out of service")
             return ["GA118"]
         expected, keys = pool.operands, pool.operand_labels
-        if labels.get("nvidia.com/mig.capable", "true" if pool.plan.model.mig_capable else "false") == "true":
+        if self.slices is None and \
+                labels.get("nvidia.com/mig.capable", "true" if pool.plan.model.mig_capable else "false") == "true":
             expected, keys = (*expected, N.MIG_MANAGER), (*keys, N.DEPLOY_PREFIX + N.MIG_MANAGER)
         values = [labels.get(k) for k in keys]
         absent = [op for op, value in zip(expected, values) if value is None] if None in values else []
@@ -566,7 +586,7 @@ class Auditor:
         off_error, off_warning = {}, {}
         for op, value in zip(expected, values) if "false" in values or N.DRIVER_PREINSTALLED in values else ():
             if value == "false" or (op == "driver" and value == N.DRIVER_PREINSTALLED):
-                needed = op in N.GPU_OPERANDS or (op == N.MIG_MANAGER and pool.mig)
+                needed = op in (*N.GPU_OPERANDS, *N.DRA_GPU_OPERANDS) or (op == N.MIG_MANAGER and pool.mig)
                 (off_error if needed else off_warning)[N.DEPLOY_PREFIX + op] = value
         for severity, off in ((ERROR, off_error), (WARNING, off_warning)):
             if not off:
@@ -668,6 +688,63 @@ class Auditor:
             hint = "check the device plugin pod on the node and the config its label selects"
         add(ERROR if short and not explained else WARNING, "GA107", "; ".join(what), evidence, hint)
 
+    def _published(self, pool: _Pool, node: N.NodeFacts, causes: list[str], add: Any) -> None:
+        """GA130: per DeviceClass of the pool, the devices the driver publishes on the node that its selector
+        selects, against what the pool promises per node."""
+        from .. import dra
+
+        devices = self.slices.get(node.name, [])
+        counts = self._device_counts(pool, node)
+        short, extra = {}, {}
+        for resource, want in sorted(pool.resources.items()):
+            name, got = dra.class_of_key(resource), counts[resource]
+            if got < want:
+                short[name] = {"published": got, "expected": want}
+            elif got > want:
+                extra[name] = {"published": got, "expected": want}
+        if not (short or extra):
+            return
+        what = [f"{n}: {e['published']} of {e['expected']} devices" for n, e in {**short, **extra}.items()]
+        if not devices:
+            hint = ("the node's driver publishes no devices (no ResourceSlice of gpu.nvidia.com names the node): "
+                    "check the nvidia-dra-driver kubelet plugin pod on the node and its log")
+        elif causes:
+            hint = f"explained by {', '.join(dict.fromkeys(causes))} on this node"
+        elif short and pool.mig:
+            hint = ("the pool's MIG instances are not all there: with migPartitions external, make the layout and "
+                    "restart the driver's kubelet plugin (it publishes only instances that exist when it starts)")
+        elif short:
+            hint = "the class selects fewer devices than the node has GPUs: check the devices' productName in its slice"
+        else:
+            hint = "the node publishes more than the intent promises: quotas are computed from the intent"
+        add(ERROR if short else WARNING, "GA130", "; ".join(what),
+            {**short, **extra, "devices": len(devices)}, hint)
+
+    def _device_counts(self, pool: _Pool, node: N.NodeFacts) -> dict[str, int]:
+        """Per resource (quota key) of the pool: the node's published devices its class's selector selects."""
+        from .. import dra
+        from ..render.dra import device_classes
+
+        cached = getattr(self, "_counted", None)
+        if cached is not None and cached[0] == node.name:
+            return cached[1]
+        if not hasattr(self, "_selectors"):
+            self._selectors = {d["metadata"]["name"]: d["spec"]["selectors"][0]["cel"]["expression"]
+                               for d in device_classes(self.plan)}
+        devices = self.slices.get(node.name, [])
+        counts = {r: sum(1 for d in devices if dra.matches(self._selectors[dra.class_of_key(r)], d))
+                  for r in pool.resources}
+        self._counted = (node.name, counts)
+        return counts
+
+    def _published_model(self, node: str) -> str | None:
+        """The catalogue model of the GPUs a node's devices name (productName), when they name exactly one."""
+        from .. import dra
+
+        names = {d["attributes"].get(dra.DOMAIN, {}).get("productName") for d in self.slices.get(node, [])}
+        models = {m for m, spellings in dra.PRODUCT_NAMES.items() if names & set(spellings)}
+        return models.pop() if len(models) == 1 else None
+
     def _label_source(self, pool: _Pool) -> str:
         """What puts the pool's labels on its nodes (render.nodes.label_source), computed once per pool."""
         from ..render.nodes import label_sources
@@ -738,9 +815,11 @@ def _taint(t: tuple[str, str, str]) -> str:
 
 
 def audit(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], source: str,
-          max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT)) -> AuditResult:
-    """Audit a stream of Node objects against a valid intent's plan."""
-    auditor = Auditor(plan, source, max_unavailable)
+          max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT),
+          slices: Mapping[str, list] | None = None) -> AuditResult:
+    """Audit a stream of Node objects against a valid intent's plan (on a DRA cluster, with the devices its
+    ResourceSlices publish per node)."""
+    auditor = Auditor(plan, source, max_unavailable, slices)
     for node in nodes:
         auditor.add(node)
     return auditor.finish()
@@ -815,7 +894,7 @@ def _evidence_text(evidence: Mapping[str, Any]) -> str:
 
 
 def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str,
-               max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT)):
+               max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT), slices: Any = None):
     """Validate the intent file and, when it is valid, audit the nodes against its plan.
 
     Returns (validation, result); result is None when the intent is invalid. Raises NodeSourceError when the nodes
@@ -827,4 +906,13 @@ def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str
     if not validation.ok:
         return validation, None
     plan = P.build(validation.intent, intent_path, validation.document)
-    return validation, audit(plan, nodes, source, max_unavailable)
+    if plan.intent.spec.cluster.allocation == "dra":
+        from .nodesource import NodeSourceError
+
+        if slices is None:
+            raise NodeSourceError("the cluster allocates GPUs with DRA: its nodes advertise no GPU resources, so "
+                                  "the audit reads the devices its ResourceSlices publish: give --resource-slices "
+                                  "FILE (kubectl get resourceslices -o json) or --kubeconfig")
+        slices = slices() if callable(slices) else slices
+    return validation, audit(plan, nodes, source, max_unavailable,
+                             slices if plan.intent.spec.cluster.allocation == "dra" else None)

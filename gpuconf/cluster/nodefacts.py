@@ -68,6 +68,9 @@ DRIVER_PREINSTALLED = "pre-installed"
 #: then the monitoring ones, whose absence costs metrics rather than GPUs. v26.7.0 adds `client` (not judged).
 GPU_OPERANDS = ("driver", "container-toolkit", "device-plugin", "gpu-feature-discovery", "operator-validator")
 MONITORING_OPERANDS = ("dcgm", "dcgm-exporter", "node-status-exporter")
+#: The deploy labels of the GPUCluster (DRA) stack (gpu-operator v26.7.0 controllers/state_manager.go; dra facts §4).
+DRA_GPU_OPERANDS = ("driver", "dra-driver", "dra-validator")
+DRA_MONITORING_OPERANDS = ("dcgm-dra", "dcgm-exporter-dra")
 #: Added only on MIG-capable GPUs (state_manager.go hasMIGCapableGPU: nvidia.com/mig.capable=true).
 MIG_MANAGER = "mig-manager"
 #: Every deploy label mig-manager or the driver manager may pause on a container-workload node (their operand lists:

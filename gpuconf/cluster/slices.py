@@ -1,0 +1,80 @@
+"""ResourceSlices: the devices the NVIDIA DRA driver publishes per node, for the audit of a DRA cluster.
+
+A ResourceSlice (resource.k8s.io/v1, cluster-scoped) is written by a driver's kubelet plugin: `spec.driver`,
+`spec.nodeName`, `spec.devices[]` with `attributes` (a qualified name -> one of bool, int, string, version; an
+unqualified name is in the driver's own domain) and `capacity` (K-api, facts §1.2). The audit turns each device into
+the `device` a CEL selector sees, so a pool's DeviceClass selector counts the devices of a node exactly as the
+scheduler would.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from .. import dra
+from .nodesource import NodeSourceError
+
+VALUE_KEYS = ("string", "int", "bool", "version")
+
+
+def device(driver: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A published device as a CEL selector sees it: {driver, attributes: {domain: {name: value}}, capacity}."""
+    attributes: dict[str, dict[str, Any]] = {}
+    for name, value in (raw.get("attributes") or {}).items():
+        domain, _, short = name.rpartition("/")
+        typed = next((value[k] for k in VALUE_KEYS if isinstance(value, dict) and k in value), None)
+        if typed is not None:
+            attributes.setdefault(domain or driver, {})[short] = typed
+    return {"driver": driver, "attributes": attributes, "capacity": {}}
+
+
+def devices_by_node(items: Iterable[Mapping[str, Any]], where: str) -> dict[str, list[dict[str, Any]]]:
+    """The NVIDIA GPU driver's devices per node name, from ResourceSlice objects (other drivers' are left out)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for i, item in enumerate(items):
+        spec = item.get("spec") if isinstance(item, dict) else None
+        if not isinstance(spec, dict) or item.get("kind", "ResourceSlice") != "ResourceSlice":
+            raise NodeSourceError(f"{where}: item {i} is not a ResourceSlice")
+        if spec.get("driver") != dra.DRIVER or not spec.get("nodeName"):
+            continue
+        found = out.setdefault(str(spec["nodeName"]), [])
+        found += [device(dra.DRIVER, d) for d in spec.get("devices") or [] if isinstance(d, dict)]
+    return out
+
+
+def read_slices_file(path: str) -> dict[str, list[dict[str, Any]]]:
+    """The devices per node of `kubectl get resourceslices -o json` (or -o yaml) saved to a file."""
+    import yaml
+
+    try:
+        with open(path, "rb") as stream:
+            data = yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except OSError as exc:
+        raise NodeSourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise NodeSourceError(f"{path}: not JSON or YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+        raise NodeSourceError(f"{path}: not a ResourceSliceList (kubectl get resourceslices -o json)")
+    return devices_by_node(data["items"], path)
+
+
+def read_cluster_slices(kubeconfig: str, context: str | None, timeout: float) -> dict[str, list[dict[str, Any]]]:
+    """The devices per node of a live cluster's ResourceSlices (one read-only LIST of resource.k8s.io/v1)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    from .nodesource import _reason, client_configuration
+
+    configuration = client_configuration(kubeconfig, context)
+    api = client.ApiClient(configuration)
+    try:
+        listed = client.CustomObjectsApi(api).list_cluster_custom_object(
+            "resource.k8s.io", "v1", "resourceslices", _request_timeout=(min(10.0, timeout), timeout))
+    except ApiException as exc:
+        raise NodeSourceError(f"cannot list ResourceSlices at {configuration.host}: {exc.status} {exc.reason}") \
+            from None
+    except Exception as exc:  # urllib3's connection errors and timeouts
+        raise NodeSourceError(f"cannot list ResourceSlices at {configuration.host}: {_reason(exc)}") from None
+    finally:
+        api.close()
+    return devices_by_node(listed.get("items") or [], f"{configuration.host}/apis/resource.k8s.io/v1/resourceslices")
