@@ -539,3 +539,21 @@ def test_diff_against_leads_with_the_transition_warnings(run, tmp_path):
     assert [f["code"] for f in body["findings"]] == ["GC371"]
     plain = run("diff", str(tmp_path / "after.yaml")).stdout
     assert "GC371" not in plain  # no folder, no transition
+
+
+@pytest.mark.parametrize("name, pools, kind", [
+    ("eks.yaml", "a10g-inference, l40s-batch", "Pools launched by a Karpenter NodePool"),
+    ("eks.yaml", "t4-dev", "Pools labelled by their node template"),
+    ("gke.yaml", "l4-serving", "Pools created by a node-pool command"),
+    ("aks.yaml", "a100, t4", "Pools created by a node-pool command"),
+])
+def test_the_rollback_tells_the_truth_per_platform(name, pools, kind):
+    """REPORT.md's rollback: Karpenter replaces nodes on a template edit (a revert included), it does not relabel
+    them; node templates and node-pool commands apply only to new nodes."""
+    report = json.loads(files(example(name))["report.json"])
+    step = next(s for s in report["rollback"] if s.startswith(kind))
+    assert step.startswith(f"{kind} ({pools}):")
+    karpenter = [s for s in report["rollback"] if "Karpenter" in s]
+    assert all("replaces the nodes" in s and "does not help" in s for s in karpenter)
+    assert not any("relabel them with `kubectl label" in s and "Karpenter" in s for s in report["rollback"])
+    assert report["rollback"][0].startswith("Before a change (and before its revert): `gpuconf diff NEW.yaml --against")

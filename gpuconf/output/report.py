@@ -812,10 +812,19 @@ def rollback_steps(plan: P.Plan) -> list[str]:
     """What reverting the commit does, and what the operator then does on the nodes."""
     from ..render.openshift import olm
 
-    template_pools = [p.name for p in plan.pools if not p.nfd]
+    from ..render.karpenter import karpenter_pools
+    from ..render.nodes import node_templates
+
+    karpenter = [p.name for p in karpenter_pools(plan)]
+    scripts = {name.rsplit(".", 2)[0] for name in node_templates(plan) if name.endswith(".sh")}
+    node_pools = [p.name for p in plan.pools if not p.nfd and p.name not in karpenter and p.name in scripts]
+    template_pools = [p.name for p in plan.pools if not p.nfd and p.name not in karpenter and p.name not in scripts]
     manual = ("`kubectl apply -k` the previous folder (its ClusterPolicy included: OLM installed the operator)"
               if olm(plan) else "`helm upgrade` with the previous values.yaml and `kubectl apply -k` the previous folder")
     steps = [
+        "Before a change (and before its revert): `gpuconf diff NEW.yaml --against <the rendered folder>` prints what "
+        "the sync does to running nodes and jobs, worst first (drained or replaced nodes, restarts, renamed "
+        "resources).",
         "Revert the commit (`git revert <sha>`), render with `gpuconf render` (CI's `--check` proves the output is "
         f"the previous one) and let Argo CD / Flux sync; or {manual}.",
         "Node labels: nfd-master re-applies the previous NodeFeatureRules, so the nodes get back their previous "
@@ -833,10 +842,27 @@ def rollback_steps(plan: P.Plan) -> list[str]:
         "restart node by node.",
     ]
     if template_pools:
-        steps.insert(2, f"Pools labelled by their node template ({', '.join(template_pools)}): the kubelet applies "
+        steps.insert(3, f"Pools labelled by their node template ({', '.join(template_pools)}): the kubelet applies "
                         "`--node-labels` only when a node registers, so existing nodes keep their labels until they "
                         "are replaced; relabel them with `kubectl label --overwrite` (values in the pool table) or "
                         "roll the node group.")
+    if node_pools:
+        steps.insert(3, f"Pools created by a node-pool command ({', '.join(node_pools)}): its labels and taints are "
+                        "set when a node is created, so existing nodes keep theirs; relabel them with `kubectl label "
+                        "--overwrite` (values in the pool table) and update the node pool's labels with the "
+                        "provider's CLI so that new nodes get them, or recreate the node pool.")
+    if karpenter:
+        # Karpenter hashes the NodePool's spec.template (labels, taints, ...): any edit of it is drift (karpenter-facts
+        # §d), and Karpenter replaces nodes rather than relabelling them.
+        steps.insert(3, f"Pools launched by a Karpenter NodePool ({', '.join(karpenter)}): their labels and taints "
+                        "live in the NodePool's `spec.template`, and every edit of it, a revert included, is drift: "
+                        "Karpenter replaces the nodes (drain, then a new node) instead of relabelling them. Reverting "
+                        "restores the previous template, so nodes still launched from it are left alone and the "
+                        "nodes launched since are replaced; give the NodePool a disruption budget "
+                        "(`spec.disruption.budgets`) to replace one node at a time. Relabelling with kubectl does not "
+                        "help: Karpenter compares the template, not the node's labels.")
+    if not any(p.nfd for p in plan.pools):
+        steps.remove(next(s for s in steps if s.startswith("Node labels: nfd-master")))
     return steps
 
 
