@@ -557,3 +557,19 @@ def test_the_rollback_tells_the_truth_per_platform(name, pools, kind):
     assert all("replaces the nodes" in s and "does not help" in s for s in karpenter)
     assert not any("relabel them with `kubectl label" in s and "Karpenter" in s for s in report["rollback"])
     assert report["rollback"][0].startswith("Before a change (and before its revert): `gpuconf diff NEW.yaml --against")
+
+
+def test_kubeconfig_counts_the_live_nodes_read_only(run, deployed, tmp_path):
+    """--kubeconfig lists the nodes (GET only, test_audit's fake API server) and counts each impact's pool nodes."""
+    from test_audit import FakeApiServer, _clean, _kubeconfig
+
+    _, out, edited = deployed
+    _, after = time_slicing_replicas()
+    nodes = _clean("heterogeneous")
+    l4 = sum(1 for n in nodes if n["metadata"].get("labels", {}).get("gpuconf.dev/pool") == "notebooks-l4")
+    with FakeApiServer(nodes) as api:
+        result = run("diff", edited(after), "--against", str(out), "--format", "json", "--kubeconfig",
+                     _kubeconfig(tmp_path, api.port))
+        assert {method for method, _, _ in api.requests} == {"GET"}
+    restart = next(i for i in json.loads(result.stdout)["impacts"] if i["kind"] == "device-plugin-restart")
+    assert (restart["nodes"], restart["nodesFrom"]) == (l4, "cluster") and l4 > 0

@@ -84,12 +84,24 @@ class Deployed:
         except ValueError:
             report = {}
         self.report: dict = report if isinstance(report, dict) else {}
-        self.docs: dict[tuple, tuple] = dict(documents) if documents is not None else {}
-        for path, text in files.items() if documents is None else ():
-            self.docs.update(_documents(path, text))
-        values = self.docs.get(("values.yaml", 0))
-        self.values: dict = values[3] if values and isinstance(values[3], dict) else {}
+        self._docs = documents
         self.pools: dict[str, dict] = {p["name"]: p for p in self.report.get("pools", []) if isinstance(p, dict)}
+
+    @property
+    def docs(self) -> dict[tuple, tuple]:
+        """Every document, by identity (the diff's parse when given, else parsed on first use: the transition rules
+        read report.json alone)."""
+        if self._docs is None:
+            self._docs = {}
+            for path, text in self.files.items():
+                self._docs.update(_documents(path, text))
+        return self._docs
+
+    @property
+    def values(self) -> dict:
+        """values.yaml as data."""
+        values = self.docs.get(("values.yaml", 0))
+        return values[3] if values and isinstance(values[3], dict) else {}
 
     @property
     def cluster(self) -> dict:
