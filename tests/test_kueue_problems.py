@@ -105,7 +105,12 @@ def test_times_multiplies_the_number_and_keeps_the_suffix():
 
 
 def test_a_quota_item_carries_its_limits_only_when_set():
+    import dataclasses
+
     from gpuconf.render.kueue import Quota
+
+    with pytest.raises(dataclasses.FrozenInstanceError):  # a value, like the quantities it holds
+        Quota(4).nominal = 5
 
     assert Quota(4).as_dict("r") == {"name": "r", "nominalQuota": 4}
     assert Quota(4, 2).as_dict("r") == {"name": "r", "nominalQuota": 4, "borrowingLimit": 2}

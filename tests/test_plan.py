@@ -396,6 +396,10 @@ def test_team_queue_rows_give_zero_to_unnamed_resources_and_no_borrowing_of_them
     assert rows("cohort: lab") == [
         ("m", "nvidia.com/mig-1g.10gb", 8, None, None), ("m", "nvidia.com/mig-3g.40gb", 0, 0, None),
         ("g", "nvidia.com/gpu", 4, None, None)]
+    # Under a strategy the caller gives (the plan's), not one derived again.
+    it = intent(body % "")
+    single = [(r.pool, r.resource, r.nominal) for r in P.team_queue_rows(it, it.spec.teams[0], "single")]
+    assert single == [("m", "nvidia.com/gpu", 0), ("g", "nvidia.com/gpu", 4)]
     assert rows("") == [
         ("m", "nvidia.com/mig-1g.10gb", 8, None, None), ("m", "nvidia.com/mig-3g.40gb", 0, None, None),
         ("g", "nvidia.com/gpu", 4, None, None)]
@@ -432,3 +436,17 @@ gpuModels:
     assert P.gpu_model(it, "H100-80GB").declared is False and P.gpu_model(it, "NOPE") is None
     bare = intent(pools(pool("a")))
     assert P.declared_models(bare) == {} and P.gpu_model(bare, "LAB-GPU") is None
+
+
+def test_the_plan_is_immutable():
+    """Renderers share one plan and Plan.pool_by_name is computed once: no part of it may be reassigned."""
+    import dataclasses
+
+    from gpuconf import plan as P
+
+    plan = plan_of(pools(pool("a")))
+    pool_plan = plan.pools[0]
+    row = P.QueueRow("a", "nvidia.com/gpu", 1, None, None)
+    for obj, field in ((plan, "strategy"), (pool_plan, "driver"), (pool_plan.capacity, "nodes"), (row, "nominal")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, field, None)

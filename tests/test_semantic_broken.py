@@ -152,6 +152,12 @@ def test_a_replaced_policy_merges_its_maps_and_renames_gpu_pod_deletion():
     assert "gpuPodDeletion" not in policy and policy["maxParallelUpgrades"] == 1
 
 
+def test_overrides_after_a_replaced_policy_still_apply():
+    policy = _intended(overrides=(("driver.upgradePolicy", "{autoUpgrade: false}"),
+                                  ("driver.upgradePolicy.maxParallelUpgrades", "5")))
+    assert (policy["autoUpgrade"], policy["maxParallelUpgrades"]) == (False, 5)
+
+
 def test_a_new_map_under_the_policy_is_created_by_its_override():
     policy = _intended(overrides=(("driver.upgradePolicy.gpuPodDeletion", "{force: true}"),))
     assert policy["podDeletion"] == {"deleteEmptyDir": False, "force": True, "timeoutSeconds": 300}
@@ -254,6 +260,19 @@ def test_the_single_strategy_with_pools_that_mix_profiles():
     assert _problems(tree(HETEROGENEOUS), values_edit=edit) == [
         "mig.strategy is 'single', the MIG pools need 'mixed'",
         "pool infer-a100: mixes MIG profiles ['1g.10gb', '2g.20gb', '3g.40gb'] under the single strategy"]
+
+
+def test_a_pool_of_two_profiles_under_the_single_strategy(tmp_path):
+    two = _tree(_edited(tmp_path, HETEROGENEOUS, ('          "3g.40gb": 1\n          "2g.20gb": 1\n          "1g.10gb": 2\n',
+                                                  '          "3g.40gb": 1\n          "1g.10gb": 3\n'),
+                        ('          "2g.20gb": 32\n', "")))
+
+    def edit(m):
+        m["mig"]["strategy"] = "single"
+
+    assert _problems(two, values_edit=edit) == [
+        "mig.strategy is 'single', the MIG pools need 'mixed'",
+        "pool infer-a100: mixes MIG profiles ['1g.10gb', '3g.40gb'] under the single strategy"]
 
 
 def test_a_strategy_override_is_not_second_guessed(tmp_path):
