@@ -534,6 +534,8 @@ def _node_replacement(change: Change) -> list[Impact]:
                     None)
         if doc.status == "added" and pool not in change.old.pools:
             continue  # a new pool's template: capacity-change says so
+        if doc.status == "changed" and all(_count_line(c.old) and _count_line(c.new) for c in doc.changes):
+            continue  # only the node count of a node-pool command: capacity-change says so
         pools = [pool] if pool else []
         impacts.append(Impact("node-replacement", "disruptive", pools,
                               f"{doc.file} changes: the node template's settings (labels, taints, GPU driver) apply "
@@ -543,6 +545,14 @@ def _node_replacement(change: Change) -> list[Impact]:
                               "replace) in a maintenance window",
                               nodes=change.pools_nodes(pools) if pools else None, documents=[doc]))
     return impacts
+
+
+#: The node count of a node-pool command (gcloud's --num-nodes, az's --node-count): scaling, not a node setting.
+_COUNT_FLAGS = ("--num-nodes ", "--node-count ")
+
+
+def _count_line(line: Any) -> bool:
+    return isinstance(line, str) and line.strip().startswith(_COUNT_FLAGS)
 
 
 def _taints(pool: dict) -> set[str]:
@@ -616,7 +626,9 @@ def _capacity_change(change: Change) -> list[Impact]:
     for name in [*change.old.pools, *(p for p in change.new.pools if p not in change.old.pools)]:
         before, after = change.old.totals(name), change.new.totals(name)
         limits = change.documents(["NodePool"], [name], where=lambda d: any(
-            c.path.startswith("spec.limits") for c in d.changes))
+            c.path.startswith("spec.limits") for c in d.changes)) + change.documents(
+            ["file"], where=lambda d: d.status == "changed" and d.file == _template_file(change, name) and all(
+                _count_line(c.old) and _count_line(c.new) for c in d.changes))
         pool_docs = limits if name in change.old.pools and name in change.new.pools else limits + change.documents(
             ["NodeFeatureRule", "NVIDIADriver", "NodePool", "ResourceFlavor", "Job"], [name],
             where=lambda d: d.status != "changed") + change.documents(
@@ -641,11 +653,19 @@ def _capacity_change(change: Change) -> list[Impact]:
         lower = sorted(r for r in before if after.get(r, 0) < before[r] and r in after)
         higher = sorted(r for r in after if after[r] > before.get(r, 0) and r in before)
         if not lower and not higher and not pool_docs:
+            nodes_before, nodes_after = change.old.pools[name].get("nodes"), change.new.pools[name].get("nodes")
+            if nodes_before != nodes_after:
+                impacts.append(Impact(
+                    "capacity-change", "none", [name],
+                    f"pool {name}'s declared nodes change from {nodes_before} to {nodes_after} (its capacity in "
+                    "REPORT.md and the quota checks follow): the sync adds or removes no node",
+                    "scale the node group to match, draining the nodes that go", resources=sorted(after),
+                    nodes=change.pools_nodes([name])))
             continue
         shown = ", ".join(f"{r} {before[r]} -> {after[r]} per node" for r in lower + higher)
         impacts.append(Impact(
             "capacity-change", "pending" if lower else "none", [name],
-            f"pool {name}'s capacity changes ({shown or 'limits'})" + (
+            f"pool {name}'s capacity changes ({shown or _scale(change, name)})" + (
                 ": pods asking for more than is left stay Pending, and quotas above the new capacity no longer "
                 "hold" if lower else ""),
             "lower the teams' quotas to the new capacity in the same change and let jobs finish first" if lower else
@@ -653,6 +673,12 @@ def _capacity_change(change: Change) -> list[Impact]:
             documents=pool_docs))
     impacts += _quota_change(change)
     return impacts
+
+
+def _scale(change: Change, pool: str) -> str:
+    """How a pool's node count or limit changes, in words."""
+    before, after = change.old.pools[pool].get("nodes"), change.new.pools[pool].get("nodes")
+    return f"nodes {before} -> {after}" if before != after else "its NodePool limits"
 
 
 def _quotas(side: Deployed) -> dict[tuple[str, str], int]:
