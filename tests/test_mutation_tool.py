@@ -108,3 +108,13 @@ def test_annotations_are_no_mutation_sites_when_python_never_evaluates_them(tool
     lazy = "from __future__ import annotations\n\n\ndef f(a: int | None, *b: str) -> dict[str, int]:\n    x: int = a\n"
     assert tool.annotations(lazy) == [((4, 9), (4, 19)), ((4, 25), (4, 28)), ((4, 33), (4, 47)), ((5, 7), (5, 10))]
     assert tool.annotations(lazy.replace("from __future__ import annotations\n", "")) == []
+
+
+def test_survivors_of_an_earlier_run_are_read_back(tool, tmp_path):
+    results = [tool.Mutant("gpuconf/plan.py", "core/AddNot", 3, 10, "if a:", "if not a:", outcome=o).__dict__
+               for o in ("killed", "survived", "not-run", "equivalent", "timeout")]
+    results[2]["original"], results[2]["mutated"] = "x = 1", "x = 2"
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results), encoding="utf-8")
+    assert tool.survivors(path) == {"gpuconf/plan.py": {("core/AddNot", "if a:", "if not a:"),
+                                                        ("core/AddNot", "x = 1", "x = 2")}}

@@ -73,3 +73,15 @@ def test_a_flavor_holds_eight_tolerations(taints, found):
     expected = ["spec.pools[0].taints: pool 'exclusive-0' has 9 taints, but a ResourceFlavor holds at most 8 "
                 "tolerations"] if found else []
     assert _gc365(_intent((1,), taints=taints)) == expected
+
+
+@pytest.mark.parametrize(("pattern", "prefix"), [
+    ("^gpu-h100-", "gpu-h100-"), ("^gpu-h100-[0-9]+$", "gpu-h100-"), ("^ab*c", "a"), ("^ab?", "a"), ("^ab{2}", "a"),
+    ("^ab+c", "ab"), ("^abc.*", "abc"), ("^a*", None), ("^(a|b)", None), ("^a|^b", None), ("gpu", None), ("^", None),
+    ("", None), (None, None), ("^x\\.y", "x"),
+])
+def test_the_literal_prefix_an_anchored_hostname_pattern_starts_with(pattern, prefix):
+    """GC303 compares hostname patterns of pools by the literal text they must start with."""
+    from gpuconf.intent.rules import _literal_prefix
+
+    assert _literal_prefix(pattern) == prefix

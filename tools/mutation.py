@@ -378,20 +378,38 @@ def _fork_pytest(tree: Path, tests: list[str], log: Path) -> int:
         os._exit(3)
 
 
-def _plan(modules: list[str], count: int, seed: int, lines: dict, durations: dict, files: dict, tree: Path):
-    """The sampled mutants of each module with their mutated source and ordered tests."""
+def survivors(results: Path) -> dict[str, set[tuple[str, str, str]]]:
+    """The survivors of an earlier run (its results.json): module -> {(operator, original, mutated)}."""
+    out: dict[str, set[tuple[str, str, str]]] = {}
+    for m in json.loads(results.read_text(encoding="utf-8")):
+        if m["outcome"] in ("survived", "not-run"):
+            out.setdefault(m["module"], set()).add((m["operator"], m["original"], m["mutated"]))
+    return out
+
+
+def _plan(modules: list[str], count: int, seed: int, lines: dict, durations: dict, files: dict, tree: Path,
+          again: dict[str, set] | None = None):
+    """The sampled mutants of each module (or, with again, the earlier survivors found again in the module's current
+    source) with their mutated source and ordered tests."""
     jobs = []
     for module in modules:
         source = (tree / module).read_text(encoding="utf-8")
         once = once_lines(source)
         sites = _sites(module)
-        sampled = _sample(sites, module, count, seed)
-        print(f"{module}: {len(sites)} mutation sites, {len(sampled)} sampled", flush=True)
+        if again is None:
+            sampled = _sample(sites, module, count, seed)
+        else:
+            wanted = again.get(module, set())
+            sampled = [m for ms in sites.values() for m in ms if any(m.operator_name == w[0] for w in wanted)]
+        print(f"{module}: {len(sites)} mutation sites, {len(sampled) if again is None else len(wanted)} "
+              f"{'sampled' if again is None else 'earlier survivors'}", flush=True)
         for mutation in sampled:
             mutated = _apply(source, mutation)
             if mutated is None:
                 continue
             first, last, original, changed, diff = _changed(source, mutated)
+            if again is not None and (mutation.operator_name, original, changed) not in wanted:
+                continue
             mutant = Mutant(module, mutation.operator_name, mutation.occurrence, first, original, changed, diff=diff)
             tests = _tests_for(lines[module], first, last, files, once, durations, source)
             mutant.tests = len(tests)
@@ -399,13 +417,15 @@ def _plan(modules: list[str], count: int, seed: int, lines: dict, durations: dic
     return jobs
 
 
-def run(modules: list[str], count: int, seed: int, workers: int = 1) -> list[Mutant]:
+def run(modules: list[str], count: int, seed: int, workers: int = 1, again: dict | None = None) -> list[Mutant]:
     WORK.mkdir(exist_ok=True)
     trees = [WORK / f"tree-{i}" for i in range(workers)]
     for tree in trees:
         _copy_tree(tree)
+    if again is not None:
+        modules = [m for m in modules if m in again]
     lines, durations, files = _map_tests(trees[0], modules)
-    jobs = _plan(modules, count, seed, lines, durations, files, trees[0])
+    jobs = _plan(modules, count, seed, lines, durations, files, trees[0], again)
     known = _equivalents()
     _warm()
     pending = list(jobs)
@@ -490,18 +510,28 @@ def summary(results: list[Mutant]) -> tuple[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global WORK
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", default=list(MODULES), help="modules to mutate (default: all five)")
     parser.add_argument("--sample", type=int, default=50, help="mutation sites sampled per module (default 50)")
     parser.add_argument("--seed", type=int, default=23, help="the sampling seed (default 23)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once, each in its own tree (default 1)")
+    parser.add_argument("--survivors", action="store_true",
+                        help="run only the survivors of the last run (its results.json) again, after new tests")
+    parser.add_argument("--work", type=Path, default=WORK, help="the folder of the run's files (default .mutation)")
     parser.add_argument("--fail-under", type=float, default=None, help="exit 1 when the score is below this percent")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error(f"not a core module: {', '.join(unknown)} (choose from {', '.join(MODULES)})")
+    WORK = args.work.resolve()
     os.chdir(ROOT)
-    results = run(args.modules, args.sample, args.seed, max(1, args.jobs))
+    again = None
+    if args.survivors:
+        if not (WORK / "results.json").is_file():
+            parser.error(f"--survivors: no earlier run in {WORK} (results.json)")
+        again = survivors(WORK / "results.json")
+    results = run(args.modules, args.sample, args.seed, max(1, args.jobs), again)
     text, score = summary(results)
     (WORK / "results.json").write_text(json.dumps([asdict(m) for m in results], indent=1), encoding="utf-8")
     (WORK / "report.txt").write_text(text + "\n", encoding="utf-8")
