@@ -58,7 +58,10 @@ def render_against_helm(runs: int, chart: Path | None) -> None:
     medians of the same interleaved rounds, and the ratio to helm."""
     import shutil
 
-    example = ROOT / "examples" / "airgapped.yaml"  # the largest example (most files)
+    from gpuconf.pipeline import render_path
+
+    example = max(sorted((ROOT / "examples").glob("*.yaml")),  # the largest example: the most files
+                  key=lambda p: len(render_path(str(p), "out").tree.files))
     out = Path(tempfile.mkdtemp(prefix="gpuconf-bench-out-"))
     render = [sys.executable, "-m", "gpuconf", "render", str(example), "-o", str(out)]
     subprocess.run(render, check=True, stdout=subprocess.DEVNULL)  # fills the template cache, as a user's first run
