@@ -28,7 +28,7 @@ golden: $(STAMP)  ## regenerate tests/cases/*/expected-errors.txt and tests/gold
 	@GPUCONF_REGEN=1 $(BIN)/python -m pytest -q tests/test_cases.py tests/test_render.py tests/test_fleet.py -k "test_case or test_golden_tree"
 
 $(VENV)/.mutation-stamp: $(STAMP)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,mutation]'
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,docs,mutation]'
 	@touch $@
 
 mutation: $(VENV)/.mutation-stamp  ## sampled mutation run of the core modules (minutes; not part of `make test`)

@@ -85,3 +85,30 @@ def test_the_literal_prefix_an_anchored_hostname_pattern_starts_with(pattern, pr
     from gpuconf.intent.rules import _literal_prefix
 
     assert _literal_prefix(pattern) == prefix
+
+
+NAME_PART = "has an invalid name part (at most 63 letters, digits, '-', '_' or '.')"
+PREFIX = "has an invalid prefix (must be a DNS subdomain)"
+SUBDOMAIN = ".".join(["a" * 63] * 3) + "." + "b" * 61  # 253 characters
+
+
+@pytest.mark.parametrize(("key", "problem"), [
+    ("a" * 63, None), ("a" * 64, NAME_PART), ("example.com/" + "a" * 63, None), ("example.com/" + "a" * 64, NAME_PART),
+    (SUBDOMAIN + "/x", None), (SUBDOMAIN + "b/x", PREFIX), ("/x", "has an empty prefix"), ("example.com/", NAME_PART),
+    ("Example.com/x", PREFIX), ("example.com/-x", NAME_PART), ("a.b_c-d", None), ("", NAME_PART),
+])
+def test_qualified_names_at_kubernetes_limits(key, problem):
+    """Label keys, taint keys and resource names: an optional DNS-subdomain prefix of at most 253 characters and a
+    name of at most 63 (k8s.io/apimachinery validation.IsQualifiedName)."""
+    from gpuconf.intent.rules import _qualified_name_problem
+
+    assert len(SUBDOMAIN) == 253
+    assert _qualified_name_problem(key) == problem
+
+
+@pytest.mark.parametrize(("value", "ok"), [("", True), ("a" * 63, True), ("a" * 64, False), ("a-b_c.d", True),
+                                           ("-a", False), ("a b", False)])
+def test_label_values_at_kubernetes_limits(value, ok):
+    from gpuconf.intent.rules import _label_value_ok
+
+    assert _label_value_ok(value) is ok
