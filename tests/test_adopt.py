@@ -265,10 +265,26 @@ def test_no_values_make_import_fail_internally(run, tmp_path, tree, sets):
     path = tmp_path / "values.yaml"
     path.write_text(yaml.safe_dump(tree))
     args = [a for s in sets for a in ("--set", s)]
-    result = run("import", "--values", str(path), *args)
-    assert result.exit_code in (0, 1, 2), result.output
-    if result.exit_code == 0:
-        assert "the draft validates" in result.stderr
+    draft, report = tmp_path / "intent.yaml", tmp_path / "report.json"
+    draft.unlink(missing_ok=True)
+    result = run("import", "--values", str(path), *args, "-o", str(draft), "--report", str(report))
+    assert result.exit_code in (0, 2), result.output
+    if result.exit_code == 2:
+        return
+    assert "the draft validates" in result.stderr
+    # The proof holds for any input: every leaf where the render's effective values differ is reported.
+    from gpuconf import catalog
+    from gpuconf.pipeline import _unwrapped, render_path
+
+    data = json.loads(report.read_text())
+    defaults = catalog.chart(data["chartVersion"]).defaults
+    user, _ = S.merge_inputs([S.read_values_file(str(path))] + [S.ValuesInput(f"--set {s}", {}) for s in sets])
+    rendered = render_path(str(draft), str(tmp_path / "out")).tree.values.overrides()
+    settled = {row["path"] for row in data["settings"] if row["outcome"] in ("changed", "dropped")}
+    for leaf, old, new in M.differing(S.coalesce(defaults, _unwrapped(user, defaults)),
+                                      S.coalesce(defaults, rendered)):
+        assert any(dotted(leaf[:n]) in settled for n in range(1, len(leaf) + 1)) or any(
+            p.startswith(dotted(leaf)) for p in settled), (dotted(leaf), old, new)
 
 
 def test_the_migration_guides_two_commands_pass(run, tmp_path, monkeypatch):
