@@ -312,6 +312,31 @@ def eks_ami(intent: ClusterIntent) -> str | None:
     return cluster.eks.ami if cluster.eks is not None else "al2023"
 
 
+def karpenter_pool(intent: ClusterIntent, pool: Pool) -> bool:
+    """A pool whose nodes Karpenter launches from a NodePool gpuconf renders (EKS with Karpenter settings)."""
+    from . import platforms
+
+    cluster = intent.spec.cluster
+    return (cluster.distribution == "eks" and cluster.eks is not None and cluster.eks.karpenter is not None
+            and platforms.karpenter()["labels"]["nodePool"] in pool.match.node_labels)
+
+
+def min_nodes(intent: ClusterIntent, pool: Pool) -> int:
+    """The fewest nodes the pool has: its minNodes; 0 for a Karpenter pool (it launches nodes for pending pods
+    only); else its fixed size."""
+    if pool.min_nodes is not None:
+        return pool.min_nodes
+    return 0 if karpenter_pool(intent, pool) else pool.nodes
+
+
+def probe_mode(intent: ClusterIntent, pool: Pool) -> str:
+    """hook (a probe Job on every sync), manual (a Job file the user applies) or off; a pool that scales to zero
+    defaults to manual, since each sync's probe would launch a node."""
+    if pool.probe is not None:
+        return pool.probe
+    return "manual" if min_nodes(intent, pool) == 0 else "hook"
+
+
 def platform_preinstalled(intent: ClusterIntent) -> bool:
     """Whether the platform's nodes bring the driver: GKE's driver installer, EKS's AL2023 and Bottlerocket AMIs."""
     # platform-facts §1: Google's installer is the usual GKE setup; §2: the accelerated AMIs ship driver and toolkit.

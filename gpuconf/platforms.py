@@ -73,6 +73,11 @@ def gke_accelerator_models(value: str) -> list[str] | None:
     return found
 
 
+def gke_accelerators(model_id: str) -> dict[str, str]:
+    """GKE's accelerator types of this model and their machine series (gke-aks-facts §a); empty when none."""
+    return {value: row["machineSeries"] for value, row in gke()["accelerators"].items() if row["model"] == model_id}
+
+
 def aks_series(model_id: str) -> list[dict[str, Any]]:
     """The AKS VM series that carry this model (for the report)."""
     return [row for row in aks()["vmSeries"] if row["model"] == model_id]

@@ -160,8 +160,9 @@ def test_gke_with_the_operators_driver_keeps_the_chart_paths_and_says_how_to_cre
     assert _policy(tree)["hostPaths"]["driverInstallDir"] == "/run/nvidia/driver"
     script = tree.files["node-templates/l4.gke.sh"]
     assert "gcloud container node-pools create gpu-l4" in script
-    assert '--accelerator type="${ACCELERATOR}",count=2,gpu-driver-version=disabled' in script
-    assert 'if [ -z "${ACCELERATOR:-}" ]' in script  # GKE's type for the model is not in gpuconf's facts: the script asks
+    # GKE has one accelerator type for L4 (gke-aks-facts §a): the script names it, and the G2 machine series.
+    assert "--accelerator type=nvidia-l4,count=2,gpu-driver-version=disabled" in script
+    assert "ACCELERATOR" not in script and "a G2 machine type with 2 x L4" in script
     assert "gke-no-default-nvidia-gpu-device-plugin=true" in script and "gpuconf.dev/pool=l4" in script
     assert "cloud.google.com" not in script.split("--node-labels", 1)[1]  # GKE sets its own labels
     assert "--node-taints example.com/l4=x:NoSchedule" in script
@@ -222,17 +223,27 @@ def test_karpenter_pools_get_a_nodepool_with_their_gpu_labels_taints_and_size(tm
     assert labels["nvidia.com/gpu.deploy.driver"] == "false"  # the AL2023 NVIDIA AMI brings the driver
     assert not any(k.startswith("karpenter.") for k in labels)
     assert a10g["template"]["spec"]["taints"] == [{"key": "example.com/gpu", "value": "a10g", "effect": "NoSchedule"}]
-    assert a10g["limits"] == {"nvidia.com/gpu": "12"}
+    # Karpenter counts nvidia.com/gpu by instance type before a node initializes and by Node capacity after
+    # (replicas included, 0 when renamed): the limit is in nodes, which count the same both ways.
+    assert a10g["limits"] == {"nodes": "3"}
+    assert a10g["disruption"] == {"consolidateAfter": "10m", "consolidationPolicy": "WhenEmpty"}
+    assert a10g["template"]["spec"]["expireAfter"] == "Never"
     assert a10g["template"]["spec"]["nodeClassRef"] == {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
-                                                       "name": "gpuconf-gpu"}
-    node_class = docs[("EC2NodeClass", "gpuconf-gpu")]["spec"]
+                                                       "name": "a10g"}
+    node_class = docs[("EC2NodeClass", "a10g")]["spec"]
     assert node_class == {"amiSelectorTerms": [{"alias": "al2023@latest"}], "role": "NodeRole",
+                          "blockDeviceMappings": [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {
+                              "encrypted": True, "volumeSize": "100Gi", "volumeType": "gp3"}}],
                           "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "lab"}}],
                           "securityGroupSelectorTerms": [{"id": "sg-0abc"}, {"name": "gpu-nodes"}]}
+    assert ("NodeOverlay", "a10g") not in docs  # exclusive GPUs: the instance type's nvidia.com/gpu is the truth
     _verified(tree)  # the NodePool and EC2NodeClass CRDs (schemas/crds)
     from gpuconf.render import karpenter
 
     assert karpenter.problems(list(docs.values())) == []  # the CRDs' CEL rules gpuconf checks
+    probes = [p for p in tree.files if p.startswith("probes/")]
+    assert probes == ["probes/infer.yaml", "probes/train.yaml"]  # Karpenter pools scale to zero: manual probes
+    assert "manifests/probes.yaml" not in tree.files
     # No kubelet flags for Karpenter's pools: the NodePool is their template.
     assert not [p for p in tree.files if p.startswith("node-templates/")]
 
@@ -595,7 +606,7 @@ def test_eks_report_says_what_karpenter_and_managed_node_groups_need():
     tree = render_path(str(ROOT / "examples" / "platforms" / "eks.yaml"), "out").tree
     notes = {n["title"]: n["text"] for n in json.loads(tree.files["report.json"])["platform"]}
     assert "--install-nvidia-plugin=false" in notes["Managed node groups"]  # next to Karpenter pools too
-    assert "NodePools a10g, l40s-spot" in notes["Karpenter"] and "al2023@v20250920" in notes["Karpenter"]
+    assert "NodePool (a10g, l40s-spot)" in notes["Karpenter"] and "al2023@v20250920" in notes["Karpenter"]
     assert "Runtime handler" in notes  # the AMI's toolkit: not verified, said so
 
 
@@ -724,3 +735,98 @@ def test_a_catalogue_source_without_olm_is_a_finding():
                    '{name: mirror}}}', L4_POOL)
     findings = validate_document(load_text(text, "x.yaml")).findings
     assert [(f.code, f.path) for f in findings] == [("GC348", "spec.cluster.openshift.catalogSource")]
+
+
+def test_karpenter_pools_with_shared_or_mig_resources_get_nodeoverlays_and_their_lifecycle(tmp_path):
+    pools = ("    - {name: infer, gpu: A10G, gpusPerNode: 4, nodes: 6, sharing: shared, match: {nodeLabels: "
+             "{karpenter.sh/nodepool: a10g}}, karpenter: {consolidationPolicy: WhenEmptyOrUnderutilized, "
+             "consolidateAfter: 1h, budgets: [{nodes: '1', reasons: [Drifted], schedule: '0 9 * * 1-5', "
+             "duration: 8h}], capacityTypes: [spot, on-demand], expireAfter: 720h, terminationGracePeriod: 2h, "
+             "rootVolumeGiB: 300, instanceStorePolicy: RAID0}, probe: hook}\n"
+             "    - {name: mig, gpu: A100-80GB, gpusPerNode: 8, nodes: 2, sharing: halves, match: {nodeLabels: "
+             "{karpenter.sh/nodepool: a100}}}\n")
+    extra = ("  sharingProfiles:\n    shared: {timeSlicing: {replicas: 4, renameByDefault: true}}\n"
+             "    halves: {mig: {layout: {\"3g.40gb\": 2}}}\n")
+    cluster = KARPENTER.replace("distribution: eks,", "distribution: eks, migStrategy: mixed,")
+    tree = _render(tmp_path, _intent(cluster, pools, extra))
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in _docs(tree.files["manifests/karpenter.yaml"])}
+    assert docs[("NodeOverlay", "a10g")]["spec"] == {
+        "capacity": {"nvidia.com/gpu.shared": "16"},
+        "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["a10g"]}]}
+    assert docs[("NodeOverlay", "a100")]["spec"]["capacity"] == {"nvidia.com/mig-3g.40gb": "16"}
+    a10g = docs[("NodePool", "a10g")]["spec"]
+    assert a10g["disruption"] == {"consolidateAfter": "1h", "consolidationPolicy": "WhenEmptyOrUnderutilized",
+                                  "budgets": [{"nodes": "1", "reasons": ["Drifted"], "schedule": "0 9 * * 1-5",
+                                               "duration": "8h"}]}
+    template = a10g["template"]["spec"]
+    assert (template["expireAfter"], template["terminationGracePeriod"]) == ("720h", "2h")
+    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand", "spot"]} in \
+        template["requirements"]
+    node_class = docs[("EC2NodeClass", "a10g")]["spec"]
+    assert node_class["instanceStorePolicy"] == "RAID0"
+    assert node_class["blockDeviceMappings"][0]["ebs"]["volumeSize"] == "300Gi"
+    _verified(tree)  # NodeOverlay's CRD (karpenter.sh/v1alpha1) too
+    from gpuconf.render import karpenter
+
+    assert karpenter.problems(list(docs.values())) == []
+    notes = {n["title"]: n["text"] for n in json.loads(tree.files["report.json"])["platform"]}
+    assert "--feature-gates NodeOverlay=true" in notes["Karpenter NodeOverlays"]
+    assert "expireAfter 720h (expiry is forceful" in notes["Lifecycle of infer"]
+    assert "manifests/probes.yaml" in tree.files and "probes/mig.yaml" in tree.files  # infer: hook; mig: manual
+
+
+def test_bottlerocket_karpenter_pools_size_the_data_volume(tmp_path):
+    cluster = KARPENTER.replace("eks: {karpenter:", "eks: {ami: bottlerocket, karpenter:")
+    pools = ("    - {name: t4, gpu: T4, gpusPerNode: 1, nodes: 2, match: {nodeLabels: {karpenter.sh/nodepool: t4}}, "
+             "karpenter: {rootVolumeGiB: 80}}\n")
+    tree = _render(tmp_path, _intent(cluster, pools))
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in _docs(tree.files["manifests/karpenter.yaml"])}
+    assert docs[("EC2NodeClass", "t4")]["spec"]["blockDeviceMappings"] == [
+        {"deviceName": "/dev/xvda", "ebs": {"encrypted": True, "volumeSize": "4Gi", "volumeType": "gp3"}},
+        {"deviceName": "/dev/xvdb", "ebs": {"encrypted": True, "volumeSize": "80Gi", "volumeType": "gp3"}}]
+
+
+def test_gke_autoscaled_spot_pool_script_and_a_model_with_two_accelerator_types(tmp_path):
+    pools = ("    - {name: h100, gpu: H100-80GB, gpusPerNode: 8, nodes: 4, minNodes: 1, match: {nodeLabels: "
+             "{cloud.google.com/gke-nodepool: h100, cloud.google.com/gke-spot: 'true', "
+             "cloud.google.com/gke-accelerator-count: '8'}}, taints: [{key: nvidia.com/gpu, value: present, "
+             "effect: NoSchedule}]}\n")
+    extra = "  sharingProfiles:\n    mig: {mig: {preset: all-balanced}}\n"
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.33", distribution: gke}', pools, extra))
+    script = tree.files["node-templates/h100.gke.sh"]
+    # A3 High and A3 Mega both carry H100 80GB: the user names the type.
+    assert "(nvidia-h100-80gb or nvidia-h100-mega-80gb)" in script
+    assert "--num-nodes 1 \\\n  --enable-autoscaling \\\n  --total-min-nodes 1 \\\n  --total-max-nodes 4" in script
+    assert script.rstrip().endswith("--spot")
+    # GKE's Exists toleration covers the pool's own nvidia.com/gpu taint: the probe tolerates it once.
+    probe = _docs(tree.files["manifests/probes.yaml"])[0]
+    assert probe["spec"]["template"]["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_gke_kueue_flavors_tolerate_the_gpu_taint(tmp_path):
+    pools = ("    - {name: a100, gpu: A100-40GB, gpusPerNode: 8, nodes: 2, sharing: mig, match: {pciDevice: true}}\n")
+    extra = ("  sharingProfiles:\n    mig: {mig: {preset: all-balanced}}\n"
+             "  queueing: {kueue: {version: v0.19.2, quotaCheckStrategy: IgnoreUndeclared}}\n"
+             "  teams:\n    - {name: ml, namespaces: [ml], quota: {a100: {1g.5gb: 4}}}\n")
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.33", distribution: gke, migStrategy: mixed}', pools,
+                                     extra))
+    flavors = [d for d in _docs(tree.files["manifests/queues.yaml"]) if d["kind"] == "ResourceFlavor"
+               and d["spec"].get("nodeLabels")]
+    # A pod asking for nvidia.com/mig-1g.5gb gets no nvidia.com/gpu toleration from ExtendedResourceToleration.
+    assert flavors[0]["spec"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_aks_autoscaled_spot_pool_script(tmp_path):
+    pools = ("    - {name: t4, gpu: T4, gpusPerNode: 4, nodes: 5, minNodes: 0, match: {nodeLabels: "
+             "{kubernetes.azure.com/agentpool: gput4, kubernetes.azure.com/scalesetpriority: spot}}, "
+             "taints: [{key: sku, value: gpu, effect: NoSchedule}]}\n")
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.32", distribution: aks}', pools))
+    script = tree.files["node-templates/t4.aks.sh"]
+    assert "--node-count 0 \\\n  --enable-cluster-autoscaler \\\n  --min-count 0 \\\n  --max-count 5" in script
+    assert "--priority Spot --eviction-policy Delete" in script
+    assert "scalesetpriority" not in script.split("--labels", 1)[1]  # AKS's own label, not set by --labels
+    assert "probes/t4.yaml" in tree.files and "manifests/probes.yaml" not in tree.files  # scales to zero
+    report = tree.files["REPORT.md"]
+    assert "0 to 5 (autoscaled; capacity and quotas count 5)" in report
+    assert "kubectl create -f out/lab/probes/t4.yaml" in report

@@ -388,8 +388,15 @@ def test_probe_per_pool(plan):
     from gpuconf.render import probes
 
     jobs = probes.render(plan)
-    assert len(jobs) == len(plan.pools)
-    for pool, job in zip(plan.pools, jobs):
+    manual = probes.manual(plan)
+    # Each pool's probe runs on every sync, or (a pool that scales to zero, probe: manual) lies in probes/<pool>.yaml.
+    modes = {pool.name: P.probe_mode(plan.intent, pool.pool) for pool in plan.pools}
+    assert [j["metadata"]["name"] for j in jobs] == [probes.job_name(p.name) for p in plan.pools
+                                                      if modes[p.name] == "hook"]
+    assert sorted(manual) == sorted(f"probes/{n}.yaml" for n, m in modes.items() if m == "manual")
+    by_name = {j["metadata"]["name"]: j for j in [*jobs, *manual.values()]}
+    for pool in plan.pools:
+        job = by_name[probes.job_name(pool.name)]
         assert job["metadata"]["name"] == probes.job_name(pool.name)
         if len(pool.name) <= 63 - len("gpuconf-probe-"):
             assert job["metadata"]["name"] == f"gpuconf-probe-{pool.name}"
@@ -404,8 +411,10 @@ def test_probe_per_pool(plan):
         from gpuconf.render.platform import probe_tolerations
 
         if P.kueue_settings(plan.intent) is None:
-            assert pod.get("tolerations", []) == [*probe_tolerations(plan),
-                                                  *(P.toleration(t) for t in pool.pool.taints)]
+            platform = probe_tolerations(plan)
+            covered = {(t["key"], t["effect"]) for t in platform}  # a taint the platform's Exists covers, once
+            assert pod.get("tolerations", []) == [*platform, *(P.toleration(t) for t in pool.pool.taints
+                                                               if (t.key, t.effect) not in covered)]
             assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"]
         else:  # admitted by Kueue, which adds the tolerations of the pool's flavor (tests/test_kueue.py)
             assert pod.get("tolerations", []) == probe_tolerations(plan)

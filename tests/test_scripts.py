@@ -101,8 +101,13 @@ def _pool(labels: dict[str, str], taint_value: str, name: str = "p") -> SimpleNa
     taint = SimpleNamespace(key="example.com/t", value=taint_value, effect="NoSchedule")
     return SimpleNamespace(name=name, labels={"gpuconf.dev/pool": name}, driver="cluster",
                            model=SimpleNamespace(id="L4"),
-                           pool=SimpleNamespace(gpus_per_node=2, nodes=3, taints=[taint],
+                           pool=SimpleNamespace(gpus_per_node=2, nodes=3, min_nodes=0, taints=[taint],
                                                 match=SimpleNamespace(node_labels=labels)))
+
+
+def _plan(distribution: str) -> SimpleNamespace:
+    return SimpleNamespace(intent=SimpleNamespace(spec=SimpleNamespace(
+        cluster=SimpleNamespace(distribution=distribution, eks=None))))
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -110,15 +115,15 @@ def _pool(labels: dict[str, str], taint_value: str, name: str = "p") -> SimpleNa
 def test_no_label_or_taint_breaks_a_node_pool_script(tmp_path, value, taint):
     from gpuconf.render.platform import aks_node_pool, gke_node_pool
 
-    gke = gke_node_pool(None, _pool({"cloud.google.com/gke-nodepool": value, "team": value}, taint))
+    gke = gke_node_pool(_plan("gke"), _pool({"cloud.google.com/gke-nodepool": value, "team": value}, taint))
     _check(gke, tmp_path)
-    code, argv, _ = _run(gke, tmp_path, {"CLUSTER": "c", "LOCATION": "l", "MACHINE_TYPE": "m", "ACCELERATOR": "a"})
+    code, argv, _ = _run(gke, tmp_path, {"CLUSTER": "c", "LOCATION": "l", "MACHINE_TYPE": "m"})
     assert code == 0
     assert argv[:5] == ["gcloud", "container", "node-pools", "create", value]
     assert argv[argv.index("--node-taints") + 1] == f"example.com/t={taint}:NoSchedule"
     assert argv[argv.index("--node-labels") + 1] == \
         f"gke-no-default-nvidia-gpu-device-plugin=true,gpuconf.dev/pool=p,team={value}"
-    aks = aks_node_pool(None, _pool({"kubernetes.azure.com/agentpool": value, "team": value}, taint))
+    aks = aks_node_pool(_plan("aks"), _pool({"kubernetes.azure.com/agentpool": value, "team": value}, taint))
     _check(aks, tmp_path)
     code, argv, _ = _run(aks, tmp_path, {"RESOURCE_GROUP": "g", "CLUSTER": "c", "VM_SIZE": "v"})
     assert code == 0

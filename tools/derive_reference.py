@@ -877,6 +877,16 @@ GKE_ACCELERATORS = {
     "nvidia-tesla-t4": ["T4"], "nvidia-l4": ["L4"], "nvidia-tesla-a100": ["A100-40GB", "A100-80GB"],
     "nvidia-h100-80gb": ["H100-80GB"],
 }
+# gke-aks-facts.md §a: the catalogue model of each GKE accelerator type whose GPU cell names one exactly. V100 (which
+# V100?), P100, P4 and K80 (not in the catalogue), GB300 and RTX PRO 6000 (one unofficial source) map to none.
+GKE_AKS_FACTS = "platforms/gke-aks-facts.md"
+GKE_ACCELERATOR_TYPES = {
+    "nvidia-tesla-t4": ("NVIDIA T4", "T4"), "nvidia-tesla-a100": ("NVIDIA A100 40GB", "A100-40GB"),
+    "nvidia-a100-80gb": ("NVIDIA A100 80GB", "A100-80GB"), "nvidia-l4": ("NVIDIA L4", "L4"),
+    "nvidia-h100-80gb": ("NVIDIA H100 80GB", "H100-80GB"), "nvidia-h100-mega-80gb": ("NVIDIA H100 80GB Mega", "H100-80GB"),
+    "nvidia-h200-141gb": ("NVIDIA H200 141GB", "H200"), "nvidia-b200": ("NVIDIA B200", "B200"),
+    "nvidia-gb200": ("NVIDIA GB200", "GB200"),
+}
 # Runtime rows of the §5 table gpuconf renders (the others are the vanilla defaults and the superseded RKE2 text).
 RUNTIME_ROWS = {"rke2": "RKE2, operator v25.10+/v26.3", "k3s": "k3s", "microk8s": "MicroK8s"}
 
@@ -968,6 +978,53 @@ def _gke(sheet: FactSheet) -> dict[str, Any]:
         "gpuTaint": {"key": sheet.quote("1", "nvidia.com/gpu"), "effect": "NoSchedule"},
         "reservedLabelPrefix": "cloud.google.com/",
     }
+
+
+def _quote(text: str, literal: str, where: str) -> str:
+    """literal, after checking that text says it (line breaks count as spaces)."""
+    if literal not in re.sub(r"\s+", " ", text):
+        raise DeriveError(f"{where} no longer says {literal!r}")
+    return literal
+
+
+def gke_aks_facts(text: str, gke: dict[str, Any], aks: dict[str, Any]) -> None:
+    """Add the node-pool facts of gke-aks-facts.md to the GKE and AKS facts: accelerator types per model, the
+    autoscaling and spot flags, AKS's node-pool name rule."""
+    where = GKE_AKS_FACTS
+    rows = markdown_table(text, where, "accelerator type (`--accelerator type=` and the "
+                                       "`cloud.google.com/gke-accelerator` value)")
+    table = {row[next(iter(row))].strip("`"): row for row in rows}
+    accelerators: dict[str, dict[str, Any]] = {}
+    for value, (gpu, model) in GKE_ACCELERATOR_TYPES.items():
+        row = table.get(value)
+        if row is None or not row["GPU"].replace("*", "").startswith(gpu):
+            raise DeriveError(f"{where} §a: accelerator {value} is no longer {gpu}")
+        accelerators[value] = {"model": model, "machineSeries": row["machine series"]}
+    gke["acceleratorModels"] = {value: [a["model"]] for value, a in sorted(accelerators.items())}
+    gke["accelerators"] = dict(sorted(accelerators.items()))
+    gke["labels"]["spot"] = _quote(text, "cloud.google.com/gke-spot", where)
+    gke["nodePoolFlags"] = {
+        "autoscaling": _quote(text, "--enable-autoscaling", where),
+        "totalMin": _quote(text, "--total-min-nodes", where), "totalMax": _quote(text, "--total-max-nodes", where),
+        "spot": _quote(text, "--spot", where),
+        "source": "gcloud 578.0.0 lib/googlecloudsdk/command_lib/container/flags.py (gke-aks-facts §a)",
+    }
+    aks["nodePoolName"] = {"pattern": _quote(text, "^[a-z][a-z0-9]{0,11}$", where),
+                           "source": "gke-aks-facts §b (AKS's Linux node-pool rule; az checks 12 alphanumerics)"}
+    counts = re.search(r"accepts \*\*(\d+)[–-](\d+)\*\* for both", text)
+    if counts is None:
+        raise DeriveError(f"{where} §b: the autoscaler's count range is no longer stated")
+    aks["nodePoolFlags"] = {
+        "autoscaler": _quote(text, "--enable-cluster-autoscaler", where),
+        "min": _quote(text, "--min-count", where), "max": _quote(text, "--max-count", where),
+        "countRange": [int(counts.group(1)), int(counts.group(2))],
+        "priority": _quote(text, "--priority Spot", where), "evictionPolicy": _quote(text, "--eviction-policy Delete", where),
+        "source": "Azure/azure-cli acs/_params.py and _validators.py (gke-aks-facts §b)",
+    }
+    # The label AKS puts on Spot nodes: the fact sheet names it among what it could not verify, so gpuconf reads it
+    # only from a match that names it, and the report says so.
+    aks["spotLabel"] = {"key": _quote(text, "kubernetes.azure.com/scalesetpriority", where),
+                        "value": _quote(text, "scalesetpriority=spot", where).split("=")[1], "verified": False}
 
 
 def _eks(sheet: FactSheet) -> dict[str, Any]:
@@ -1212,8 +1269,9 @@ def derive(reference: Path) -> dict[str, bytes]:
                              "included.csv from the exporter image): every row, enabled or shipped commented out."),
         **dcgm})
     platforms = build_platforms(ref.text(PLATFORM_FACTS), ref.yaml(EC2_NODECLASS_CRD), models)
+    gke_aks_facts(ref.text(GKE_AKS_FACTS), platforms["gke"], platforms["aks"])
     outputs[PLATFORMS_OUT] = _dump({
-        "generated": _header(ref.take(PLATFORM_FACTS, EC2_NODECLASS_CRD),
+        "generated": _header(ref.take(PLATFORM_FACTS, EC2_NODECLASS_CRD, GKE_AKS_FACTS),
                              "What gpuconf sets on each platform, each fact checked against the platform fact sheet."),
         **platforms,
     })

@@ -52,6 +52,7 @@ CRD_INPUTS = (
     "crds/monitoring.coreos.com/monitoring.coreos.com_servicemonitors.yaml",
     "crds/monitoring.coreos.com/monitoring.coreos.com_prometheusrules.yaml",
     "crds/karpenter.sh/karpenter.sh_nodepools.yaml",
+    "crds/karpenter.sh/karpenter.sh_nodeoverlays.yaml",
     "crds/karpenter.k8s.aws/karpenter.k8s.aws_ec2nodeclasses.yaml",
     "crds/argoproj.io/application-crd.yaml",
     "crds/argoproj.io/applicationset-crd.yaml",

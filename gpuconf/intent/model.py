@@ -414,18 +414,70 @@ class Taint(Strict):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="Taint effect.")
 
 
+# Karpenter's NodePool fields (karpenter-facts §d; the NodePool CRD's patterns and enums).
+KarpenterDuration = Annotated[str, Field(pattern=r"^(([0-9]+(s|m|h))+|Never)$",
+                                         description="A duration such as 30m, 720h or 1h30m, or Never.")]
+CAPACITY_TYPES = ("on-demand", "spot", "reserved")
+
+
+class DisruptionBudget(Strict):
+    """How many of the pool's nodes Karpenter may disrupt at once (for consolidation and drift, not expiry)."""
+
+    nodes: Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = Field(
+        description="A node count or a percentage of the pool's nodes, e.g. \"1\" or \"10%\"; \"0\" blocks.")
+    reasons: List[Literal["Underutilized", "Empty", "Drifted"]] = Field(
+        default_factory=list, max_length=3, description="The disruption reasons it applies to; default all.")
+    schedule: Optional[NonEmpty] = Field(None, description="Cron schedule when the budget starts (with duration).")
+    duration: Optional[Annotated[str, Field(pattern=r"^([0-9]+(m|h))+$")]] = Field(
+        None, description="How long the budget lasts from each schedule, e.g. 8h (with schedule).")
+
+
+class KarpenterPool(Strict):
+    """The lifecycle of a Karpenter pool's nodes: consolidation, expiry, capacity type and its EC2NodeClass."""
+
+    node_overlays: bool = Field(True, description="Render NodeOverlays that add the pool's shared, MPS or MIG resources "
+                                                  "to Karpenter's simulation (alpha: feature gate NodeOverlay).")
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
+        "WhenEmpty", description="When Karpenter removes or replaces nodes; gpuconf's default WhenEmpty never moves "
+                                 "a running GPU job (Karpenter's is WhenEmptyOrUnderutilized).")
+    consolidate_after: KarpenterDuration = Field("10m", description="How long a node stays empty (or underused) "
+                                                                    "before consolidation; Never disables it.")
+    budgets: List[DisruptionBudget] = Field(default_factory=list, max_length=50,
+                                            description="Disruption budgets; default Karpenter's (10% of the nodes).")
+    expire_after: KarpenterDuration = Field(
+        "Never", description="Replace nodes this long after launch, forcefully (budgets and do-not-disrupt do not "
+                             "hold it): gpuconf's default Never keeps long training jobs (Karpenter's is 720h).")
+    termination_grace_period: Optional[Annotated[str, Field(pattern=r"^([0-9]+(s|m|h))+$")]] = Field(
+        None, description="How long a draining node waits for its pods before Karpenter deletes it.")
+    capacity_types: List[Literal[CAPACITY_TYPES]] = Field(  # type: ignore[valid-type]
+        default_factory=list, max_length=3,
+        description="on-demand, spot and/or reserved (karpenter.sh/capacity-type); default Karpenter's on-demand.")
+    root_volume_gib: int = Field(100, ge=8, le=64000, alias="rootVolumeGiB",
+                                 description="Root (Bottlerocket: data) volume of each node in GiB; AL2023's own "
+                                             "20 GiB fills with GPU images.")
+    instance_store_policy: Optional[Literal["RAID0"]] = Field(
+        None, description="RAID0: the instance's NVMe disks become the node's ephemeral storage.")
+
+
 class Pool(Strict):
     """A set of identical GPU nodes."""
 
     name: Name
     gpu: NonEmpty = Field(description="GPU model id from the catalogue (gpuconf schema lists them).")
     gpus_per_node: int = Field(ge=1, le=16, description="GPUs in each node.")
-    nodes: int = Field(ge=1, description="Number of nodes in the pool.")
+    nodes: int = Field(ge=1, description="Number of nodes in the pool; with minNodes, the most it scales to (quotas "
+                                         "and capacity count these).")
+    min_nodes: Optional[int] = Field(None, ge=0, description="The fewest nodes an autoscaled pool keeps (0: it "
+                                                              "scales to zero); absent: the pool has `nodes` nodes.")
     match: Match = Field(description="How the pool's nodes are recognised.")
     sharing: Name = Field("exclusive", description="Name of a sharing profile; `exclusive` is always defined.")
     taints: List[Taint] = Field(default_factory=list, max_length=MAX_LABELS, description="Taints that keep foreign pods off the pool.")
     driver: Optional[PoolDriver] = Field(None, description="Pool-specific driver (version or preinstalled).")
     allow_quota_oversubscription: bool = Field(False, description="Allow team quotas to add up to more than the pool holds.")
+    probe: Optional[Literal["hook", "manual", "off"]] = Field(
+        None, description="The acceptance probe: hook (runs on every sync), manual (probes/<pool>.yaml, applied by "
+                          "you) or off; default hook, manual for a pool that scales to zero.")
+    karpenter: Optional[KarpenterPool] = Field(None, description="Lifecycle of a Karpenter pool's nodes.")
 
 
 # --- GPU models the catalogue lacks -----------------------------------------------------------------------------

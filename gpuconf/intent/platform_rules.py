@@ -217,3 +217,176 @@ def openshift_nfd_operator(ctx: Context) -> Iterator[Finding]:
                           f"but the NFD Operator from Red Hat's {NFD_OPERATOR['source']!r}, which a disconnected "
                           "cluster does not have", "give nfdOperator.catalogSource: the catalogue oc-mirror made of "
                           "redhat-operator-index", severity=WARNING, at_key=True)
+
+
+# --- autoscaling: node ranges, Karpenter's lifecycle, node-pool scripts (issue 18) -----------------------------------
+
+
+@rule("GC380", "a pool's node range is a range: minNodes at most nodes; Karpenter keeps no minimum")
+def node_range(ctx: Context) -> Iterator[Finding]:
+    """A pool's node range is a range: `minNodes` at most `nodes`; (warning) a Karpenter pool keeps no minimum
+    (Karpenter launches nodes for pending pods only)."""
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        if pool.min_nodes is None:
+            continue
+        if pool.min_nodes > pool.nodes:
+            yield ctx.finding("GC380", _pool_loc(i, "minNodes"),
+                              f"pool {pool.name!r} keeps at least {pool.min_nodes} nodes but has at most {pool.nodes}",
+                              "nodes is the most the pool scales to: make minNodes at most nodes")
+        elif pool.min_nodes > 0 and plan.karpenter_pool(ctx.intent, pool):
+            yield ctx.finding("GC380", _pool_loc(i, "minNodes"),
+                              f"Karpenter launches nodes for pending pods only: NodePool pools keep no minimum, so "
+                              f"pool {pool.name!r} may shrink below {pool.min_nodes}",
+                              "remove minNodes (a Karpenter pool scales from 0 to nodes), or keep a minimum with a "
+                              "managed node group", severity=WARNING)
+
+
+@rule("GC381", "Karpenter can simulate what a pool advertises: NodeOverlays for shared, MPS and MIG resources")
+def karpenter_overlays(ctx: Context) -> Iterator[Finding]:
+    """A Karpenter pool whose nodes advertise shared, MPS or MIG resources keeps its NodeOverlays
+    (`karpenter.nodeOverlays`), else it never scales out; `karpenter` settings only on a pool that is a Karpenter
+    NodePool gpuconf renders."""
+    from ..render import karpenter
+
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        if pool.karpenter is None:
+            continue
+        if not plan.karpenter_pool(ctx.intent, pool):
+            yield ctx.finding("GC381", _pool_loc(i, "karpenter"),
+                              f"pool {pool.name!r} is not a Karpenter NodePool gpuconf renders, so its karpenter "
+                              "settings apply to nothing", "select the pool by karpenter.sh/nodepool on EKS with "
+                              "spec.cluster.eks.karpenter, or remove karpenter", at_key=True)
+            continue
+        if pool.karpenter.node_overlays:
+            continue
+        capacity = plan.pool_capacity(ctx.intent, pool, ctx.strategy)
+        extra = karpenter.overlay_capacity(capacity.per_node) if capacity is not None else {}
+        if extra:
+            yield ctx.finding("GC381", _pool_loc(i, "karpenter", "nodeOverlays"),
+                              f"Karpenter's simulation knows an instance type's nvidia.com/gpu only: a pod asking for "
+                              f"{', '.join(extra)} never makes it launch a node of pool {pool.name!r}, so the pool "
+                              "never scales out", "keep nodeOverlays (and run Karpenter with --feature-gates "
+                              "NodeOverlay=true), or give the pool exclusive GPUs (or time-slicing without rename)")
+
+
+@rule("GC382", "a Karpenter pool's requirements leave EC2 instance types to launch")
+def karpenter_requirements(ctx: Context) -> Iterator[Finding]:
+    """A Karpenter pool's requirements leave EC2 instance types to launch: the match's instance type, family, GPU
+    name/count, architecture, OS and capacity type agree with the pool's GPU (EC2 facts) and with
+    `karpenter.capacityTypes`; no capacity type twice."""
+    from ..render import karpenter
+
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        if not plan.karpenter_pool(ctx.intent, pool):
+            continue
+        model = plan.gpu_model(ctx.intent, pool.gpu)
+        if model is None or not platforms.ec2_offers(model.id):
+            continue  # GC304, GC345
+        types = list(pool.karpenter.capacity_types) if pool.karpenter is not None else []
+        if len(set(types)) != len(types):
+            yield ctx.finding("GC382", _pool_loc(i, "karpenter", "capacityTypes"),
+                              f"capacityTypes {types} names a capacity type twice", "name each once")
+        _, conflicts = karpenter.requirements(model.id, pool.gpus_per_node, pool.match.node_labels, types)
+        for key, why in conflicts.items():
+            yield ctx.finding("GC382", _pool_loc(i, "match", "nodeLabels", key),
+                              f"Karpenter can never launch pool {pool.name!r}: {why}",
+                              "remove the label, or make it agree with the pool's gpu and gpusPerNode")
+
+
+@rule("GC383", "Karpenter's NodePool names are DNS-1123 subdomains that fit a label value")
+def karpenter_names(ctx: Context) -> Iterator[Finding]:
+    """A Karpenter NodePool name (the `karpenter.sh/nodepool` value) is a DNS-1123 subdomain of at most 63
+    characters."""
+    from ..render import karpenter
+
+    label = karpenter.nodepool_label()
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        name = pool.match.node_labels.get(label)
+        if name is None or not plan.karpenter_pool(ctx.intent, pool):
+            continue
+        why = karpenter.name_problem(name)
+        if why is not None:
+            yield ctx.finding("GC383", _pool_loc(i, "match", "nodeLabels", label),
+                              f"the API server refuses NodePool {name!r}: {why}",
+                              "use lower-case letters, digits and '-', e.g. " + _dns_name(name))
+
+
+def _dns_name(name: str) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:63] or "gpu"
+
+
+def _taints_without_value(ctx: Context, i: int, tool: str) -> Iterator[Finding]:
+    pool = ctx.intent.spec.pools[i]
+    for t, taint in enumerate(pool.taints):
+        if not taint.value:
+            code = "GC385" if tool == "gcloud" else "GC386"
+            yield ctx.finding(code, _pool_loc(i, "taints", t),
+                              f"{tool} takes a node-pool taint as key=value:effect only, but taint {taint.key} of pool "
+                              f"{pool.name!r} has no value", "give the taint a value, e.g. value: \"true\"")
+
+
+@rule("GC385", "a GKE node pool's command matches the pool: accelerator count, spot, taints with values")
+def gke_node_pools(ctx: Context) -> Iterator[Finding]:
+    """A GKE node-pool command matches its pool: `cloud.google.com/gke-accelerator-count` is `gpusPerNode`,
+    `cloud.google.com/gke-spot` is `true`, every taint has a value (gcloud takes `key=value:effect` only)."""
+    if ctx.intent.spec.cluster.distribution != "gke":
+        return
+    gke = platforms.gke()
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        labels = pool.match.node_labels
+        if not any(k.startswith(gke["reservedLabelPrefix"]) for k in labels):
+            continue
+        count = labels.get(gke["labels"]["acceleratorCount"])
+        if count is not None and count != str(pool.gpus_per_node):
+            yield ctx.finding("GC385", _pool_loc(i, "match", "nodeLabels", gke["labels"]["acceleratorCount"]),
+                              f"the match selects nodes with {count} GPUs but pool {pool.name!r} has "
+                              f"{pool.gpus_per_node} per node", "make gpusPerNode and the accelerator count agree")
+        spot = labels.get(gke["labels"]["spot"])
+        if spot is not None and spot not in ("true", "false"):
+            yield ctx.finding("GC385", _pool_loc(i, "match", "nodeLabels", gke["labels"]["spot"]),
+                              f"GKE sets {gke['labels']['spot']} to true on Spot VMs, never to {spot!r}",
+                              "use \"true\" (Spot VMs) or leave the label out")
+        yield from _taints_without_value(ctx, i, "gcloud")
+
+
+@rule("GC386", "an AKS node pool's command runs: its name, taints with values, the spot label")
+def aks_node_pools(ctx: Context) -> Iterator[Finding]:
+    """An AKS node-pool command runs: the agent pool name matches `^[a-z][a-z0-9]{0,11}$`,
+    `kubernetes.azure.com/scalesetpriority` is `spot`, every taint has a value (az takes `key=value:effect`
+    only)."""
+    import re
+
+    if ctx.intent.spec.cluster.distribution != "aks":
+        return
+    aks = platforms.aks()
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        name = pool.match.node_labels.get(aks["agentPoolLabel"])
+        if name is None:
+            continue
+        if not re.match(aks["nodePoolName"]["pattern"], name):  # gke-aks-facts §b: the service's rule
+            yield ctx.finding("GC386", _pool_loc(i, "match", "nodeLabels", aks["agentPoolLabel"]),
+                              f"AKS refuses node pool name {name!r}: a Linux node pool's name is 1 to 12 lower-case "
+                              "letters and digits, starting with a letter", "rename the agent pool, e.g. "
+                              + (re.sub(r"[^a-z0-9]", "", name.lower()).lstrip("0123456789")[:12] or "gpu"))
+        priority = pool.match.node_labels.get(aks["spotLabel"]["key"])
+        if priority is not None and priority != aks["spotLabel"]["value"]:
+            yield ctx.finding("GC386", _pool_loc(i, "match", "nodeLabels", aks["spotLabel"]["key"]),
+                              f"gpuconf creates Spot VMs for {aks['spotLabel']['key']}={aks['spotLabel']['value']} "
+                              "(the label AKS is commonly reported to give them, which gpuconf's facts could not "
+                              f"verify); {priority!r} asks for no priority the script knows",
+                              f"use {aks['spotLabel']['value']}, or leave the label out")
+        yield from _taints_without_value(ctx, i, "az")
+
+
+@rule("GC387", "a probe that runs on every sync does not keep a pool that scales to zero awake")
+def probe_modes(ctx: Context) -> Iterator[Finding]:
+    """(warning) A pool that scales to zero has a probe that runs on every sync (`probe: hook`), which launches a
+    node each time."""
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        if pool.probe == "hook" and plan.min_nodes(ctx.intent, pool) == 0:
+            yield ctx.finding("GC387", _pool_loc(i, "probe"),
+                              f"pool {pool.name!r} scales to zero, but its probe runs on every sync and so launches a "
+                              "node each time", "use probe: manual (apply probes/<pool>.yaml when you want the proof)",
+                              severity=WARNING)

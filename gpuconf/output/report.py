@@ -245,6 +245,7 @@ def pool_facts(plan: P.Plan) -> list[dict]:
             "modelDeclared": pool.model.declared,
             "gpusPerNode": p.gpus_per_node,
             "nodes": p.nodes,
+            "minNodes": P.min_nodes(plan.intent, p),
             "gpus": p.gpus_per_node * p.nodes,
             "sharing": {"profile": p.sharing, "kind": P.sharing_kind(pool.profile), "detail": sharing_detail(pool)},
             "resources": [{"name": r, "perNode": n, "total": n * p.nodes} for r, n in sorted(pool.capacity.per_node.items())],
@@ -255,6 +256,7 @@ def pool_facts(plan: P.Plan) -> list[dict]:
             "devicePluginConfig": pool.device_plugin_key,
             "migConfig": pool.mig_key,
             "probe": job_name(pool.name),
+            "probeMode": P.probe_mode(plan.intent, p),
         })
     return rows
 
@@ -745,7 +747,7 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
                       "proves": "Kueue's CRDs and webhooks are in place before the queues are applied (Kueue's "
                                 "installation guide; its Helm chart works as well)"})
     policy = openshift.CLUSTER_POLICY_NAME if openshift.olm(plan) else "cluster-policy"
-    folder = shell_word(folder)
+    raw_folder, folder = folder, shell_word(folder)
     steps += [
         {"title": "Apply the manifests (or let Argo CD / Flux sync the folder)",
          "commands": [f"kubectl apply -k {folder}"],
@@ -769,12 +771,20 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
                       "proves": f"mig-manager applied the layout: `{P.MIG_LABEL}.state` is `success` on every node "
                                 "(`failed` or a stuck `pending` means the layout did not apply)"})
     for pool in plan.pools:
+        mode = P.probe_mode(plan.intent, pool.pool)
+        if mode == "off":
+            continue
         job = job_name(pool.name)
         resource = pool.resource
         units = ", ".join(f"{n} {r}" for r, n in sorted(pool.capacity.per_node.items()))
+        # A manual probe lies outside the kustomization (a pool that scales to zero would launch a node on every
+        # sync): create it when the proof is wanted; it launches a node if the pool has none.
+        create = ([f"kubectl -n {ns} delete job/{job} --ignore-not-found",
+                   f"kubectl create -f {shell_word(f'{raw_folder}/probes/{pool.name}.yaml')}"] if mode == "manual" else [])
         steps.append({
-            "title": f"Probe pool {pool.name}",
-            "commands": [f"kubectl -n {ns} wait job/{job} --for=condition=complete --timeout=15m",
+            "title": f"Probe pool {pool.name}" + (" (manual: the pool scales to zero, or its probe is manual)"
+                                                   if mode == "manual" else ""),
+            "commands": [*create, f"kubectl -n {ns} wait job/{job} --for=condition=complete --timeout=15m",
                          f"kubectl -n {ns} logs job/{job}",
                          *([f"kubectl -n {ns} get workloads.kueue.x-k8s.io -o wide | grep {job}"] if queued else []),
                          f"kubectl get nodes -l {P.POOL_LABEL}={pool.name} "

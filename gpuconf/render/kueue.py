@@ -158,7 +158,11 @@ def _flavors(plan: P.Plan, api: dict[str, str]) -> list[dict]:
     docs = []
     for pool in plan.pools:
         spec: dict = {"nodeLabels": {P.POOL_LABEL: pool.name}}
-        tolerations = [P.toleration(t) for t in pool.pool.taints]
+        # GKE's GPU taint too: a pod asking for a MIG or shared resource gets no toleration for nvidia.com/gpu from
+        # ExtendedResourceToleration (it tolerates each requested resource's own name; gke-aks-facts §a).
+        from .platform import pool_tolerations
+
+        tolerations = pool_tolerations(plan, pool)
         if tolerations:
             spec["tolerations"] = tolerations
         docs.append({"apiVersion": api["ResourceFlavor"], "kind": "ResourceFlavor",

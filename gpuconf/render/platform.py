@@ -185,6 +185,17 @@ def probe_tolerations(plan: P.Plan) -> list[dict]:
     return [{"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}]
 
 
+def pool_tolerations(plan: P.Plan, pool: P.PoolPlan, own: bool = True) -> list[dict]:
+    """What a pod on the pool's nodes must tolerate: the platform's GPU taint (GKE) and, with own, the pool's
+    taints; a taint the platform's Exists toleration already covers is not tolerated twice."""
+    out = probe_tolerations(plan)
+    covered = {(t["key"], t["effect"]) for t in out}
+    for taint in pool.pool.taints if own else ():
+        if (taint.key, taint.effect) not in covered:
+            out.append(P.toleration(taint))
+    return out
+
+
 # --- node-pool commands ---------------------------------------------------------------------------------------
 
 
@@ -247,30 +258,48 @@ def shell_script(comments: list[str], required: dict[str, str], command: list[li
 
 
 def gke_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
-    """`gcloud container node-pools create` for a pool selected by GKE node-pool labels."""
+    """`gcloud container node-pools create` for a pool selected by GKE node-pool labels: its accelerator (from the
+    match, else the one GKE type of the model), size or autoscaling range, Spot VMs when the match asks for them."""
     gke = platforms.gke()
+    flags = gke["nodePoolFlags"]
     labels = pool.pool.match.node_labels
     if not any(k.startswith(gke["reservedLabelPrefix"]) for k in labels):
         return None
     name = labels.get(gke["labels"]["nodePool"], pool.name)
     accelerator: Any = labels.get(gke["labels"]["accelerator"])
+    types = platforms.gke_accelerators(pool.model.id)
+    if accelerator is None and len(types) == 1:
+        accelerator = next(iter(types))
+    series = types.get(accelerator) if isinstance(accelerator, str) else None
     required = {"CLUSTER": "set CLUSTER to the GKE cluster", "LOCATION": "set LOCATION to its region or zone",
-                "MACHINE_TYPE": "set MACHINE_TYPE to a machine type that carries the GPUs"}
+                "MACHINE_TYPE": f"set MACHINE_TYPE to a{' ' + series if series else ''} machine type with "
+                                f"{pool.pool.gpus_per_node} x {pool.model.id}"}
     if accelerator is None:
-        required["ACCELERATOR"] = f"set ACCELERATOR to the GKE accelerator type of {pool.model.id}"
+        required["ACCELERATOR"] = (f"set ACCELERATOR to the GKE accelerator type of {pool.model.id}" +
+                                   (f" ({' or '.join(sorted(types))})" if types else ""))
         accelerator = Env("ACCELERATOR")
     own = {**_settable({**labels, **pool.labels}, gke["reservedLabelPrefix"]),
            gke["nodePoolLabel"]["key"]: gke["nodePoolLabel"]["value"]}
     command: list[list[Any]] = [
         ["gcloud", "container", "node-pools", "create", name],
-        ["--cluster", Env("CLUSTER")], ["--location", Env("LOCATION")], ["--machine-type", Env("MACHINE_TYPE")],
-        ["--num-nodes", str(pool.pool.nodes)],
+        ["--cluster", Env("CLUSTER")], ["--location", Env("LOCATION")], ["--machine-type", Env("MACHINE_TYPE")]]
+    low = P.min_nodes(plan.intent, pool.pool)
+    if low < pool.pool.nodes:
+        command += [["--num-nodes", str(low)], [flags["autoscaling"]], [flags["totalMin"], str(low)],
+                    [flags["totalMax"], str(pool.pool.nodes)]]
+    else:
+        command.append(["--num-nodes", str(pool.pool.nodes)])
+    command += [
         ["--accelerator", ("type=", accelerator, f",count={pool.pool.gpus_per_node},{gke['acceleratorOption']}")],
         ["--node-labels", ",".join(f"{k}={v}" for k, v in sorted(own.items()))]]
     if pool.pool.taints:
         command.append(["--node-taints", _taint_flag(pool)])
+    if labels.get(gke["labels"]["spot"]) == "true":
+        command.append([flags["spot"]])
     return shell_script([
-        f"GKE node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node.",
+        f"GKE node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node, "
+        + (f"{low} to {pool.pool.nodes} nodes (cluster autoscaler)." if low < pool.pool.nodes
+           else f"{pool.pool.nodes} nodes."),
         f"{gke['nodePoolLabel']['key']} removes GKE's own device plugin and {gke['acceleratorOption']} its "
         "automatic driver install, in either driver mode (NVIDIA's GKE guide); the pool's labels and taints are the "
         "ones gpuconf's configs and probes expect.",
@@ -278,8 +307,10 @@ def gke_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
 
 
 def aks_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
-    """`az aks nodepool add` for a pool selected by its AKS agent pool."""
+    """`az aks nodepool add` for a pool selected by its AKS agent pool: size or autoscaling range, Spot priority
+    when the match asks for Spot nodes, no AKS driver when the operator installs it."""
     aks = platforms.aks()
+    flags = aks["nodePoolFlags"]
     labels = pool.pool.match.node_labels
     agent_pool = labels.get(aks["agentPoolLabel"])
     if agent_pool is None:
@@ -287,13 +318,23 @@ def aks_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
     required = {"RESOURCE_GROUP": "set RESOURCE_GROUP to the resource group of the cluster",
                 "CLUSTER": "set CLUSTER to the AKS cluster", "VM_SIZE": "set VM_SIZE to a GPU VM size"}
     own = _settable({**labels, **pool.labels}, aks["reservedLabelPrefix"])
+    low = P.min_nodes(plan.intent, pool.pool)
     command: list[list[Any]] = [
         ["az", "aks", "nodepool", "add", "--resource-group", Env("RESOURCE_GROUP"), "--cluster-name", Env("CLUSTER")],
-        ["--name", agent_pool], ["--node-vm-size", Env("VM_SIZE")], ["--node-count", str(pool.pool.nodes)],
-        ["--labels", *(f"{k}={v}" for k, v in sorted(own.items()))]]
+        ["--name", agent_pool], ["--node-vm-size", Env("VM_SIZE")]]
+    if low < pool.pool.nodes:
+        command += [["--node-count", str(low)], [flags["autoscaler"]], [flags["min"], str(low)],
+                    [flags["max"], str(pool.pool.nodes)]]
+    else:
+        command.append(["--node-count", str(pool.pool.nodes)])
+    command.append(["--labels", *(f"{k}={v}" for k, v in sorted(own.items()))])
     if pool.pool.taints:
         command.append(["--node-taints", _taint_flag(pool)])
-    lines = [f"AKS node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node."]
+    if labels.get(aks["spotLabel"]["key"]) == aks["spotLabel"]["value"]:
+        command.append([*flags["priority"].split(), *flags["evictionPolicy"].split()])
+    lines = [f"AKS node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node, "
+             + (f"{low} to {pool.pool.nodes} nodes (cluster autoscaler)." if low < pool.pool.nodes
+                else f"{pool.pool.nodes} nodes.")]
     if pool.driver != "preinstalled":
         command.append(aks["operatorDriver"]["nodePoolFlag"].split())
         lines += [f"{aks['operatorDriver']['nodePoolFlag']} ({aks['operatorDriver']['cli']}) leaves the driver to "
@@ -368,13 +409,32 @@ def notes(plan: P.Plan) -> list[dict[str, str]]:
         pools = karpenter.karpenter_pools(plan)
         if pools:
             names = ", ".join(p.pool.match.node_labels[karpenter.nodepool_label()] for p in pools)
-            note("Karpenter", f"manifests/karpenter.yaml holds the NodePools {names} (the pools' GPU, labels, taints "
-                 f"and size) and EC2NodeClass {karpenter.NODE_CLASS_NAME} with AMI alias {karpenter.ami_alias(plan)}. "
-                 "Karpenter counts a node as initialized only once nvidia.com/gpu is registered, so the driver, "
-                 "toolkit and device plugin must come up first." + (
+            note("Karpenter", f"manifests/karpenter.yaml holds per pool an EC2NodeClass and a NodePool ({names}) of "
+                 f"the same name: the pool's GPU, labels, taints, lifecycle and `limits.nodes` (its maximum), AMI "
+                 f"alias {karpenter.ami_alias(plan)}. Karpenter counts a node as initialized once the resources its "
+                 "pods requested are registered, so the driver, toolkit and device plugin must come up first." + (
                      " The alias latest moves with every AMI release (drift): pin amiVersion in production."
                      if karpenter.ami_alias(plan).endswith("@latest") else ""),
                  platforms.karpenter()["source"])
+            overlays = [p for p in pools if karpenter.nodeoverlay(plan, p) is not None]
+            if overlays:
+                note("Karpenter NodeOverlays", "Karpenter's scheduling simulation knows an instance type's "
+                     "nvidia.com/gpu only: the NodeOverlays of " + ", ".join(p.name for p in overlays) +
+                     " add the shared, MPS or MIG resources their nodes advertise, so a pod asking for them makes "
+                     "Karpenter launch a node. NodeOverlay is alpha (Karpenter v1.7+): run the controller with "
+                     f"--feature-gates {karpenter.FEATURE_GATE}=true (or FEATURE_GATES), else the overlays do "
+                     "nothing and these pools never scale out.", "karpenter-facts §a")
+            for pool in pools:
+                life = karpenter.settings(pool)
+                note(f"Lifecycle of {pool.name}", f"consolidation {life.consolidation_policy} after "
+                     f"{life.consolidate_after}; expireAfter {life.expire_after}" +
+                     (" (expiry is forceful: budgets and karpenter.sh/do-not-disrupt do not hold it)"
+                      if life.expire_after != "Never" else " (gpuconf's default: nodes are never replaced for age; "
+                      "AMI and template changes still replace them by drift)") +
+                     f"; capacity {', '.join(karpenter.capacity_types(pool)) or 'on-demand (Karpenter default)'}; "
+                     f"volume {life.root_volume_gib} GiB" +
+                     (f"; instance store {life.instance_store_policy}" if life.instance_store_policy else "") +
+                     f"; at most {pool.pool.nodes} nodes.", "karpenter-facts §d, §e")
     elif cluster.distribution == "aks":
         aks = platforms.aks()
         if mode == "preinstalled":

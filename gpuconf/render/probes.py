@@ -129,10 +129,10 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
         container["resources"]["limits"] = {"memory": "128Mi"}
         container["resources"]["claims"] = [{"name": REQUEST}]
         spec["resourceClaims"] = [{"name": REQUEST, "resourceClaimTemplateName": probe_template_name(pool)}]
-    from .platform import probe_tolerations
+    from .platform import pool_tolerations
 
     # A queued probe gets its pool's tolerations from the Kueue flavor; the platform's taint is on every GPU node.
-    tolerations = [*probe_tolerations(plan), *([] if queued else (P.toleration(t) for t in pool.pool.taints))]
+    tolerations = pool_tolerations(plan, pool, own=not queued)
     if tolerations:
         spec["tolerations"] = tolerations
     secrets = plan.intent.spec.operator.image_pull_secrets
@@ -151,6 +151,17 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
     }
 
 
+#: Where a manual probe's Job lies: outside the kustomization, so no sync applies it (`kubectl create -f`).
+MANUAL_FOLDER = "probes"
+
+
 def render(plan: P.Plan) -> list[dict]:
-    """One probe Job per pool, in pool order of the intent."""
-    return [probe(plan, pool) for pool in plan.pools]
+    """The probe Job of each pool whose probe runs on every sync (mode hook), in pool order of the intent."""
+    return [probe(plan, pool) for pool in plan.pools if P.probe_mode(plan.intent, pool.pool) == "hook"]
+
+
+def manual(plan: P.Plan) -> dict[str, dict]:
+    """probes/<pool>.yaml -> the Job of each pool whose probe the user runs (mode manual): a pool that scales to
+    zero would otherwise launch a node on every sync."""
+    return {f"{MANUAL_FOLDER}/{pool.name}.yaml": probe(plan, pool) for pool in plan.pools
+            if P.probe_mode(plan.intent, pool.pool) == "manual"}

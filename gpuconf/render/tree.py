@@ -128,6 +128,9 @@ def render_tree(plan: P.Plan, command: Command) -> Tree:
             tree.files[path] = f"{shebang}\n{head}{rest}"
         else:
             tree.files[path] = head + content
+    for path, job in sorted(probes.manual(plan).items()):  # applied by hand: no sync annotations, not kustomized
+        tree.documents[path] = [job]
+        tree.files[path] = head + dump_all([job])
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
