@@ -426,10 +426,12 @@ class DisruptionBudget(Strict):
     nodes: Annotated[str, Field(pattern=r"^((100|[0-9]{1,2})%|[0-9]+)$")] = Field(
         description="A node count or a percentage of the pool's nodes, e.g. \"1\" or \"10%\"; \"0\" blocks.")
     reasons: List[Literal["Underutilized", "Empty", "Drifted"]] = Field(
-        default_factory=list, max_length=3, description="The disruption reasons it applies to; default all.")
-    schedule: Optional[NonEmpty] = Field(None, description="Cron schedule when the budget starts (with duration).")
+        default_factory=list, max_length=3, description="The disruption reasons it applies to; default all.",
+        examples=[["Drifted"]])
+    schedule: Optional[NonEmpty] = Field(None, description="Cron schedule when the budget starts (with duration).",
+                                         examples=["0 9 * * mon-fri"])
     duration: Optional[Annotated[str, Field(pattern=r"^([0-9]+(m|h))+$")]] = Field(
-        None, description="How long the budget lasts from each schedule, e.g. 8h (with schedule).")
+        None, description="How long the budget lasts from each schedule, e.g. 8h (with schedule).", examples=["8h"])
 
 
 class KarpenterPool(Strict):
