@@ -547,8 +547,10 @@ def _node_replacement(change: Change) -> list[Impact]:
     return impacts
 
 
-#: The node count of a node-pool command (gcloud's --num-nodes, az's --node-count): scaling, not a node setting.
-_COUNT_FLAGS = ("--num-nodes ", "--node-count ")
+#: The node count of a node-pool command (gcloud's --num-nodes, az's --node-count) and its autoscaling range
+#: (gcloud's --total-min/max-nodes, az's --min/max-count): scaling, not a node setting.
+_COUNT_FLAGS = ("--num-nodes ", "--node-count ", "--total-min-nodes ", "--total-max-nodes ", "--min-count ",
+                "--max-count ")
 
 
 def _count_line(line: Any) -> bool:
