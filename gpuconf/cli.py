@@ -429,6 +429,8 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_fi
               help="A Helm values file of the installation; repeat: later files win, as with helm -f.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE[,...]",
               help="A helm --set argument (Helm's syntax: a.b=c, a\\.b=c, a={x,y}, a[0]=x); applied after the files.")
+@click.option("--set-string", "set_strings", multiple=True, metavar="KEY=VALUE[,...]",
+              help="A helm --set-string argument: like --set, every value a string; applied after every --set.")
 @click.option("--configmap", "configmaps", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A device-plugin ConfigMap (YAML) the values name in devicePlugin.config.name; repeatable.")
 @click.option("--chart-version", "chart_version", metavar="VERSION",
@@ -441,7 +443,8 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_fi
               help="Write the draft here (refuses to overwrite), and the JSON Schema its first line names next to it "
                    "when that file does not exist yet.")
 def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float,
-            values: tuple[str, ...], sets: tuple[str, ...], configmaps: tuple[str, ...], chart_version: str | None,
+            values: tuple[str, ...], sets: tuple[str, ...], set_strings: tuple[str, ...],
+            configmaps: tuple[str, ...], chart_version: str | None,
             gpu: str | None, report: str | None, name: str, output: str | None) -> None:
     """Draft an intent from an existing installation: its nodes (--nodes, --kubeconfig), its Helm values (--values,
     --set) and device-plugin ConfigMaps (--configmap).
@@ -452,7 +455,7 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
     """
     from pathlib import Path
 
-    adopting = bool(values or sets or configmaps)
+    adopting = bool(values or sets or set_strings or configmaps)
     for path, what in ((output, "gpuconf import never overwrites a file"),):
         if path and Path(path).exists():
             raise click.UsageError(f"{path} exists; {what}")
@@ -494,7 +497,7 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
         nodes_chart = yaml.safe_load(draft.text)["spec"]["operator"]["chartVersion"]
     try:
         adopted = import_values(values, sets, configmaps, chart_version, name, draft.text if draft else None, gpu,
-                                nodes_chart, cluster)
+                                nodes_chart, cluster, set_strings)
     except InputError as exc:
         click.echo(f"gpuconf: {exc}", err=True)
         sys.exit(EXIT_USAGE)

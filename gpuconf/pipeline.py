@@ -391,7 +391,7 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool = False, oc_mirr
 
 def import_values(values: tuple[str, ...], sets: tuple[str, ...], configmaps: tuple[str, ...],
                   chart_version: str | None, name: str, nodes_text: str | None = None, gpu: str | None = None,
-                  nodes_chart: str | None = None, cluster=None):
+                  nodes_chart: str | None = None, cluster=None, set_strings: tuple[str, ...] = ()):
     """`gpuconf import --values/--set/--configmap`: the Adopted draft (raises adopt.sources.InputError for an input
     that is not what its option says, UsageProblem for an unknown chart version or GPU)."""
     from . import catalog
@@ -410,9 +410,10 @@ def import_values(values: tuple[str, ...], sets: tuple[str, ...], configmaps: tu
         raise UsageProblem(f"--gpu {gpu!r} is not in gpuconf's catalogue (`gpuconf catalog` lists the models)")
     inputs = list(cluster.values) if cluster is not None else []
     inputs += [S.read_values_file(path) for path in values]
-    for argument in sets:
-        S.read_set(argument)  # refused here, before anything is merged, with the argument named
-        inputs.append(S.ValuesInput(f"--set {argument}", {}))
+    # Helm applies every --set, then every --set-string (pkg/cli/values Options.MergeValues); each is refused here,
+    # before anything is merged, with the argument named.
+    inputs += [S.read_set(argument) for argument in sets]
+    inputs += [S.read_set(argument, strings=True) for argument in set_strings]
     maps = (list(cluster.configmaps) if cluster is not None else []) + \
         [cm for path in configmaps for cm in S.read_configmaps(path)]
     adopted = Adopter(inputs, maps, version, name, nodes_text, gpu).run()

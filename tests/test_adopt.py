@@ -486,3 +486,17 @@ def test_named_mig_configs_become_mig_pools_selected_by_their_label(run, tmp_pat
     assert configs["half-and-half"]["why"] == ("not expressible as a MIG layout (not one entry for all devices "
                                                "(per-device or per-model layouts))")
     assert configs["all-disabled"]["outcome"] == "changed"
+
+
+def test_set_string_comes_after_every_set_and_keeps_its_values_strings(run, tmp_path):
+    report = tmp_path / "report.json"
+    result = run("import", "--set-string", "driver.version=580.95.05,toolkit.env[0].name=X,toolkit.env[0].value=1",
+                 "--set", "driver.version=1,toolkit.env[0].name=Y", "--report", str(report))
+    assert result.exit_code == 0, result.stderr
+    rows = {r["path"]: r for r in json.loads(report.read_text())["settings"]}
+    assert rows["driver.version"]["value"] == "580.95.05" and rows["driver.version"]["outcome"] == "mapped"
+    assert rows["driver.version"]["source"] == ("--set-string driver.version=580.95.05,toolkit.env[0].name=X,"
+                                                "toolkit.env[0].value=1")
+    assert rows["toolkit.env"]["value"] == [{"name": "X", "value": "1"}]
+    bad = run("import", "--set-string", "a")
+    assert bad.exit_code == 2 and bad.stderr == "gpuconf: --set-string a: key 'a' has no value\n"

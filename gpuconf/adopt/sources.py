@@ -218,13 +218,13 @@ def _kind(value: Any) -> str:
 
 
 def read_set(argument: str, strings: bool = False) -> ValuesInput:
-    """One --set (or --set-string) argument as a values input of its own."""
-    tree: dict = {}
+    """One --set (or --set-string, with strings) argument, checked, as the input merge_inputs applies in turn."""
+    flag = "--set-string" if strings else "--set"
     try:
-        strvals.parse_into(argument, tree, strings)
+        strvals.parse_into(argument, {}, strings)
     except strvals.SetError as exc:
-        raise InputError(f"--set {argument}: {exc}") from None
-    return ValuesInput(f"--set {argument}", tree)
+        raise InputError(f"{flag} {argument}: {exc}") from None
+    return ValuesInput(f"{flag} {argument}", {})
 
 
 # --- Helm's merge ----------------------------------------------------------------------------------------------
@@ -238,12 +238,12 @@ def merge_inputs(inputs: list[ValuesInput]) -> tuple[dict, dict[Path, str]]:
     for given in inputs:
         if given.name.startswith("--set"):
             # --set parses into the merged map: a nested key goes into the existing map, an index into the list.
-            argument = given.name[len("--set "):]
+            flag, _, argument = given.name.partition(" ")
             before = {p: v for p, v in leaves(merged)}
             try:
-                strvals.parse_into(argument, merged)
+                strvals.parse_into(argument, merged, strings=flag == "--set-string")
             except strvals.SetError as exc:
-                raise InputError(f"--set {argument}: {exc}") from None
+                raise InputError(f"{flag} {argument}: {exc}") from None
             for p, v in leaves(merged):
                 if p not in before or before[p] != v or type(before[p]) is not type(v):
                     _claim(sources, p, given.name)
