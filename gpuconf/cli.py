@@ -165,7 +165,7 @@ _NODES_HELP = "A NodeList: the output of `kubectl get nodes -o json` (`-` reads 
 _KUBECONFIG_HELP = "Read the nodes from a live cluster instead (read-only: lists nodes, nothing else)."
 _IMPORT_KUBECONFIG_HELP = ("Read the nodes from a live cluster, and the installation: the gpu-operator Helm release's "
                            "values (its release Secret), else the ClusterPolicy; the NVIDIADrivers; the device-plugin "
-                           "ConfigMap they name (read-only: GET requests only).")
+                           "and MIG ConfigMaps they name (read-only: GET requests only).")
 _TIMEOUT_HELP = ("With --kubeconfig: seconds the whole node list (every page) may take, from connecting to its last "
                  "byte (a stalled or dripping API server fails with exit 2).")
 _request_timeout = click.option("--request-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),

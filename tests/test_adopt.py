@@ -299,7 +299,8 @@ def test_the_migration_guides_two_commands_pass(run, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     absolute = [str(root / a) if a.startswith("tests/") else a for a in first[1:]]
     imported = run(*absolute)
-    assert imported.exit_code == 0 and (tmp_path / "intent.yaml").exists() and (tmp_path / "import-report.json").exists()
+    assert imported.exit_code == 0
+    assert (tmp_path / "intent.yaml").exists() and (tmp_path / "import-report.json").exists()
     compared = run(*[str(root / a) if a.startswith("tests/") else a for a in second[1:]])
     assert compared.exit_code == 1  # the reported leaves differ
     reported = {r["path"] for r in json.loads((tmp_path / "import-report.json").read_text())["settings"]
@@ -372,7 +373,8 @@ def test_import_from_a_cluster_without_a_release_reads_the_cluster_policy(run, t
     policy = {"metadata": {"name": "cluster-policy"},
               "spec": {"driver": {"enabled": False}, "mig": {"strategy": "single"},
                        "migManager": {"config": {"name": "custom-mig-config", "default": "all-disabled"}},
-                       "toolkit": {"env": [{"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"},
+                       "toolkit": {"env": [{"name": "CONTAINERD_SOCKET",
+                                            "value": "/run/k3s/containerd/containerd.sock"},
                                            {"name": "CONTAINERD_CONFIG",
                                             "value": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"}]}}}
     mig = yaml.safe_load((FIXTURES / "mig-configs" / "configmap.yaml").read_text())

@@ -358,6 +358,7 @@ def read_configmaps(path: str) -> list[ConfigMapInput]:
         data = item.get("data") or {}
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
             raise InputError(f"{name}: ConfigMap {meta.get('name')!r}: data must map keys to text")
-        out.append(ConfigMapInput(str(meta.get("name", "")), meta.get("namespace"), {str(k): v for k, v in data.items()},
+        out.append(ConfigMapInput(str(meta.get("name", "")), meta.get("namespace"),
+                                  {str(k): v for k, v in data.items()},
                                   f"{name}: ConfigMap/{meta.get('name', '')}"))
     return out
