@@ -505,8 +505,11 @@ def _reordered(node):
 @_SETTINGS
 @given(case=S.intents(), comment=st.sampled_from(["# reviewed\n", "# yaml-language-server: $schema=x.json\n"]))
 def test_edits_that_change_nothing_deployed_give_only_none(case, comment):
-    """Comments, key order and the intent's own layout change nothing the cluster runs: the plan is `none` alone."""
+    """Comments, key order and REPORT-only wording (an override's `why`, which only REPORT.md and a `# via` comment
+    carry) change nothing the cluster runs: the plan is `none` alone."""
     data = S.load_plain(case.text())
+    for override in data["spec"].get("overrides", []):
+        override["why"] = "reworded: " + override["why"]
     plan, diff = impacts(case.text(), comment + S.dump_yaml(_reordered(data)))
     assert [(i.kind, i.severity) for i in plan.impacts] == [("none", "none")]
     assert diff.equal
