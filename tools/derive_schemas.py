@@ -101,6 +101,11 @@ _INT_OR_STRING_ANYOF = [{"type": "integer"}, {"type": "string"}]
 _LATE_FLAGS = re.compile(r"^\^\(\?([a-zA-Z]+)\)")
 # The custom keyword that carries x-kubernetes-list-map-keys into the JSON Schema; gpuconf.output.verify checks it.
 LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
+# The CRDs whose CEL rules (`x-kubernetes-validations`, rule and message) stay in the converted schema, where JSON
+# Schema ignores them and tests/cel.py evaluates them: Karpenter's, whose rules carry facts the schema lacks (the
+# restricted label domains, one of role/instanceProfile, alias terms).
+CEL_KEPT_GROUPS = frozenset({"karpenter.sh", "karpenter.k8s.aws"})
+CEL_RULES = "x-kubernetes-validations"
 
 
 class DeriveError(Exception):
@@ -120,9 +125,10 @@ def python_pattern(pattern: str, where: str) -> str:
 class Converter:
     """Converts one CRD version's openAPIV3Schema, counting the CEL rules it has to drop."""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, keep_cel: bool = False) -> None:
         self.where = where
         self.cel_rules = 0
+        self.keep_cel = keep_cel
 
     def convert(self, node: Any, path: str = "$") -> dict[str, Any]:
         """The JSON Schema of one structural-schema node."""
@@ -134,6 +140,8 @@ class Converter:
                               f"{', '.join(sorted(unknown))}")
         self.cel_rules += len(node.get("x-kubernetes-validations", []))
         out: dict[str, Any] = {key: copy.deepcopy(node[key]) for key in _SAME if key in node}
+        if self.keep_cel and node.get(CEL_RULES):
+            out[CEL_RULES] = [{k: rule[k] for k in ("rule", "message") if k in rule} for rule in node[CEL_RULES]]
         if "pattern" in out:
             out["pattern"] = python_pattern(out["pattern"], f"{self.where}: {path}")
         if "properties" in node:
@@ -198,7 +206,7 @@ def crd_version_schema(crd: dict[str, Any], version: dict[str, Any], where: str)
         raw = version["schema"]["openAPIV3Schema"]
     except (KeyError, TypeError) as exc:
         raise DeriveError(f"{where}: version {version.get('name')} has no openAPIV3Schema") from exc
-    converter = Converter(f"{where} {version['name']}")
+    converter = Converter(f"{where} {version['name']}", keep_cel=group in CEL_KEPT_GROUPS)
     schema = converter.convert(raw)
     if schema.get("type") != "object" or "properties" not in schema:
         raise DeriveError(f"{where}: the top of the {version['name']} schema is not an object with properties")
@@ -542,7 +550,9 @@ def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], d
                     f"JSON Schema (Draft 2020-12) of {kind} {group}/{version['name']}, converted from the CRD's "
                     f"openAPIV3Schema: strict (unlisted fields are errors), int-or-string and nullable translated, "
                     f"RE2 patterns made Python-compatible; `{LIST_MAP_KEYS}` lists the keys that must be unique "
-                    f"in a map-type list (checked by gpuconf.output.verify). CEL rules are not checked.")
+                    f"in a map-type list (checked by gpuconf.output.verify). " + (
+                        f"`{CEL_RULES}` keeps the CEL rules (tests/cel.py evaluates them)." if group in CEL_KEPT_GROUPS
+                        else "CEL rules are not checked."))
                 if check:
                     check_schema(schema, name)
                 outputs[f"schemas/crds/{name}"] = _dump(schema)
