@@ -138,6 +138,24 @@ def test_each_toleration_rule_of_the_flavor_crd(toleration, expected):
     assert problems(flavor("f", tolerations=[toleration])) == [f"ResourceFlavor/f: {m}" for m in expected]
 
 
+def test_tolerations_read_back_from_yaml_are_compared_by_value():
+    """The documents problems() reads may come from YAML text (a rendered folder read back): its strings are new
+    objects, equal to the code's constants but not the same objects."""
+    from ruamel.yaml import YAML
+
+    text = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: f}
+spec:
+  tolerations:
+    - {operator: Exists}
+    - {key: k, operator: Exists, effect: NoSchedule}
+    - {key: k, operator: Equal, value: v, effect: NoExecute, tolerationSeconds: 30}
+"""
+    assert problems(YAML(typ="safe", pure=True).load(text)) == []
+
+
 # --- ClusterQueue rules ----------------------------------------------------------------------------------------
 
 

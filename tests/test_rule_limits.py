@@ -112,3 +112,16 @@ def test_label_values_at_kubernetes_limits(value, ok):
     from gpuconf.intent.rules import _label_value_ok
 
     assert _label_value_ok(value) is ok
+
+
+@pytest.mark.parametrize(("why", "short"), [("Prometheus overload mitigation", False), ("Prometheus overload", True),
+                                            ("fixes", True)])
+def test_an_override_reason_needs_three_words(why, short):
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    text = HEAD.replace("  queueing:\n    kueue:\n      version: v0.19.2\n", "") + (
+        "    - {name: a, gpu: L4, gpusPerNode: 1, nodes: 1, match: {pciDevice: true}}\n"
+        f"  overrides:\n    - path: dcgmExporter.serviceMonitor.interval\n      value: 30s\n      why: {why}\n")
+    found = [f.message for f in validate_document(load_text(text, "why.yaml")).findings if f.code == "GC326"]
+    assert found == (["the reason is too short to tell a reviewer why the override exists"] if short else [])

@@ -152,6 +152,12 @@ def test_a_replaced_policy_merges_its_maps_and_renames_gpu_pod_deletion():
     assert "gpuPodDeletion" not in policy and policy["maxParallelUpgrades"] == 1
 
 
+def test_policy_overrides_after_other_overrides_still_apply():
+    policy = _intended(overrides=(("driver.repository", "registry.example/nvidia"),
+                                  ("driver.upgradePolicy.maxParallelUpgrades", "4")))
+    assert policy["maxParallelUpgrades"] == 4
+
+
 def test_overrides_after_a_replaced_policy_still_apply():
     policy = _intended(overrides=(("driver.upgradePolicy", "{autoUpgrade: false}"),
                                   ("driver.upgradePolicy.maxParallelUpgrades", "5")))
@@ -180,7 +186,9 @@ def test_an_overridden_policy_is_what_the_check_expects(tmp_path):
 
 @pytest.mark.parametrize(("want", "got", "same"), [
     (0, "0%", True), ("0%", 0, True), ("0%", "0%", True), ("25%", "25%", True), (1, 1, True), ("25%", 25, False),
-    (1, "1%", False), ("10%", "1%", False), ("x%", "x%", True), ("x%", "0%", False), (None, None, True)])
+    (1, "1%", False), ("10%", "1%", False), ("x%", "x%", True), ("x%", "0%", False), (None, None, True),
+    # Kubernetes reads a percentage's digits as a number (intstr, strconv.Atoi): "05%" is 5 %, "00%" none.
+    ("05%", "5%", True), ("05%", 0, False), ("00%", 0, True)])
 def test_max_unavailable_zero_and_zero_percent_are_the_same(want, got, same):
     from gpuconf.output.semantic import _same_unavailable
 
