@@ -830,3 +830,17 @@ def test_aks_autoscaled_spot_pool_script(tmp_path):
     report = tree.files["REPORT.md"]
     assert "0 to 5 (autoscaled; capacity and quotas count 5)" in report
     assert "kubectl create -f out/lab/probes/t4.yaml" in report
+
+
+def test_a_budget_window_needs_schedule_and_duration(tmp_path):
+    pools = ("    - {name: t4, gpu: T4, gpusPerNode: 1, nodes: 2, match: {nodeLabels: {karpenter.sh/nodepool: t4}}, "
+             "karpenter: {budgets: [{nodes: '0', schedule: '0 9 * * mon-fri'}]}}\n")
+    result = _validate(tmp_path, _intent(KARPENTER, pools))
+    assert [(f.code, f.path, f.message) for f in result.findings] == [
+        ("GC207", "spec.pools[0].karpenter.budgets[0]", "a mapping: give schedule and duration together, or neither")]
+    from gpuconf.render import karpenter
+
+    broken = {"kind": "NodePool", "metadata": {"name": "t4"}, "spec": {
+        "disruption": {"budgets": [{"nodes": "0", "schedule": "@daily"}]},
+        "template": {"metadata": {}, "spec": {"requirements": []}}}}
+    assert karpenter.problems([broken]) == ["NodePool/t4: a budget's schedule must be set with its duration"]

@@ -433,6 +433,13 @@ class DisruptionBudget(Strict):
     duration: Optional[Annotated[str, Field(pattern=r"^([0-9]+(m|h))+$")]] = Field(
         None, description="How long the budget lasts from each schedule, e.g. 8h (with schedule).", examples=["8h"])
 
+    @model_validator(mode="after")
+    def _schedule_with_duration(self) -> "DisruptionBudget":
+        # The NodePool CRD's CEL rule: "'schedule' must be set with 'duration'" (karpenter-facts §d).
+        if (self.schedule is None) != (self.duration is None):
+            raise PydanticCustomError("budget_window", "give schedule and duration together, or neither")
+        return self
+
 
 class KarpenterPool(Strict):
     """The lifecycle of a Karpenter pool's nodes: consolidation, expiry, capacity type and its EC2NodeClass."""

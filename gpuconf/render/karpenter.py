@@ -275,6 +275,9 @@ def problems(docs: list[dict]) -> list[str]:
         where = f"{doc['kind']}/{doc['metadata']['name']}"
         spec = doc["spec"]
         if doc["kind"] == "NodePool":
+            for budget in spec.get("disruption", {}).get("budgets", []):
+                if ("schedule" in budget) != ("duration" in budget):
+                    out.append(f"{where}: a budget's schedule must be set with its duration")
             template = spec["template"]
             for key in template["metadata"].get("labels", {}):
                 if restricted(key):
