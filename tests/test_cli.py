@@ -65,6 +65,14 @@ def test_summary_of_the_reference_example(run):
     assert "32 nvidia.com/mig-3g.40gb" in result.stdout  # 4 nodes x 8 GPUs x 1
 
 
+def test_summary_shows_an_autoscaled_pools_range_and_totals_its_maximum(run):
+    result = run("validate", "--summary", str(ROOT / "examples" / "platforms" / "gke.yaml"))
+    assert result.exit_code == 0
+    row = next(line.split() for line in result.stdout.splitlines() if line.strip().startswith("l4-serving"))
+    assert row[:4] == ["l4-serving", "L4", "0-4", "8"]  # minNodes 0, nodes 4: 4 x 2 GPUs at most
+    assert "total: 2 pools, 6 nodes, 24 GPUs" in result.stdout
+
+
 def test_init_refuses_to_overwrite(run, tmp_path):
     target = tmp_path / "intent.yaml"
     assert run("init", "-o", str(target)).exit_code == 0

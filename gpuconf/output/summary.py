@@ -22,7 +22,9 @@ def summarise(intent, file: str) -> str:
         total_nodes += pool.nodes
         ads = ", ".join(f"{cap.total(r)} {r}" for r in sorted(cap.per_node)) if cap else "?"
         kind = plan.sharing_kind(prof) if prof else "?"
-        rows.append((pool.name, pool.gpu, str(pool.nodes), str(gpus), f"{pool.sharing} ({kind})", ads))
+        low = plan.min_nodes(intent, pool)  # an autoscaled pool: its range; the totals count the maximum
+        nodes = str(pool.nodes) if low == pool.nodes else f"{low}-{pool.nodes}"
+        rows.append((pool.name, pool.gpu, nodes, str(gpus), f"{pool.sharing} ({kind})", ads))
     lines += _table(rows)
     counts = [_count(len(spec.pools), "pool"), _count(total_nodes, "node"), _count(total_gpus, "GPU")]
     lines.append(f"total: {', '.join(counts)}; {_count(len(spec.teams), 'team')}, "
