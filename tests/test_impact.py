@@ -232,6 +232,15 @@ def comments_only():
     return text, "# reviewed by the platform team\n" + text.replace("    # no 1g.10gb slices", "    # none of 1g.10gb")
 
 
+def allocation_switch():
+    before = example("single-pool.yaml")
+    before["spec"]["cluster"]["kubernetesVersion"] = "1.34"
+    before["spec"]["operator"]["chartVersion"] = "v26.7.0"
+    after = copy.deepcopy(before)
+    after["spec"]["cluster"]["allocation"] = "dra"
+    return before, after
+
+
 ALL3 = ["train-h100", "infer-a100", "notebooks-l4"]
 PROBES = ("probe-run", "none", ["infer-a100", "notebooks-l4", "train-h100"], None, [])
 MIG = ["nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb"]
@@ -242,6 +251,11 @@ CASES = {
         ("driver-mode-switch", "disruptive", ALL3, 26, []), PROBES,
         ("object-change", "none", [], None, [])],
         {"driver-mode-switch": "from the ClusterPolicy to per-pool NVIDIADriver objects"}),
+    "allocation-switch": (allocation_switch, [
+        ("allocation-switch", "disruptive", ["l40s"], 3, []),
+        ("resource-rename", "pending", ["l40s"], 3, ["nvidia.com/gpu"]),
+        ("probe-run", "none", ["l40s"], None, []), ("object-change", "none", [], None, [])],
+        {"allocation-switch": "from the device plugin (ClusterPolicy) to DRA (GPUCluster)"}),
     "driver-upgrade": (driver_version, [("driver-upgrade", "disruptive", ["l40s"], 3, [])],
                        {"driver-upgrade": "from 580.126.20 to 595.91.07"}),
     "driver-upgrade, two waves at once": (wave_skipped, [

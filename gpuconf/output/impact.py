@@ -256,6 +256,36 @@ def _operator_upgrade(change: Change) -> list[Impact]:
                    nodes=change.pools_nodes(pools), documents=docs)]
 
 
+def _stack(side: Deployed) -> str:
+    """The allocation stack a folder deploys: dra when its values deploy the GPUCluster, else devicePlugin."""
+    return "dra" if (side.values.get("gpuCluster") or {}).get("deployCR") is True else "devicePlugin"
+
+
+@impact_kind("allocation-switch", "the cluster's allocation stack switches between the device plugin and DRA")
+def _allocation_switch(change: Change) -> list[Impact]:
+    before, after = _stack(change.old), _stack(change.new)
+    if before == after:
+        return []
+    names = {"devicePlugin": "the device plugin (ClusterPolicy)", "dra": "DRA (GPUCluster)"}
+    pools = list(change.new.pools)
+    # Everything the other stack's objects were: the chart's CR switch, the sharing and MIG configs, the classes and
+    # claim templates, the quotas and probes that now name other resources.
+    docs = change.values_paths("gpuCluster.", "clusterPolicy.", "draDriver.", "devicePlugin.config", "migManager.config",
+                               "mig.strategy", "driver.nvidiaDriverCRD", "driver.upgradePolicy.autoUpgrade")
+    docs += change.documents(["DeviceClass", "ResourceClaimTemplate", "ConfigMap", "NodeFeatureRule", "ResourceQuota",
+                              "Job", "ClusterQueue", "ResourceFlavor", "NVIDIADriver"])
+    return [Impact(
+        "allocation-switch", "disruptive", pools,
+        f"the cluster switches its GPU allocation stack from {names[before]} to {names[after]}: the chart deletes "
+        "one custom resource and creates the other, the operator tears down the old stack's operands on every GPU "
+        "node (device plugin, GFD, MIG Manager and toolkit, or the DRA driver) and relabels the nodes, so running GPU "
+        "pods lose their devices and every workload must ask for GPUs the new way (claims instead of nvidia.com/gpu, "
+        "or back); NVIDIA supports the DRA stack on new clusters only, with no in-place migration",
+        "do not switch a running cluster: build a new cluster from this intent and move the workloads to it; keep "
+        "this intent's old folder for the old cluster",
+        nodes=change.pools_nodes(pools), documents=docs)]
+
+
 def _driver_owner(pool: dict) -> str:
     return DRIVER_OWNER.get((pool.get("driver") or {}).get("mode"), "unknown")
 
@@ -365,6 +395,8 @@ def _per_node(resources: dict[str, int]) -> str:
 
 @impact_kind("device-plugin-restart", "a pool's device-plugin config changes")
 def _device_plugin_restart(change: Change) -> list[Impact]:
+    if "dra" in (_stack(change.old), _stack(change.new)):
+        return []  # no device plugin on the DRA stack; a switch to or from it is allocation-switch's
     pools = []
     for name in change.both():
         before = (change.old.pools[name].get("labels") or {}).get(PLUGIN_LABEL)
