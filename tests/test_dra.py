@@ -302,3 +302,10 @@ def test_resource_slice_attributes_become_what_a_selector_reads():
     assert found == {"n1": [{"driver": "gpu.nvidia.com", "capacity": {}, "attributes": {"gpu.nvidia.com": {
         "type": "gpu", "productName": "NVIDIA L4", "cudaComputeCapability": "8.9.0"}}}]}
     assert dra.matches(dra.selector("L4"), found["n1"][0])
+
+
+def test_no_allocatable_alert_on_the_dra_stack(tree):
+    rules = [r["alert"] for d in tree.documents["manifests/monitoring.yaml"] if d["kind"] == "PrometheusRule"
+             for g in d["spec"]["groups"] for r in g["rules"]]
+    # The DCGM alerts only: the nodes advertise no GPU resource that GpuconfGPUsUnavailable could read.
+    assert rules == ["GpuconfGPUTemperatureHigh", "GpuconfGPUXidError", "GpuconfGPUEccDoubleBitError"]

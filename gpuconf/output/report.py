@@ -545,6 +545,13 @@ def upgrade_facts(plan: P.Plan, merged: dict) -> dict:
                     if default_cr is not None else "") +
                  ". `maxParallelUpgrades` and `maxUnavailable` count per NVIDIADriver: pools whose NVIDIADrivers "
                  "change in one commit upgrade side by side.")
+    elif default_cr is not None and plan.intent.spec.cluster.allocation == "dra":
+        # The GPUCluster stack installs operator drivers only through NVIDIADrivers: the chart's default one.
+        policy = C.effective_nvd_policy(default_cr)
+        where = ("NVIDIADriver mode (the DRA stack has no ClusterPolicy): the operator reconciles the chart's "
+                 "`NVIDIADriver/default`, whose `spec.upgradePolicy` the chart renders from the values' "
+                 "`driver.upgradePolicy`; it applies to every managed node at once. DRA nodes take no automatic "
+                 "upgrades, so `autoUpgrade` is false.")
     else:
         policy = C.upgrade_policy(merged) or C.OPERATOR_DEFAULT_POLICY
         where = ("ClusterPolicy mode: the operator reads the ClusterPolicy's `spec.driver.upgradePolicy`, which the "
@@ -682,6 +689,13 @@ def helm_install_command(plan: P.Plan, values_file: str) -> str:
             f"--namespace {plan.namespace} --create-namespace -f {values_file}")
 
 
+def dra_class_of(resource: str) -> str | None:
+    """The DeviceClass a DRA quota key counts."""
+    from ..dra import class_of_key
+
+    return class_of_key(resource)
+
+
 def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> list[dict]:
     """The acceptance checklist: apply, wait for the operator, then one probe Job per pool and what it proves."""
     from ..render import kueue as K
@@ -764,7 +778,18 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
          "commands": [f"kubectl wait clusterpolicy/{policy} --for=jsonpath='{{.status.state}}'=ready --timeout=30m"],
          "proves": "every operand the ClusterPolicy enables is running on every GPU node"},
     ]
-    if any(p.mig_key is not None and P.mig_layout(p.profile, p.model) for p in plan.pools):
+    dra = plan.intent.spec.cluster.allocation == "dra"
+    if dra:  # the GPUCluster instead of the ClusterPolicy; no mig-manager; devices in ResourceSlices
+        from ..render.chart import GPUCLUSTER_NAME
+
+        steps[-1] = {"title": "Wait for the operator to finish",
+                     "commands": [f"kubectl wait gpucluster/{GPUCLUSTER_NAME} --for=jsonpath='{{.status.state}}'=ready "
+                                  "--timeout=30m",
+                                  "kubectl get resourceslices --field-selector spec.driver=gpu.nvidia.com"],
+                     "proves": "the DRA driver, DCGM and the validator run on every GPU node (a ClusterPolicy left "
+                               "over keeps the GPUCluster notReady with PrerequisiteNotMet), and the driver publishes "
+                               "each node's devices in a ResourceSlice"}
+    if not dra and any(p.mig_key is not None and P.mig_layout(p.profile, p.model) for p in plan.pools):
         steps.append({"title": "Check that MIG reconfiguration succeeded",
                       "commands": [f"kubectl get nodes -l {P.POOL_LABEL}={p.name} -L {P.MIG_LABEL}.state"
                                    for p in plan.pools if p.mig_key is not None and P.mig_layout(p.profile, p.model)],
@@ -788,8 +813,18 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
                          f"kubectl -n {ns} logs job/{job}",
                          *([f"kubectl -n {ns} get workloads.kueue.x-k8s.io -o wide | grep {job}"] if queued else []),
                          f"kubectl get nodes -l {P.POOL_LABEL}={pool.name} "
-                         "-o custom-columns=NAME:.metadata.name,ALLOCATABLE:.status.allocatable"],
-            "proves": ((f"Kueue admitted the Job from queue `{K.ACCEPTANCE}` on flavor `{K.flavor_name(pool.name)}` "
+                         "-o custom-columns=NAME:.metadata.name,ALLOCATABLE:.status.allocatable"] if not dra else
+                        [f"kubectl -n {ns} wait job/{job} --for=condition=complete --timeout=15m",
+                         f"kubectl -n {ns} logs job/{job}",
+                         *([f"kubectl -n {ns} get workloads.kueue.x-k8s.io -o wide | grep {job}"] if queued else []),
+                         f"kubectl -n {ns} get resourceclaims -l {P.POOL_LABEL}={pool.name} -o wide"],
+            "proves": (f"a pod claiming 1 device of DeviceClass `{dra_class_of(resource)}` (claim template `{job}`) "
+                       f"and tolerating only this pool's taints is scheduled onto a `{P.POOL_LABEL}={pool.name}` "
+                       "node, so the node is labelled, the driver publishes its devices and the class selects them; "
+                       "the DRA driver prepares a working device (`nvidia-smi -L` lists it in the log). The node's "
+                       f"ResourceSlice should list what the pool promises per node: {units}"
+                       + (f"; Kueue admitted the Job from queue `{K.ACCEPTANCE}`" if queued else "")) if dra else
+                      ((f"Kueue admitted the Job from queue `{K.ACCEPTANCE}` on flavor `{K.flavor_name(pool.name)}` "
                         "(its Workload shows ADMITTED True; a Job that ran without a Workload was not queued: "
                         "Kueue's webhook is missing), and the flavor's tolerations took its pod, asking for "
                         f"1 `{resource}`, onto a " if queued else
@@ -851,6 +886,19 @@ def rollback_steps(plan: P.Plan) -> list[str]:
         "Chart values (tolerations, images, monitoring): the operator updates the ClusterPolicy's DaemonSets; pods "
         "restart node by node.",
     ]
+    if plan.intent.spec.cluster.allocation == "dra":
+        steps[1:6] = [
+            "DeviceClasses and claim templates: the previous ones are applied in place; they apply to claims made from "
+            "then on, and allocated claims keep their devices until their pods end.",
+            "MIG: the DRA stack runs no mig-manager: instances made outside the operator (migPartitions external) "
+            "must be remade with the previous layout by whatever made them, then the driver's kubelet plugin "
+            "restarted; dynamic MIG makes instances per claim and needs nothing.",
+            "Driver: the previous version returns to the NVIDIADriver objects; DRA nodes take no automatic "
+            "upgrades, so replace each node's driver pod (drain first) or the nodes themselves.",
+            "Chart values (tolerations, images, feature gates, monitoring): the operator updates the GPUCluster's "
+            "DaemonSets; pods restart node by node. The allocation stack itself is no rollback: reverting a switch "
+            "of spec.cluster.allocation is a switch again (new clusters only).",
+        ]
     if template_pools:
         steps.insert(3, f"Pools labelled by their node template ({', '.join(template_pools)}): the kubelet applies "
                         "`--node-labels` only when a node registers, so existing nodes keep their labels until they "

@@ -85,7 +85,10 @@ def same_gpu_spec(pool: P.PoolPlan, profiles: list[str]) -> dict:
 
 def _template(plan: P.Plan, name: str, namespace: str, pool: str, spec: dict, labels: dict | None = None) -> dict:
     meta = metadata(plan, name, namespace, {P.POOL_LABEL: pool, **(labels or {})})
-    return {"apiVersion": API, "kind": "ResourceClaimTemplate", "metadata": meta, "spec": {"spec": spec}}
+    # The claims made from the template carry the pool label (ResourceClaimTemplateSpec.metadata is copied into
+    # each ResourceClaim), so `kubectl get resourceclaims -l gpuconf.dev/pool=POOL` finds a pool's claims.
+    return {"apiVersion": API, "kind": "ResourceClaimTemplate", "metadata": meta,
+            "spec": {"metadata": {"labels": {P.POOL_LABEL: pool}}, "spec": spec}}
 
 
 def claim_templates(plan: P.Plan) -> list[dict]:

@@ -108,7 +108,9 @@ def alert_rules(plan: P.Plan) -> list[dict]:
             "(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL is a volatile counter: it returns to 0 only when the driver reloads or "
             "the GPU is reset, so the alert holds until then); drain the node and reset the GPU.",
         ))
-    if alerts.gpus_unavailable:
+    # On the DRA stack nodes advertise no GPU resource (kube_node_status_allocatable has none to read): the devices
+    # are in ResourceSlices, which `gpuconf audit --resource-slices` reads (GA130).
+    if alerts.gpus_unavailable and plan.intent.spec.cluster.allocation != "dra":
         for pool in plan.pools:
             rules.append(_gpus_unavailable(pool))
     return rules
