@@ -186,12 +186,13 @@ _request_timeout = click.option("--request-timeout", "timeout", type=click.Float
               help="With --against: count each impact's nodes in this NodeList (`kubectl get nodes -o json`), by "
                    "their gpuconf.dev/pool label, instead of the declared counts.")
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False),
-              help="With --against: count the nodes in a live cluster instead (read-only: lists nodes).")
+              help="With --against: count the nodes and their running GPU pods in a live cluster instead (read-only: "
+                   "lists nodes and running pods).")
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
 @_request_timeout
 @click.option("--pods", "pods_file", type=click.Path(exists=True, dir_okay=False),
               help="With --nodes or --kubeconfig: count the running pods with NVIDIA resource requests on each "
-                   "impact's nodes, from this PodList (`kubectl get pods -A -o json`).")
+                   "impact's nodes, from this PodList (`kubectl get pods -A -o json`) instead of the cluster's.")
 @click.option("--to-chart", "to_chart", metavar="VERSION",
               help="Explain what moving the intent to another GPU Operator chart version changes.")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 when the override report has warnings.")
@@ -227,18 +228,23 @@ def diff(intent: str, fmt: str, against: str | None, fail_on: str | None, nodes_
         raise click.UsageError("--pods needs --nodes or --kubeconfig (pods are counted on the pools' nodes)")
     if nodes_file is not None or kubeconfig is not None:
         nodes, source = _nodes(nodes_file, kubeconfig, context, timeout)
-        pods = None
+        pods, pods_source = None, pods_file
         if pods_file is not None:
             from .cluster.nodesource import read_pods_file
 
             pods = read_pods_file(pods_file)
-        live = Live(nodes, source, pods, pods_file)
+        elif kubeconfig is not None:  # the live cluster gives its running pods too
+            from .cluster.nodesource import read_cluster_pods
+
+            pods, pods_source = read_cluster_pods(kubeconfig, context, timeout), source
+        live = Live(nodes, source, pods, pods_source, pods_optional=pods_file is None)
     try:
         outcome = run_diff(intent, fmt, against, to_chart, warnings_as_errors, fail_on, live)
     except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
     if live is not None:
         _notes(live.nodes)
+        _notes(live.pods)
     _finish(outcome)
 
 

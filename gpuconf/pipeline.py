@@ -213,6 +213,7 @@ class Live:
     nodes_source: str
     pods: object = None
     pods_source: str | None = None
+    pods_optional: bool = False  # listed from the cluster unasked: a cluster that will not list them is a warning
 
 
 def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool,
@@ -306,11 +307,19 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
     result = compare_trees(existing, tree.files, str(target), intent)
     impacts = plan_impacts(existing, tree.files, result)
     transitions = [f for f in findings or [] if f.code in TRANSITION_CODES]
+    notes: list[str] = []
     if live is not None:
         from .cluster.nodesource import NodeSourceError
 
+        pods, pods_source = live.pods, live.pods_source
+        if pods is not None and live.pods_optional:
+            try:
+                pods = list(pods)
+            except NodeSourceError as exc:  # e.g. a role that may list nodes but not pods: nodes still count
+                pods, pods_source = None, None
+                notes.append(f"gpuconf: warning: {exc}; running pods are not counted")
         try:
-            count_live(impacts, live.nodes, live.pods, live.nodes_source, live.pods_source)
+            count_live(impacts, live.nodes, pods, live.nodes_source, pods_source)
         except NodeSourceError as exc:
             return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
     if fmt == "json":
@@ -329,8 +338,8 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
 
         text = format_text(transitions) + impacts_text(impacts, str(target)) + diff_text(result)
     if fail_on is not None:
-        return Outcome(text, code=EXIT_FINDINGS if impacts.fails(fail_on) else EXIT_OK)
-    return Outcome(text, code=EXIT_OK if result.equal else EXIT_FINDINGS)
+        return Outcome(text, notes, code=EXIT_FINDINGS if impacts.fails(fail_on) else EXIT_OK)
+    return Outcome(text, notes, code=EXIT_OK if result.equal else EXIT_FINDINGS)
 
 
 def _valid_tree(intent: str, instead: str) -> tuple[object, Outcome | None]:

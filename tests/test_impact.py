@@ -606,3 +606,56 @@ def test_kubeconfig_counts_the_live_nodes_read_only(run, deployed, tmp_path):
         assert {method for method, _, _ in api.requests} == {"GET"}
     restart = next(i for i in json.loads(result.stdout)["impacts"] if i["kind"] == "device-plugin-restart")
     assert (restart["nodes"], restart["nodesFrom"]) == (l4, "cluster") and l4 > 0
+
+
+def _running_pod(name: str, node: str, resources: dict, phase: str = "Running") -> dict:
+    return {"metadata": {"name": name, "namespace": "research"},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "resources": {"limits": resources}}]},
+            "status": {"phase": phase}}
+
+
+def test_kubeconfig_counts_the_running_gpu_pods_of_each_impact_read_only(run, deployed, tmp_path):
+    """With --kubeconfig and no --pods, the running pods come from the cluster too (GET /api/v1/pods with the field
+    selector status.phase=Running): only those with NVIDIA requests on the impact's nodes count."""
+    from test_audit import FakeApiServer, _clean, _kubeconfig
+
+    _, out, edited = deployed
+    _, after = time_slicing_replicas()
+    nodes = _clean("heterogeneous")
+    l4 = [n["metadata"]["name"] for n in nodes if n["metadata"].get("labels", {}).get("gpuconf.dev/pool") == "notebooks-l4"]
+    other = next(n["metadata"]["name"] for n in nodes
+                 if n["metadata"].get("labels", {}).get("gpuconf.dev/pool") not in (None, "notebooks-l4"))
+    pods = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [
+        _running_pod("nb-1", l4[0], {"nvidia.com/gpu": "1"}),
+        _running_pod("nb-2", l4[-1], {"nvidia.com/gpu": "2"}),
+        _running_pod("web", l4[0], {"cpu": "1"}),                      # asks for no GPU: not counted
+        _running_pod("train", other, {"nvidia.com/gpu": "8"}),          # another pool's node: not counted
+    ]}
+    with FakeApiServer(nodes, objects={"/api/v1/pods": pods}) as api:
+        result = run("diff", edited(after), "--against", str(out), "--format", "json", "--kubeconfig",
+                     _kubeconfig(tmp_path, api.port))
+        assert {method for method, _, _ in api.requests} == {"GET"}
+        [pod_query] = [query for _, path, query in api.requests if path == "/api/v1/pods"]
+    assert pod_query["fieldSelector"] == "status.phase=Running"
+    body = json.loads(result.stdout)
+    restart = next(i for i in body["impacts"] if i["kind"] == "device-plugin-restart")
+    assert restart["pods"] == 2 and restart["nodes"] == len(l4)
+    assert body["podsSource"] == body["nodesSource"]
+
+
+def test_kubeconfig_whose_cluster_will_not_list_pods_still_counts_nodes_and_says_so(run, deployed, tmp_path):
+    """A role that may list nodes but not pods: the nodes are counted, the pods are unknown (null), one warning."""
+    from test_audit import FakeApiServer, _clean, _kubeconfig
+
+    _, out, edited = deployed
+    _, after = time_slicing_replicas()
+    with FakeApiServer(_clean("heterogeneous")) as api:  # the fake answers 404 for /api/v1/pods
+        result = run("diff", edited(after), "--against", str(out), "--format", "json", "--kubeconfig",
+                     _kubeconfig(tmp_path, api.port))
+    assert result.exit_code == 1, result.output  # documents differ
+    assert result.stderr.splitlines() == [
+        f"gpuconf: warning: listing pods at http://127.0.0.1:{api.port} failed (404 Not Found): the server could not "
+        "find the requested resource; running pods are not counted"]
+    body = json.loads(result.stdout)
+    restart = next(i for i in body["impacts"] if i["kind"] == "device-plugin-restart")
+    assert restart["pods"] is None and restart["nodes"] > 0 and body["podsSource"] is None

@@ -359,7 +359,7 @@ class ClusterNodes:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                yield from self._nodes()
+                yield from self._list()
             finally:
                 root.removeHandler(capture)
                 self._note(caught)
@@ -396,7 +396,7 @@ class ClusterNodes:
                     first = str(w.message).strip().splitlines()[0] if str(w.message).strip() else category
                     self.notes.append(f"warning: the Kubernetes client warned ({category}): {_one_line(first)}")
 
-    def _nodes(self) -> Iterator[dict]:
+    def _list(self) -> Iterator[dict]:
         import time
 
         try:
@@ -455,6 +455,67 @@ class ClusterNodes:
             api.close()
 
 
+class ClusterPods(ClusterNodes):
+    """The running pods of a live cluster, listed read-only with the official client (GET /api/v1/pods with the
+    field selector status.phase=Running, `limit`/`continue` pages), for counting what an impact stops.
+
+    Each page is one JSON document; the whole listing, every page included, must finish within `timeout` seconds.
+    """
+
+    def _list(self) -> Iterator[dict]:
+        import json
+        import time
+
+        import urllib3
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        configuration = client_configuration(self.kubeconfig, self.context)
+        host = self._host = configuration.host
+        api = client.ApiClient(configuration)
+        core = client.CoreV1Api(api)
+        late = (f"the cluster at {host} did not send the pod list within {self.timeout:g} s (--request-timeout): a "
+                "stalled or very slow API server")
+        deadline = time.monotonic() + self.timeout
+        token: str | None = None
+        try:
+            while True:
+
+                def request(token: str | None = token) -> Any:
+                    left = max(0.001, deadline - time.monotonic())
+                    return core.list_pod_for_all_namespaces(field_selector="status.phase=Running",
+                                                            limit=self.page_size, _continue=token,
+                                                            _preload_content=False,
+                                                            _request_timeout=(min(10.0, left), left))
+
+                body = _TimedBody(request, deadline, late)
+                try:
+                    raw = b"".join(iter(lambda: body.read(CHUNK), b""))
+                except ApiException as exc:
+                    raise NodeSourceError(_api_problem(exc, host, self.context, continued=token is not None,
+                                                       resource="pods")) from None
+                except urllib3.exceptions.HTTPError as exc:
+                    raise NodeSourceError(f"the connection to {host} broke while reading pods: {_reason(exc)}") \
+                        from None
+                finally:
+                    body.close()
+                try:
+                    page = json.loads(raw)
+                except ValueError as exc:
+                    raise NodeSourceError(f"{host}/api/v1/pods: not JSON ({exc})") from None
+                items = page.get("items") if isinstance(page, dict) else None
+                if not isinstance(items, list) or page.get("kind") not in (None, "List", "PodList"):
+                    raise NodeSourceError(f"{host}/api/v1/pods: expected a PodList")
+                for item in items:
+                    if isinstance(item, dict) and isinstance(item.get("spec", {}), dict):
+                        yield item
+                token = (page.get("metadata") or {}).get("continue") or None
+                if token is None:
+                    return
+        finally:
+            api.close()
+
+
 def client_configuration(kubeconfig: str, context: str | None) -> Any:
     """The Kubernetes client's configuration from a kubeconfig (raises NodeSourceError when it cannot be used): one
     retry on connection errors, none on reads, so an unreachable cluster fails in seconds, not minutes."""
@@ -473,6 +534,11 @@ def client_configuration(kubeconfig: str, context: str | None) -> Any:
         raise NodeSourceError(f"{kubeconfig}{where}: cannot use this kubeconfig: {_one_line(str(exc))}") from None
     configuration.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, backoff_factor=0.2, redirect=0)
     return configuration
+
+
+def read_cluster_pods(kubeconfig: str, context: str | None = None, timeout: float = 30.0) -> ClusterPods:
+    """The running pods of the cluster a kubeconfig points at (see ClusterPods)."""
+    return ClusterPods(kubeconfig, context, timeout=timeout)
 
 
 def read_cluster_nodes(kubeconfig: str, context: str | None = None, page_size: int | None = None,
@@ -500,8 +566,8 @@ def _reason(exc: Exception) -> str:
     return text.rsplit(": ", 1)[-1] if "Failed to establish" in text else text
 
 
-def _api_problem(exc: Any, host: str, context: str | None, continued: bool) -> str:
-    """A user-facing message for an API error status (the body is a metav1.Status)."""
+def _api_problem(exc: Any, host: str, context: str | None, continued: bool, resource: str = "nodes") -> str:
+    """A user-facing message for an API error status (the body is a metav1.Status) of a list of `resource`."""
     message = ""
     try:
         body = json.loads(exc.body) if exc.body else {}
@@ -515,6 +581,9 @@ def _api_problem(exc: Any, host: str, context: str | None, continued: bool) -> s
     if exc.status == 401:
         return (f"the cluster at {host} rejected the credentials of {who} (401 Unauthorized){detail}; "
                 "log in again or refresh the token")
+    if exc.status == 403 and resource == "pods":
+        return (f"the credentials of {who} may not list pods (403 Forbidden){detail}; gpuconf diff counts running "
+                "pods with the cluster-scoped `list` verb on `pods`, or reads them from --pods FILE")
     if exc.status == 403:
         return (f"the credentials of {who} may not list nodes (403 Forbidden){detail}; gpuconf audit needs the "
                 "cluster-scoped `list` verb on `nodes` (a ClusterRole with apiGroups [\"\"], resources [nodes], "
@@ -523,4 +592,4 @@ def _api_problem(exc: Any, host: str, context: str | None, continued: bool) -> s
         return (f"the cluster at {host} expired the list's continue token before the last page was read (410 Gone)"
                 f"{detail}; run the command again")
     status = f"{exc.status} {exc.reason}" if exc.status else str(exc.reason)
-    return f"listing nodes at {host} failed ({status}){detail}"
+    return f"listing {resource} at {host} failed ({status}){detail}"
