@@ -241,6 +241,35 @@ def test_missing_and_wrong_labels_carry_what_was_expected():
                                                                    "expected": "all-disabled"}}
 
 
+def test_two_missing_labels_are_named_in_the_plural():
+    node = nodes_of("train-h100")[0]
+    del labels(node)["nvidia.com/device-plugin.config"]
+    del labels(node)["nvidia.com/mig.config"]
+    (f,) = findings(node, "GA103")
+    assert f.message == "missing labels nvidia.com/device-plugin.config, nvidia.com/mig.config"
+    assert sorted(f.evidence["expected"]) == ["nvidia.com/device-plugin.config", "nvidia.com/mig.config"]
+
+
+def test_undeclared_taints_hint_by_effect():
+    node = nodes_of("notebooks-l4")[0]
+    node["spec"]["taints"] = [{"key": "a", "effect": "NoExecute"}, {"key": "b", "value": "x", "effect": "NoSchedule"},
+                              {"key": "c", "effect": "PreferNoSchedule"}]
+    by_severity = {f.severity: f for f in findings(node, "GA120")}
+    assert by_severity["error"].hint.startswith("NoExecute evicts every pod that does not tolerate it")
+    assert by_severity["error"].evidence == {"undeclared": ["a:NoExecute"], "declared": []}
+    assert by_severity["warning"].hint.startswith("new pods that do not tolerate it, GPU operands included")
+    assert by_severity["warning"].evidence == {"undeclared": ["b=x:NoSchedule"], "declared": []}
+
+
+def test_pool_level_findings_print_as_the_pool_in_text():
+    from gpuconf.cluster.audit import format_text
+
+    rows = format_text(audit(nodes_of("train-h100")[:15])).splitlines()
+    at = rows.index("  (pool)  error   GA115  15 nodes match, the pool declares 16")
+    assert rows[at + 1] == "          evidence: matched=15, declared=16"
+    assert rows[at + 2].startswith("          hint: nodes missing from the pool are missing GPUs")
+
+
 def test_an_unlabelled_node_lists_the_missing_operand_labels():
     node = nodes_of("train-h100")[0]
     for op in ("driver", "dcgm"):
@@ -288,7 +317,8 @@ def test_the_down_node_list_is_cut_after_ten(down, listed, more):
 
 
 @pytest.mark.parametrize(("threshold", "down", "found"), [
-    ("4", 4, False), ("4", 5, True), ("25%", 4, False), ("25%", 5, True), ("0%", 1, True), ("100%", 16, False)])
+    ("4", 4, False), ("4", 5, True), ("25%", 4, False), ("25%", 5, True), ("0%", 1, True), ("100%", 16, False),
+    ("99%", 16, True), ("99%", 15, False), ("1%", 1, True)])
 def test_the_threshold_is_exceeded_only_above_it(threshold, down, found):
     result = audit(_down(down), max_unavailable=threshold)
     assert any(f.code == "GA122" for f in result.findings) is found
@@ -334,3 +364,27 @@ def test_pool_counts_and_the_node_count_finding():
     more = audit(nodes + [nodes[0]])
     (f,) = [f for f in more.findings if f.code == "GA115" and f.pool == "train-h100"]
     assert (f.severity, f.hint) == ("warning", "update the pool's node count: quotas and reports use it")
+
+
+TWIN_GROUPS = """apiVersion: gpuconf.dev/v1alpha1
+kind: ClusterIntent
+metadata: {name: twins}
+spec:
+  cluster: {kubernetesVersion: "1.33"}
+  operator: {chartVersion: v26.7.0}
+  pools:
+    - {name: a100, gpu: A100-80GB, gpusPerNode: 8, nodes: 1, match: {nodeLabels: {group: gpu}}}
+    - {name: h100, gpu: H100-80GB, gpusPerNode: 8, nodes: 1, match: {nodeLabels: {group: gpu}}}
+"""
+
+
+def test_the_gpu_model_decides_between_node_label_pools_that_both_select_a_node():
+    from gpuconf.cluster.audit import audit
+
+    twins = NL.plan_of(TWIN_GROUPS, "twins.yaml")
+    nodes = NL.clean_nodes(twins)
+    assert audit(twins, nodes, "t").findings == []  # each node in the pool of its model, none in both
+    unnamed = copy.deepcopy(nodes[1])
+    del unnamed["metadata"]["labels"]["nvidia.com/gpu.product"]  # no model: both pools select it
+    (f,) = [f for f in audit(twins, [nodes[0], unnamed], "t").findings if f.node]
+    assert (f.code, f.message) == ("GA102", "node matches 2 pools: a100, h100")

@@ -125,3 +125,18 @@ def test_an_override_reason_needs_three_words(why, short):
         f"  overrides:\n    - path: dcgmExporter.serviceMonitor.interval\n      value: 30s\n      why: {why}\n")
     found = [f.message for f in validate_document(load_text(text, "why.yaml")).findings if f.code == "GC326"]
     assert found == (["the reason is too short to tell a reviewer why the override exists"] if short else [])
+
+
+@pytest.mark.parametrize(("selector", "problem"), [
+    ("app=train", None), ("a=1,b=2", None), ("tier in (a,b),!legacy", None), ("a notin (x, y), b!=c", None),
+    ("a==b", None), ("a", None), ("!a", None), ("a in (x,y),b in (z)", None),
+    ("a in (x,y", "'a in (x,y' is not a requirement (key, !key, key=value, key!=value, key in (a,b))"),
+    ("a=b,=c", "'=c' is not a requirement (key, !key, key=value, key!=value, key in (a,b))"),
+    ("a=b c", "'a=b c' is not a requirement (key, !key, key=value, key!=value, key in (a,b))"),
+    ("-a=b", "key '-a' has an invalid name part (at most 63 letters, digits, '-', '_' or '.')"),
+    ("a in (x,-y)", "value '-y' is not a valid label value"),
+])
+def test_label_selectors_split_on_commas_outside_parentheses(selector, problem):
+    from gpuconf.intent.rules import selector_problem
+
+    assert selector_problem(selector) == problem

@@ -70,6 +70,20 @@ def test_a_managed_pool_that_no_nvidiadriver_serves():
         "pool viz-l40s: runs driver None instead of 580.126.20"]
 
 
+def test_every_pool_is_checked_after_one_without_a_driver():
+    def edit(docs):
+        drivers = docs["manifests/nvidia-drivers.yaml"]
+        docs["manifests/nvidia-drivers.yaml"] = [d for d in drivers if d["metadata"]["name"] != "gpuconf-batch-h100"]
+        for doc in docs["manifests/nvidia-drivers.yaml"]:
+            if doc["metadata"]["name"] == "gpuconf-viz-l40s":
+                doc["spec"]["upgradePolicy"] = {**doc["spec"]["upgradePolicy"], "autoUpgrade": False}
+
+    problems = _problems(tree(HYBRID), docs_edit=edit)
+    assert "pool batch-h100: no NVIDIADriver serves its nodes, so they get no driver" in problems
+    assert ("pool viz-l40s: the operator reads its NVIDIADriver's upgrade policy (NVIDIADriver mode ignores the "
+            "ClusterPolicy's): autoUpgrade False instead of True") in problems
+
+
 def test_the_policy_check_is_off_without_managed_drivers_or_with_the_driver_disabled():
     def edit(m):
         m["driver"]["upgradePolicy"]["maxParallelUpgrades"] = 9
@@ -374,6 +388,23 @@ def test_device_plugin_configs():
                         "pool's sharing profile"]
 
 
+def test_every_pools_device_plugin_config_is_checked_after_one_that_names_no_key():
+    def edit(docs):
+        for rule in docs["manifests/node-feature-rules.yaml"]:
+            for item in rule["spec"]["rules"]:
+                if item.get("labels", {}).get("gpuconf.dev/pool") == "train-h100":
+                    item["labels"]["nvidia.com/device-plugin.config"] = "nope"
+        for doc in docs["manifests/sharing-configs.yaml"]:
+            if doc["metadata"]["name"] == "gpuconf-device-plugin-config":
+                key = next(k for k in doc["data"] if k.startswith("notebooks-x4-"))
+                doc["data"][key] = doc["data"][key].replace("replicas: 4", "replicas: 2")
+
+    key = tree(HETEROGENEOUS).plan.pools[2].device_plugin_key
+    assert _problems(tree(HETEROGENEOUS), docs_edit=edit) == [
+        "pool train-h100: label nvidia.com/device-plugin.config=nope names no key of gpuconf-device-plugin-config",
+        f"pool notebooks-l4: config {key} is not the pool's sharing profile"]
+
+
 # --- tolerations, images, quotas, metrics ---------------------------------------------------------------------------
 
 
@@ -385,6 +416,21 @@ def test_a_pools_nvidiadriver_without_the_pools_toleration():
 
     assert _problems(tree(HYBRID), docs_edit=edit) == [
         "pool batch-h100: taint hpc.example.com/batch:NoExecute is not tolerated by NVIDIADriver gpuconf-batch-h100"]
+
+
+def test_taints_that_only_discourage_are_skipped_and_the_next_ones_checked(tmp_path):
+    soft = _tree(_edited(tmp_path, HETEROGENEOUS, (
+        "      taints:\n        - key: gpuconf.dev/pool\n          value: train-h100\n          effect: NoSchedule\n",
+        "      taints:\n        - key: example.com/soft\n          effect: PreferNoSchedule\n"
+        "        - key: gpuconf.dev/pool\n          value: train-h100\n          effect: NoSchedule\n")))
+    assert _problems(soft) == []
+
+    def edit(m):
+        m["daemonsets"]["tolerations"] = [t for t in m["daemonsets"]["tolerations"] if t.get("value") != "train-h100"]
+
+    assert _problems(soft, values_edit=edit) == [
+        "pool train-h100: taint gpuconf.dev/pool=train-h100:NoSchedule is not tolerated by the operands "
+        "(daemonsets.tolerations)"]
 
 
 def test_nfd_must_apply_the_taints_its_rules_carry():
@@ -490,6 +536,12 @@ def test_tolerates_is_kubernetes_tolerates_taint(tolerations, tolerated):
     from gpuconf.output.semantic import tolerates
 
     assert tolerates(tolerations, TAINT) is tolerated
+
+
+def test_a_keyless_toleration_that_is_not_exists_does_not_end_the_search():
+    from gpuconf.output.semantic import tolerates
+
+    assert tolerates([{"operator": "Equal", "value": "v"}, {"key": "k", "value": "v"}], TAINT) is True
 
 
 def test_a_taint_without_value_is_tolerated_by_an_empty_value():

@@ -378,12 +378,17 @@ def _fork_pytest(tree: Path, tests: list[str], log: Path) -> int:
         os._exit(3)
 
 
-def survivors(results: Path) -> dict[str, set[tuple[str, str, str]]]:
-    """The survivors of an earlier run (its results.json): module -> {(operator, original, mutated)}."""
-    out: dict[str, set[tuple[str, str, str]]] = {}
+def _hunk(diff: list[str]) -> tuple[str, ...]:
+    """A mutant's diff without its line numbers: the changed lines and one line around them."""
+    return tuple(line for line in diff if not line.startswith("@@"))
+
+
+def survivors(results: Path) -> dict[str, set[tuple]]:
+    """The survivors of an earlier run (its results.json): module -> {(operator, diff without line numbers)}."""
+    out: dict[str, set[tuple]] = {}
     for m in json.loads(results.read_text(encoding="utf-8")):
         if m["outcome"] in ("survived", "not-run"):
-            out.setdefault(m["module"], set()).add((m["operator"], m["original"], m["mutated"]))
+            out.setdefault(m["module"], set()).add((m["operator"], _hunk(m["diff"])))
     return out
 
 
@@ -408,7 +413,7 @@ def _plan(modules: list[str], count: int, seed: int, lines: dict, durations: dic
             if mutated is None:
                 continue
             first, last, original, changed, diff = _changed(source, mutated)
-            if again is not None and (mutation.operator_name, original, changed) not in wanted:
+            if again is not None and (mutation.operator_name, _hunk(diff)) not in wanted:
                 continue
             mutant = Mutant(module, mutation.operator_name, mutation.occurrence, first, original, changed, diff=diff)
             tests = _tests_for(lines[module], first, last, files, once, durations, source)
