@@ -309,3 +309,31 @@ def test_no_allocatable_alert_on_the_dra_stack(tree):
              for g in d["spec"]["groups"] for r in g["rules"]]
     # The DCGM alerts only: the nodes advertise no GPU resource that GpuconfGPUsUnavailable could read.
     assert rules == ["GpuconfGPUTemperatureHigh", "GpuconfGPUXidError", "GpuconfGPUEccDoubleBitError"]
+
+
+def test_kueue_queues_cover_the_names_of_the_device_class_mappings(tmp_path):
+    """With Kueue, the ClusterQueues cover the quota keys, which are the names of the deviceClassMappings that
+    REPORT.md gives for Kueue's Configuration, one class each."""
+    from ruamel.yaml import YAML
+
+    from gpuconf.pipeline import render_path
+
+    intent = YAML(typ="safe").load(EXAMPLE.read_text(encoding="utf-8"))
+    other = {"otherResources": {"cpu": 64, "memory": "256Gi"}}
+    teams = {"notebooks": other, "serving": dict(other, otherResources=dict(other["otherResources"]))}
+    intent["spec"]["queueing"] = {"kueue": {"version": "v0.19.2", "teams": teams}}
+    path = tmp_path / "dra-kueue.yaml"
+    with path.open("w", encoding="utf-8") as stream:
+        YAML(typ="safe").dump(intent, stream)
+    rendered = render_path(str(path), str(tmp_path / "out"))
+    assert rendered.ok, rendered.findings
+    tree = rendered.tree
+    covered = {r for d in tree.documents["manifests/queues.yaml"] if d["kind"] == "ClusterQueue"
+               for g in d["spec"]["resourceGroups"] for r in g["coveredResources"]}
+    import json
+
+    mappings = json.loads(tree.files["report.json"])["dra"]["kueueMappings"]
+    assert {m["name"] for m in mappings} == {r for r in covered if r.endswith(".deviceclass.resource.k8s.io/devices")}
+    assert all(m["deviceClassNames"] == [m["name"].split(".deviceclass.")[0]] for m in mappings)
+    assert len(mappings) == 4
+    assert "deviceClassMappings" in tree.files["REPORT.md"]
