@@ -980,6 +980,9 @@ def test_the_release_of_each_crd_comes_from_the_sources_table(tmp_path: Path) ->
     assert releases["crds/karpenter.k8s.aws/karpenter.k8s.aws_ec2nodeclasses.yaml"] == {
         "repository": "aws/karpenter-provider-aws", "tag": "v1.14.1"}
     assert set(releases) >= {rel for rel in derive.CRD_INPUTS if rel.startswith("crds/")}
+    # The DRA driver's ComputeDomain CRD: dra/SOURCES.md names one repository and tag for its files.
+    assert releases["dra/crds/resource.nvidia.com_computedomains.yaml"] == {
+        "repository": "kubernetes-sigs/dra-driver-nvidia-gpu", "tag": "v0.4.1"}
     # A CRD file without its row in the table stops the derivation instead of losing its release.
     (tmp_path / "crds").mkdir()
     sources = (REFERENCE / "crds" / "SOURCES.md").read_text(encoding="utf-8")

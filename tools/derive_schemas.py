@@ -505,7 +505,7 @@ def _crds(ref: Reference, rel: str) -> list[dict[str, Any]]:
 
 
 def crd_releases(ref: Reference) -> dict[str, dict[str, str]]:
-    """CRD file under crds/ (reference-relative) -> {repository, tag} of the release it was copied from."""
+    """CRD file under crds/ or dra/ (reference-relative) -> {repository, tag} of the release it was copied from."""
     releases: dict[str, dict[str, str]] = {}
     for line in ref.bytes(CRD_SOURCES).decode("utf-8").splitlines():
         match = _SOURCE_ROW.match(line)
@@ -524,6 +524,15 @@ def crd_releases(ref: Reference) -> dict[str, dict[str, str]]:
     missing = [rel for rel in CRD_INPUTS if rel.startswith("crds/") and rel not in releases]
     if missing:
         raise DeriveError(f"{CRD_SOURCES}: no release row for {', '.join(missing)}")
+    # dra/SOURCES.md names one repository and tag for every file it lists (`Repository: **owner/name**`, `Tag **vX**`).
+    for rel in CRD_INPUTS:
+        if rel.startswith("dra/") and rel not in releases:
+            text = ref.bytes("dra/SOURCES.md").decode("utf-8")
+            repository = re.search(r"^Repository: \*\*([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)\*\*", text, re.M)
+            tag = re.search(r"^Tag \*\*(v[0-9][^*]*)\*\*", text, re.M)
+            if repository is None or tag is None or f"| {rel.removeprefix('dra/')} |" not in text:
+                raise DeriveError(f"dra/SOURCES.md: no repository, tag or row for {rel}")
+            releases[rel] = {"repository": repository[1], "tag": tag[1]}
     return releases
 
 
