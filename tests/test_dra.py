@@ -337,3 +337,22 @@ def test_kueue_queues_cover_the_names_of_the_device_class_mappings(tmp_path):
     assert all(m["deviceClassNames"] == [m["name"].split(".deviceclass.")[0]] for m in mappings)
     assert len(mappings) == 4
     assert "deviceClassMappings" in tree.files["REPORT.md"]
+
+
+def test_the_reports_steps_follow_the_dra_stack(tree):
+    """REPORT.md on DRA: no ClusterPolicy, no device-plugin ConfigMaps, no mig-manager and no waves (GC435)."""
+    import json
+
+    report = json.loads(tree.files["report.json"])
+    rollback = report["rollback"]
+    assert rollback[1].startswith("Revert the commit")  # the revert itself is kept
+    assert not [s for s in rollback if "ClusterPolicy" in s or "config-manager" in s or "mig-manager re" in s]
+    assert [s for s in rollback if s.startswith("Node labels:")] == [
+        "Node labels: nfd-master re-applies the previous NodeFeatureRules, so the nodes get back their previous "
+        "`gpuconf.dev/pool` values (the DRA stack reads no device-plugin or MIG label)."]
+    assert sum(s.startswith("Chart values") for s in rollback) == 1
+    text = tree.files["REPORT.md"]
+    assert "declare `spec.driver.upgrade.waves`" not in text
+    assert "Proves: namespaces, DeviceClasses, claim templates, node labelling rules" in text
+    assert "its CRDs (GPUCluster, NVIDIADriver, NodeFeatureRule)" in text
+    assert "sharing ConfigMaps" not in text

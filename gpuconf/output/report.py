@@ -596,7 +596,9 @@ def upgrade_facts(plan: P.Plan, merged: dict) -> dict:
         steps = [f"set {cluster_ref} to the new version, render, commit, sync: every pool on the cluster driver "
                  f"({', '.join(p.name for p in managed if p.driver == 'cluster') or 'none'}) takes it at once",
                  *manual, watch.format(sel="nvidia.com/gpu.present=true"), "run every pool's probe again"]
-        if facts["perPoolDrivers"]:
+        if plan.intent.spec.cluster.allocation == "dra":
+            pass  # no waves on the DRA stack (GC435): its nodes take no automatic upgrades
+        elif facts["perPoolDrivers"]:
             steps.append("to upgrade pool by pool instead, declare `spec.driver.upgrade.waves` first (in a commit of "
                          "its own: it moves every pool to its own NVIDIADriver, which replaces the driver "
                          "DaemonSets, so do it in a maintenance window), then roll out with "
@@ -749,8 +751,8 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
             {"title": "Install or upgrade the GPU Operator chart with the rendered values",
              "commands": [helm_install_command(plan, values_file)],
              "proves": "the chart accepts the values (Helm validates the NFD subchart's values against its schema) "
-                       "and its CRDs (ClusterPolicy, NVIDIADriver, NodeFeatureRule) exist before the manifests use "
-                       "them"})
+                       f"and its CRDs ({'GPUCluster' if plan.intent.spec.cluster.allocation == 'dra' else 'ClusterPolicy'}"
+                       ", NVIDIADriver, NodeFeatureRule) exist before the manifests use them"})
     queued = P.kueue_settings(plan.intent) is not None
     if queued:
         steps.append({"title": f"Install Kueue {P.kueue_settings(plan.intent).version} once (gpuconf does not install it)",
@@ -765,7 +767,10 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
     steps += [
         {"title": "Apply the manifests (or let Argo CD / Flux sync the folder)",
          "commands": [f"kubectl apply -k {folder}"],
-         "proves": "namespaces, sharing ConfigMaps, node labelling rules, quotas, RBAC and the probe Jobs are accepted "
+         "proves": "namespaces, "
+                   + ("DeviceClasses, claim templates" if plan.intent.spec.cluster.allocation == "dra"
+                      else "sharing ConfigMaps")
+                   + ", node labelling rules, quotas, RBAC and the probe Jobs are accepted "
                    "by the API server" + ("; the ClusterPolicy is the chart's, from values.yaml"
                                          if openshift.olm(plan) else "")},
         *([{"title": "Check that Kueue accepted the queues",
@@ -887,7 +892,11 @@ def rollback_steps(plan: P.Plan) -> list[str]:
         "restart node by node.",
     ]
     if plan.intent.spec.cluster.allocation == "dra":
-        steps[1:6] = [
+        # The revert and the node labels stay; device-plugin configs, mig-manager, the ClusterPolicy's driver and its
+        # DaemonSets are the device-plugin stack's.
+        steps[2] = (f"Node labels: nfd-master re-applies the previous NodeFeatureRules, so the nodes get back their "
+                    f"previous `{P.POOL_LABEL}` values (the DRA stack reads no device-plugin or MIG label).")
+        steps[3:7] = [
             "DeviceClasses and claim templates: the previous ones are applied in place; they apply to claims made from "
             "then on, and allocated claims keep their devices until their pods end.",
             "MIG: the DRA stack runs no mig-manager: instances made outside the operator (migPartitions external) "
