@@ -356,3 +356,39 @@ def test_the_reports_steps_follow_the_dra_stack(tree):
     assert "Proves: namespaces, DeviceClasses, claim templates, node labelling rules" in text
     assert "its CRDs (GPUCluster, NVIDIADriver, NodeFeatureRule)" in text
     assert "sharing ConfigMaps" not in text
+
+
+def test_mig_partitions_without_a_mig_pool_only_warns_even_next_to_mps(run, tmp_path):
+    """`migPartitions: dynamic` with no MIG pool: the driver runs without the DynamicMIG gate (dra.feature_gates), so
+    an MPS pool is no conflict (no GC434 error) and the setting itself is a warning."""
+    intent = tmp_path / "intent.yaml"
+    intent.write_text(INTENT_NO_MIG, encoding="utf-8")
+    result = run("validate", str(intent))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        f"{intent}:9:26: warning GC434 spec.cluster.dra.migPartitions: no pool uses MIG (hint: remove migPartitions)"]
+
+
+INTENT_NO_MIG = """\
+apiVersion: gpuconf.dev/v1alpha1
+kind: ClusterIntent
+metadata:
+  name: dra-nomig
+spec:
+  cluster:
+    kubernetesVersion: "1.34"
+    allocation: dra
+    dra: {migPartitions: dynamic}
+  operator:
+    chartVersion: v26.7.0
+  pools:
+    - name: l40s
+      gpu: L40S
+      gpusPerNode: 4
+      nodes: 2
+      match: {pciDevice: true}
+      sharing: shared
+  sharingProfiles:
+    shared:
+      mps: {replicas: 2}
+"""

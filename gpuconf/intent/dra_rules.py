@@ -157,7 +157,7 @@ def dra_mig(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding("GC434", ("spec", "sharingProfiles", name, "timeSlicing"),
                               "time-slicing on MIG devices does nothing under the DRA driver (DRV-docs mig.md)",
                               "remove timeSlicing from the MIG profile")
-    if partitions == "dynamic":
+    if partitions == "dynamic" and mig:  # the DynamicMIG gate is on only where a pool uses MIG (dra.feature_gates)
         mps = [(name, p) for name, p in ctx.intent.spec.sharing_profiles.items() if p.mps is not None]
         used = {pool.sharing for pool in ctx.intent.spec.pools}
         for name, _ in mps:
@@ -166,12 +166,12 @@ def dra_mig(ctx: Context) -> Iterator[Finding]:
                 yield ctx.finding("GC434", ("spec", "sharingProfiles", name, "mps"),
                                   "the DRA driver refuses to start with both DynamicMIG and MPSSupport on",
                                   "use migPartitions: external, or share these GPUs by time-slicing")
-        if mig and _minor(ctx.intent.spec.cluster.kubernetes_version) < (1, 36):
+        if _minor(ctx.intent.spec.cluster.kubernetes_version) < (1, 36):
             yield ctx.finding("GC434", (*CLUSTER, "dra", "migPartitions"),
                               "dynamic MIG needs the Kubernetes feature gate DRAPartitionableDevices on kube-apiserver "
                               "and kube-scheduler, which is off by default before 1.36", "turn the gate on in the "
                               "control plane; gpuconf cannot check it", severity=WARNING)
-    elif partitions is not None and not mig:
+    if partitions is not None and not mig:
         yield ctx.finding("GC434", (*CLUSTER, "dra", "migPartitions"), "no pool uses MIG",
                           "remove migPartitions", severity=WARNING)
 
