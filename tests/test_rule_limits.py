@@ -140,3 +140,41 @@ def test_label_selectors_split_on_commas_outside_parentheses(selector, problem):
     from gpuconf.intent.rules import selector_problem
 
     assert selector_problem(selector) == problem
+
+
+def test_every_mps_profile_is_checked_after_profiles_of_other_kinds():
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    text = HEAD.replace("  queueing:\n    kueue:\n      version: v0.19.2\n", "").replace(
+        "  pools:\n", "    mps-one: {mps: {replicas: 1}}\n  pools:\n") + \
+        "    - {name: a, gpu: L4, gpusPerNode: 1, nodes: 1, sharing: mps-one, match: {pciDevice: true}}\n"
+    found = [(f.code, f.path, f.message) for f in validate_document(load_text(text, "mps.yaml")).findings
+             if f.code == "GC309"]
+    assert found == [("GC309", "spec.sharingProfiles.mps-one.mps.replicas", "MPS needs replicas >= 2, got 1")]
+
+
+def test_pools_of_an_unknown_and_a_known_model_are_compared_by_their_other_criteria():
+    from gpuconf import catalog
+    from gpuconf.intent.model import Pool
+    from gpuconf.intent.rules import _could_overlap
+
+    def pool(name, **match):
+        return Pool.model_validate({"name": name, "gpu": "H100-80GB", "gpusPerNode": 8, "nodes": 1, "match": match})
+
+    h100, l4 = catalog.gpu_model("H100-80GB"), catalog.gpu_model("L4")
+    a, b = pool("a", nodeLabels={"group": "x"}), pool("b", nodeLabels={"group": "y"})
+    assert _could_overlap(a, b, None, h100) is False and _could_overlap(a, a, None, h100) is True
+    assert _could_overlap(a, a, h100, l4) is False and _could_overlap(a, a, h100, h100) is True
+
+
+def test_a_zero_quota_is_checked_after_a_quota_on_an_unknown_pool():
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    text = HEAD.replace("      version: v0.19.2\n", "      version: v0.19.2\n      quotaCheckStrategy: IgnoreUndeclared\n") + \
+        "    - {name: a, gpu: L4, gpusPerNode: 1, nodes: 1, match: {pciDevice: true}}\n" \
+        "  teams:\n    - {name: research, namespaces: [research], quota: {ghost: 4, a: 0}}\n"
+    findings = validate_document(load_text(text, "zero.yaml")).findings
+    assert "GC314" in {f.code for f in findings}  # the unknown pool
+    assert [f.path for f in findings if f.code == "GC336"] == ["spec.teams[0].quota.a"]
