@@ -62,6 +62,40 @@ def not_verified() -> list[str]:
     return list(facts()["notVerified"])
 
 
+#: GPUs per EC2 instance type of the NVIDIA families in ec2_offers, by family and size. Source: the generated
+#: instance-type reference of aws/karpenter-provider-aws v1.14.1 (website/content/en/v1.14/reference/
+#: instance-types.md, commit 1d927085d), row karpenter.k8s.aws/instance-gpu-count of each type; p3 from the v1.0
+#: page of the same commit (p3 is gone from the current one). The platform fact sheet lists each family's counts but
+#: not which size has which; tests/test_platforms.py holds the two together.
+EC2_INSTANCE_GPUS: dict[str, dict[str, int]] = {
+    "g4dn": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "metal": 8},
+    "g5": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
+           "48xlarge": 8},
+    "g5g": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 2, "metal": 2},
+    "g6": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
+           "48xlarge": 8},
+    "g6e": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "16xlarge": 1, "12xlarge": 4, "24xlarge": 4,
+            "48xlarge": 8},
+    "gr6": {"4xlarge": 1, "8xlarge": 1},
+    "g7e": {"2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "12xlarge": 2, "24xlarge": 4, "48xlarge": 8},
+    "p3": {"2xlarge": 1, "8xlarge": 4, "16xlarge": 8},
+    "p3dn": {"24xlarge": 8},
+    "p4d": {"24xlarge": 8},
+    "p4de": {"24xlarge": 8},
+    "p5": {"4xlarge": 1, "48xlarge": 8},
+    "p5e": {"48xlarge": 8},
+    "p5en": {"48xlarge": 8},
+    "p6-b200": {"48xlarge": 8},
+    "p6-b300": {"48xlarge": 8},
+}
+
+
+def ec2_instance_gpus(instance_type: str) -> int | None:
+    """The number of GPUs of an EC2 instance type (`g5.12xlarge` -> 4), or None for a type gpuconf has no count of."""
+    family, _, size = instance_type.partition(".")
+    return EC2_INSTANCE_GPUS.get(family, {}).get(size)
+
+
 def ec2_offers(model_id: str) -> list[dict[str, Any]]:
     """The EC2 instance families whose GPU is this model (Karpenter's instance-gpu-name, families, GPU counts)."""
     return [row for row in karpenter()["instanceFamilies"] if row["model"] == model_id]

@@ -844,3 +844,19 @@ def test_a_budget_window_needs_schedule_and_duration(tmp_path):
         "disruption": {"budgets": [{"nodes": "0", "schedule": "@daily"}]},
         "template": {"metadata": {}, "spec": {"requirements": []}}}}
     assert karpenter.problems([broken]) == ["NodePool/t4: a budget's schedule must be set with its duration"]
+
+
+def test_ec2_instance_sizes_agree_with_the_fact_sheets_gpu_counts():
+    """The cited size table (platforms.EC2_INSTANCE_GPUS) has, per GPU model, exactly the GPU counts the platform fact
+    sheet gives its families, and a size for every family gpuconf offers."""
+    from gpuconf import platforms
+
+    for offer in platforms.karpenter()["instanceFamilies"]:
+        if offer["model"] is None:  # fractional L4 (g6f, gr6f): no whole GPU, nothing to launch
+            continue
+        counts = {n for family in offer["families"] for n in platforms.EC2_INSTANCE_GPUS[family].values()}
+        assert counts == set(offer["gpuCounts"]), offer
+    assert platforms.ec2_instance_gpus("g5.xlarge") == 1
+    assert platforms.ec2_instance_gpus("g5.12xlarge") == 4
+    assert platforms.ec2_instance_gpus("p5.4xlarge") == 1
+    assert platforms.ec2_instance_gpus("g5.9xlarge") is None and platforms.ec2_instance_gpus("m5.large") is None

@@ -105,6 +105,11 @@ def requirements(model_id: str, gpus: int, match: dict[str, str],
         elif key == INSTANCE_TYPE and value.split(".", 1)[0] not in families:
             conflicts[key] = (f"{key}: {value} is of family {value.split('.', 1)[0]}, which has no instance with "
                               f"{gpus} x {model_id} (families: {', '.join(families)})")
+        elif key == INSTANCE_TYPE and platforms.ec2_instance_gpus(value) not in (None, gpus):
+            sizes = sorted(f"{value.split('.', 1)[0]}.{size}" for size, count in
+                           platforms.EC2_INSTANCE_GPUS[value.split(".", 1)[0]].items() if count == gpus)
+            conflicts[key] = (f"{key}: {value} has {platforms.ec2_instance_gpus(value)} x {model_id}, the pool needs "
+                              f"{gpus} per node (instance types with {gpus}: {', '.join(sizes)})")
         elif key == ARCH and families and not any((f in ARM64_FAMILIES) == (value == "arm64") for f in families):
             conflicts[key] = f"{key}: {value} is not the architecture of {', '.join(families)}"
         elif key == OS and value != "linux":
