@@ -101,6 +101,31 @@ def ec2_offers(model_id: str) -> list[dict[str, Any]]:
     return [row for row in karpenter()["instanceFamilies"] if row["model"] == model_id]
 
 
+#: The machine types of GKE's accelerator-optimized series, by accelerator type and GPUs per machine: the GPUs come
+#: attached, so the machine type follows from the two. Source: skypilot-org/skypilot's GCP catalogue
+#: (sky/catalog/gcp_catalog.py, `_ACC_INSTANCE_TYPE_DICTS`, after https://cloud.google.com/compute/docs/gpus).
+#: Attachable GPUs (N1 with T4) and A4X have no entry: their machine type is the user's choice.
+GKE_MACHINE_TYPES: dict[str, dict[int, tuple[str, ...]]] = {
+    "nvidia-tesla-a100": {1: ("a2-highgpu-1g",), 2: ("a2-highgpu-2g",), 4: ("a2-highgpu-4g",), 8: ("a2-highgpu-8g",),
+                          16: ("a2-megagpu-16g",)},
+    "nvidia-a100-80gb": {1: ("a2-ultragpu-1g",), 2: ("a2-ultragpu-2g",), 4: ("a2-ultragpu-4g",),
+                         8: ("a2-ultragpu-8g",)},
+    "nvidia-l4": {1: ("g2-standard-4", "g2-standard-8", "g2-standard-12", "g2-standard-16", "g2-standard-32"),
+                  2: ("g2-standard-24",), 4: ("g2-standard-48",), 8: ("g2-standard-96",)},
+    "nvidia-h100-80gb": {1: ("a3-highgpu-1g",), 2: ("a3-highgpu-2g",), 4: ("a3-highgpu-4g",), 8: ("a3-highgpu-8g",)},
+    "nvidia-h100-mega-80gb": {8: ("a3-megagpu-8g",)},
+    "nvidia-h200-141gb": {8: ("a3-ultragpu-8g",)},
+    "nvidia-b200": {8: ("a4-highgpu-8g",)},
+}
+
+
+def gke_machine_types(accelerator: str, gpus: int) -> tuple[str, ...] | None:
+    """The machine types that come with `gpus` GPUs of this GKE accelerator type: () when its series has none of that
+    size, None when the machine type does not follow from the GPU (attachable GPUs, a type gpuconf has no table of)."""
+    sizes = GKE_MACHINE_TYPES.get(accelerator)
+    return None if sizes is None else sizes.get(gpus, ())
+
+
 def gke_accelerator_models(value: str) -> list[str] | None:
     """The models a cloud.google.com/gke-accelerator value can name, or None for a value gpuconf has not seen."""
     found: list[str] | None = gke()["acceleratorModels"].get(value)

@@ -160,9 +160,10 @@ def test_gke_with_the_operators_driver_keeps_the_chart_paths_and_says_how_to_cre
     assert _policy(tree)["hostPaths"]["driverInstallDir"] == "/run/nvidia/driver"
     script = tree.files["node-templates/l4.gke.sh"]
     assert "gcloud container node-pools create gpu-l4" in script
-    # GKE has one accelerator type for L4 (gke-aks-facts §a): the script names it, and the G2 machine series.
+    # GKE has one accelerator type for L4 (gke-aks-facts §a): the script names it, and the one G2 machine type
+    # with 2 x L4.
     assert "--accelerator type=nvidia-l4,count=2,gpu-driver-version=disabled" in script
-    assert "ACCELERATOR" not in script and "a G2 machine type with 2 x L4" in script
+    assert "ACCELERATOR" not in script and "MACHINE_TYPE" not in script and "--machine-type g2-standard-24" in script
     assert "gke-no-default-nvidia-gpu-device-plugin=true" in script and "gpuconf.dev/pool=l4" in script
     assert "cloud.google.com" not in script.split("--node-labels", 1)[1]  # GKE sets its own labels
     assert "--node-taints example.com/l4=x:NoSchedule" in script
@@ -860,3 +861,28 @@ def test_ec2_instance_sizes_agree_with_the_fact_sheets_gpu_counts():
     assert platforms.ec2_instance_gpus("g5.12xlarge") == 4
     assert platforms.ec2_instance_gpus("p5.4xlarge") == 1
     assert platforms.ec2_instance_gpus("g5.9xlarge") is None and platforms.ec2_instance_gpus("m5.large") is None
+
+
+def test_gke_scripts_name_the_machine_type_where_the_gpus_fix_it(tmp_path):
+    """An accelerator-optimized series attaches its GPUs: 2 x A100 80GB is a2-ultragpu-2g, written into the script;
+    1 x L4 fits five G2 machine types, so MACHINE_TYPE stays the user's, with the five named; a T4 (attached to N1)
+    leaves it to the user."""
+    pools = ("    - {name: a100, gpu: A100-80GB, gpusPerNode: 2, nodes: 2, match: {nodeLabels: "
+             "{cloud.google.com/gke-nodepool: a100}}}\n"
+             "    - {name: l4, gpu: L4, gpusPerNode: 1, nodes: 3, match: {nodeLabels: {cloud.google.com/gke-nodepool: l4}}}\n"
+             "    - {name: t4, gpu: T4, gpusPerNode: 1, nodes: 3, match: {nodeLabels: {cloud.google.com/gke-nodepool: t4}}}\n")
+    tree = _render(tmp_path, _intent('{kubernetesVersion: "1.33", distribution: gke}', pools))
+    a100 = tree.files["node-templates/a100.gke.sh"]
+    assert "  --machine-type a2-ultragpu-2g \\\n" in a100 and "MACHINE_TYPE" not in a100
+    l4 = tree.files["node-templates/l4.gke.sh"]
+    assert "'set MACHINE_TYPE to a machine type of the G2 series with 1 x L4 (g2-standard-4, g2-standard-8, " \
+           "g2-standard-12, g2-standard-16, g2-standard-32)'" in l4
+    assert '  --machine-type "${MACHINE_TYPE}" \\\n' in l4
+    t4 = tree.files["node-templates/t4.gke.sh"]
+    assert "'set MACHINE_TYPE to a machine type of the N1 (attachable) series with 1 x T4'" in t4
+    from gpuconf import platforms
+
+    assert platforms.gke_machine_types("nvidia-h200-141gb", 8) == ("a3-ultragpu-8g",)
+    assert platforms.gke_machine_types("nvidia-h200-141gb", 4) == ()
+    assert platforms.gke_machine_types("nvidia-tesla-t4", 1) is None
+    assert set(platforms.GKE_MACHINE_TYPES) <= set(platforms.gke()["accelerators"])  # names the fact sheet knows

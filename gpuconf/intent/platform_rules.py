@@ -330,7 +330,8 @@ def _taints_without_value(ctx: Context, i: int, tool: str) -> Iterator[Finding]:
 @rule("GC385", "a GKE node pool's command matches the pool: accelerator count, spot, taints with values")
 def gke_node_pools(ctx: Context) -> Iterator[Finding]:
     """A GKE node-pool command matches its pool: `cloud.google.com/gke-accelerator-count` is `gpusPerNode`,
-    `cloud.google.com/gke-spot` is `true`, every taint has a value (gcloud takes `key=value:effect` only)."""
+    `cloud.google.com/gke-spot` is `true`, every taint has a value (gcloud takes `key=value:effect` only), and an
+    accelerator-optimized series has a machine type with `gpusPerNode` GPUs."""
     if ctx.intent.spec.cluster.distribution != "gke":
         return
     gke = platforms.gke()
@@ -348,6 +349,16 @@ def gke_node_pools(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding("GC385", _pool_loc(i, "match", "nodeLabels", gke["labels"]["spot"]),
                               f"GKE sets {gke['labels']['spot']} to true on Spot VMs, never to {spot!r}",
                               "use \"true\" (Spot VMs) or leave the label out")
+        model = plan.gpu_model(ctx.intent, pool.gpu)
+        accelerator = labels.get(gke["labels"]["accelerator"])
+        if accelerator is None and model is not None and len(platforms.gke_accelerators(model.id)) == 1:
+            accelerator = next(iter(platforms.gke_accelerators(model.id)))
+        if accelerator is not None and platforms.gke_machine_types(accelerator, pool.gpus_per_node) == ():
+            sizes = sorted(platforms.GKE_MACHINE_TYPES[accelerator])
+            yield ctx.finding("GC385", _pool_loc(i, "gpusPerNode"),
+                              f"GKE's {accelerator} comes attached to machine types of {', '.join(map(str, sizes))} "
+                              f"GPUs, none with {pool.gpus_per_node}, so no node pool of pool {pool.name!r} can be "
+                              "created", f"make gpusPerNode one of {', '.join(map(str, sizes))}")
         yield from _taints_without_value(ctx, i, "gcloud")
 
 

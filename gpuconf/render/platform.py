@@ -271,9 +271,17 @@ def gke_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
     if accelerator is None and len(types) == 1:
         accelerator = next(iter(types))
     series = types.get(accelerator) if isinstance(accelerator, str) else None
-    required = {"CLUSTER": "set CLUSTER to the GKE cluster", "LOCATION": "set LOCATION to its region or zone",
-                "MACHINE_TYPE": f"set MACHINE_TYPE to a{' ' + series if series else ''} machine type with "
-                                f"{pool.pool.gpus_per_node} x {pool.model.id}"}
+    required = {"CLUSTER": "set CLUSTER to the GKE cluster", "LOCATION": "set LOCATION to its region or zone"}
+    machines = platforms.gke_machine_types(accelerator, pool.pool.gpus_per_node) if isinstance(accelerator, str) \
+        else None
+    machine: Any = Env("MACHINE_TYPE")
+    if machines and len(machines) == 1:  # the accelerator-optimized series attaches the GPUs: one machine fits
+        machine = machines[0]
+    else:
+        of_series = f" of the {series} series" if series else ""
+        required["MACHINE_TYPE"] = (f"set MACHINE_TYPE to a machine type{of_series} with {pool.pool.gpus_per_node} x "
+                                    f"{pool.model.id}"
+                                    + (f" ({', '.join(machines)})" if machines else ""))
     if accelerator is None:
         required["ACCELERATOR"] = (f"set ACCELERATOR to the GKE accelerator type of {pool.model.id}" +
                                    (f" ({' or '.join(sorted(types))})" if types else ""))
@@ -282,7 +290,7 @@ def gke_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
            gke["nodePoolLabel"]["key"]: gke["nodePoolLabel"]["value"]}
     command: list[list[Any]] = [
         ["gcloud", "container", "node-pools", "create", name],
-        ["--cluster", Env("CLUSTER")], ["--location", Env("LOCATION")], ["--machine-type", Env("MACHINE_TYPE")]]
+        ["--cluster", Env("CLUSTER")], ["--location", Env("LOCATION")], ["--machine-type", machine]]
     low = P.min_nodes(plan.intent, pool.pool)
     if low < pool.pool.nodes:
         command += [["--num-nodes", str(low)], [flags["autoscaling"]], [flags["totalMin"], str(low)],

@@ -6,11 +6,10 @@
 set -eu
 if [ -z "${CLUSTER:-}" ]; then printf '%s\n' 'set CLUSTER to the GKE cluster' >&2; exit 2; fi
 if [ -z "${LOCATION:-}" ]; then printf '%s\n' 'set LOCATION to its region or zone' >&2; exit 2; fi
-if [ -z "${MACHINE_TYPE:-}" ]; then printf '%s\n' 'set MACHINE_TYPE to a G2 machine type with 2 x L4' >&2; exit 2; fi
 gcloud container node-pools create l4-serving \
   --cluster "${CLUSTER}" \
   --location "${LOCATION}" \
-  --machine-type "${MACHINE_TYPE}" \
+  --machine-type g2-standard-24 \
   --num-nodes 0 \
   --enable-autoscaling \
   --total-min-nodes 0 \
