@@ -46,7 +46,8 @@ def test_the_lifecycle_test_intents_pass_the_cel_rules(tmp_path):
     pools = ("    - {name: infer, gpu: A10G, gpusPerNode: 4, nodes: 6, sharing: shared, match: {nodeLabels: "
              "{karpenter.sh/nodepool: a10g, karpenter.k8s.aws/instance-family: g5}}, karpenter: {budgets: "
              "[{nodes: '1', reasons: [Drifted], schedule: '0 9 * * 1-5', duration: 8h}], capacityTypes: [spot, "
-             "reserved], instanceStorePolicy: RAID0}}\n"
+             "reserved], instanceStorePolicy: RAID0, capacityReservations: [{id: cr-0123456789abcdef0}, "
+             "{tags: {team: ml}, ownerID: '123456789012', instanceMatchCriteria: targeted}]}}\n"
              "    - {name: mig, gpu: A100-80GB, gpusPerNode: 8, nodes: 2, sharing: halves, match: {nodeLabels: "
              "{karpenter.sh/nodepool: a100}}}\n")
     extra = ("  sharingProfiles:\n    shared: {timeSlicing: {replicas: 4, renameByDefault: true}}\n"
@@ -57,6 +58,10 @@ def test_the_lifecycle_test_intents_pass_the_cel_rules(tmp_path):
     assert {d["kind"] for d in docs} == {"NodePool", "NodeOverlay", "EC2NodeClass"}
     for doc in docs:
         assert violations(doc) == [], doc["kind"]
+    [node_class] = [d for d in docs if d["kind"] == "EC2NodeClass" and d["metadata"]["name"] == "a10g"]
+    assert node_class["spec"]["capacityReservationSelectorTerms"] == [
+        {"id": "cr-0123456789abcdef0"},
+        {"instanceMatchCriteria": "targeted", "ownerID": "123456789012", "tags": {"team": "ml"}}]
 
 
 def _one(kind: str) -> dict:

@@ -441,6 +441,30 @@ class DisruptionBudget(Strict):
         return self
 
 
+class CapacityReservationTerm(Strict):
+    """One EC2NodeClass capacity-reservation selector term: an id alone, or tags, an owner and/or the match criteria
+    (terms are ORed; the EC2NodeClass CRD's rules)."""
+
+    id: Optional[_ec2_id("cr")] = Field(None, description="A capacity reservation id, alone.",  # type: ignore[valid-type]
+                                        examples=["cr-0123456789abcdef0"])
+    tags: Optional[EC2Tags] = Field(None, description="Tags the reservations carry ('*' matches any value).",
+                                    examples=[{"team": "ml-training"}])
+    owner_id: Optional[Annotated[str, Field(pattern=r"^[0-9]{12}$")]] = Field(
+        None, alias="ownerID", description="The AWS account that owns the reservations (12 digits), with tags.",
+        examples=["123456789012"])
+    instance_match_criteria: Optional[Literal["open", "targeted"]] = Field(
+        None, description="open or targeted reservations.", examples=["targeted"])
+
+    @model_validator(mode="after")
+    def _id_alone(self) -> "CapacityReservationTerm":
+        if self.id is None and self.tags is None and self.instance_match_criteria is None:
+            raise PydanticCustomError("selector_term", "give id, tags or instanceMatchCriteria")
+        if self.id is not None and (self.tags is not None or self.owner_id is not None
+                                    or self.instance_match_criteria is not None):
+            raise PydanticCustomError("selector_term", "an id stands alone: no tags, ownerID or instanceMatchCriteria")
+        return self
+
+
 class KarpenterPool(Strict):
     """The lifecycle of a Karpenter pool's nodes: consolidation, expiry, capacity type and its EC2NodeClass."""
 
@@ -466,6 +490,12 @@ class KarpenterPool(Strict):
                                              "20 GiB fills with GPU images.")
     instance_store_policy: Optional[Literal["RAID0"]] = Field(
         None, description="RAID0: the instance's NVMe disks become the node's ephemeral storage.")
+    capacity_reservations: List[CapacityReservationTerm] = Field(
+        default_factory=list, max_length=30,
+        description="The EC2 capacity reservations (On-Demand Capacity Reservations, Capacity Blocks) the pool's "
+                    "EC2NodeClass selects; capacity type reserved launches only into these.",
+        examples=[[{"id": "cr-0123456789abcdef0"},
+                   {"tags": {"team": "ml-training"}, "instanceMatchCriteria": "targeted"}]])
 
 
 class Pool(Strict):

@@ -293,6 +293,36 @@ def karpenter_requirements(ctx: Context) -> Iterator[Finding]:
                               "remove the label, or make it agree with the pool's gpu and gpusPerNode")
 
 
+@rule("GC384", "a Karpenter pool that may launch reserved capacity selects the reservations it launches into")
+def karpenter_reservations(ctx: Context) -> Iterator[Finding]:
+    """Capacity type `reserved` launches only into the capacity reservations the pool's EC2NodeClass selects
+    (`karpenter.capacityReservations`, its capacityReservationSelectorTerms; karpenter-facts, nodeclasses.md); (warning)
+    reservations on a pool whose capacity types leave out `reserved` are never used."""
+    from ..render import karpenter
+
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        if not plan.karpenter_pool(ctx.intent, pool):
+            continue
+        settings = pool.karpenter
+        types = list(settings.capacity_types) if settings is not None else []
+        label = pool.match.node_labels.get(karpenter.CAPACITY_TYPE)
+        reserved = "reserved" in types or label == "reserved"
+        terms = settings.capacity_reservations if settings is not None else []
+        if reserved and not terms:
+            where = (_pool_loc(i, "karpenter", "capacityTypes") if "reserved" in types
+                     else _pool_loc(i, "match", "nodeLabels", karpenter.CAPACITY_TYPE))
+            yield ctx.finding("GC384", where, f"pool {pool.name!r} may launch reserved capacity, but its EC2NodeClass "
+                              "selects no capacity reservation, so Karpenter has none to launch into",
+                              "add karpenter.capacityReservations (an id, or tags of your reservations)")
+        elif terms and not reserved:
+            launches = ", ".join(types or [label]) if types or label else "on-demand (Karpenter's default)"
+            yield ctx.finding("GC384", _pool_loc(i, "karpenter", "capacityReservations"),
+                              f"pool {pool.name!r} selects capacity reservations but launches only {launches} "
+                              "capacity, so they are never used",
+                              "add reserved to karpenter.capacityTypes, or remove capacityReservations",
+                              severity=WARNING, at_key=True)
+
+
 @rule("GC383", "Karpenter's NodePool names are DNS-1123 subdomains that fit a label value")
 def karpenter_names(ctx: Context) -> Iterator[Finding]:
     """A Karpenter NodePool name (the `karpenter.sh/nodepool` value) is a DNS-1123 subdomain of at most 63

@@ -245,6 +245,9 @@ def node_class(plan: P.Plan, pool: P.PoolPlan) -> dict:
                             "blockDeviceMappings": block_devices(plan, pool)}
     if settings(pool).instance_store_policy is not None:
         spec["instanceStorePolicy"] = settings(pool).instance_store_policy
+    if settings(pool).capacity_reservations:
+        spec["capacityReservationSelectorTerms"] = [term.model_dump(by_alias=True, exclude_none=True)
+                                                    for term in settings(pool).capacity_reservations]
     if settings_.role is not None:
         spec["role"] = settings_.role
     else:
