@@ -388,3 +388,51 @@ def test_the_gpu_model_decides_between_node_label_pools_that_both_select_a_node(
     del unnamed["metadata"]["labels"]["nvidia.com/gpu.product"]  # no model: both pools select it
     (f,) = [f for f in audit(twins, [nodes[0], unnamed], "t").findings if f.node]
     assert (f.code, f.message) == ("GA102", "node matches 2 pools: a100, h100")
+
+
+def test_gfd_count_hints_by_what_the_label_says():
+    more = nodes_of("train-h100")[0]
+    labels(more)["nvidia.com/gpu.count"] = "9"
+    (f,) = findings(more, "GA121")
+    assert (f.severity, f.hint) == ("warning", "the node has more GPUs than the pool declares: fix gpusPerNode, or the node")
+    garbled = nodes_of("train-h100")[0]
+    labels(garbled)["nvidia.com/gpu.count"] = "eight"
+    (f,) = findings(garbled, "GA121")
+    assert (f.severity, f.hint) == ("error", "GFD's label is not a number: check the gpu-feature-discovery pod")
+    assert f.message == "GFD counts 'eight' GPUs, the pool expects 8"
+
+
+def test_a_driver_off_its_pin_says_whether_an_upgrade_failed():
+    pin = plan().pool_by_name["train-h100"].driver
+    node = NL._set_driver("570.195.03")(nodes_of("train-h100")[0], plan())
+    del labels(node)["nvidia.com/gpu-driver-upgrade-state"]
+    (f,) = findings(node, "GA108")
+    assert f.evidence == {"nvidia.com/cuda.driver-version.full": "570.195.03", "expected": pin}
+    assert (f.severity, f.hint) == ("error", "check the driver daemon set (or NVIDIADriver) that owns the node")
+    failed = NL._set_driver("570.195.03", "upgrade-failed")(nodes_of("train-h100")[0], plan())
+    (f,) = findings(failed, "GA108")
+    assert f.evidence["nvidia.com/gpu-driver-upgrade-state"] == "upgrade-failed"
+    assert (f.severity, f.hint) == ("error", "the driver upgrade failed (GA116)")
+
+
+def test_the_text_report_counts_a_pool_without_nodes_as_advertising_nothing():
+    from gpuconf.cluster.audit import format_text
+
+    text = format_text(audit(nodes_of("train-h100")))
+    assert "pool notebooks-l4: L4 x4, time-slicing; 0/6 nodes (0 healthy, 0 drifting, 0 unavailable); " \
+           "nvidia.com/gpu 0/96" in text
+
+
+TWO_LABELS = TWIN_GROUPS.replace("match: {nodeLabels: {group: gpu}}}\n    - {name: h100",
+                                 "match: {nodeLabels: {group: gpu, zone: a}}}\n    - {name: h100")
+
+
+def test_every_node_label_of_a_pool_must_match():
+    from gpuconf.cluster.audit import audit as run
+
+    twins = NL.plan_of(TWO_LABELS, "two.yaml")
+    node = NL.clean_nodes(twins)[0]
+    assert [f.code for f in run(twins, [node], "t").findings if f.node] == []
+    labels(node)["zone"] = "b"  # the A100 node now only fits the H100 pool's labels: it is there, with the wrong GPU
+    assert sorted((f.code, f.pool) for f in run(twins, [node], "t").findings if f.node) == [
+        ("GA104", "h100"), ("GA106", "h100")]

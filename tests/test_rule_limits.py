@@ -178,3 +178,16 @@ def test_a_zero_quota_is_checked_after_a_quota_on_an_unknown_pool():
     findings = validate_document(load_text(text, "zero.yaml")).findings
     assert "GC314" in {f.code for f in findings}  # the unknown pool
     assert [f.path for f in findings if f.code == "GC336"] == ["spec.teams[0].quota.a"]
+
+
+def test_pools_advertising_a_renamed_resource_are_no_unit_of_nvidia_com_gpu():
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    text = HEAD.replace("    migStrategy: mixed\n", "").replace("  queueing:\n    kueue:\n      version: v0.19.2\n", "") + \
+        "    - {name: mig, gpu: H100-80GB, gpusPerNode: 8, nodes: 1, sharing: small, match: {pciDevice: true}}\n" \
+        "    - {name: l4, gpu: L4, gpusPerNode: 1, nodes: 1, sharing: shared-x2, match: {pciDevice: true}}\n"
+    codes = [f.code for f in validate_document(load_text(text, "gc350.yaml")).findings]
+    assert "GC350" not in codes  # the L4 pool advertises nvidia.com/gpu.shared: one meaning of nvidia.com/gpu left
+    whole = text.replace("sharing: shared-x2, ", "")
+    assert "GC350" in [f.code for f in validate_document(load_text(whole, "gc350.yaml")).findings]

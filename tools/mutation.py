@@ -46,7 +46,7 @@ MODULES = {
                         "tests/test_platforms.py"],
     "gpuconf/intent/rules.py": ["tests/test_cases.py", "tests/test_rule_limits.py", "tests/test_registry.py",
                                 "tests/test_loader.py"],
-    "gpuconf/cluster/audit.py": ["tests/test_audit.py", "tests/test_audit_evidence.py"],
+    "gpuconf/cluster/audit.py": ["tests/test_audit.py", "tests/test_audit_evidence.py", "tests/test_dra.py"],
     "gpuconf/output/semantic.py": ["tests/test_semantic.py", "tests/test_semantic_broken.py",
                                    "tests/test_render_parts.py"],
 }
