@@ -436,3 +436,16 @@ def test_every_node_label_of_a_pool_must_match():
     labels(node)["zone"] = "b"  # the A100 node now only fits the H100 pool's labels: it is there, with the wrong GPU
     assert sorted((f.code, f.pool) for f in run(twins, [node], "t").findings if f.node) == [
         ("GA104", "h100"), ("GA106", "h100")]
+
+
+def test_an_unknown_dmi_product_is_vouched_for_only_by_the_pool_label():
+    from gpuconf.cluster.audit import audit as run
+
+    text = (NL.ROOT / "examples" / "single-pool.yaml").read_text(encoding="utf-8").replace(
+        "        pciDevice: true", "        pciDevice: true\n        dmiProduct: PowerEdge XE9680")
+    dmi = NL.plan_of(text, "dmi.yaml")
+    node = NL.clean_nodes(dmi)[0]
+    del labels(node)["nvidia.com/gpu.machine"]
+    assert [f.code for f in run(dmi, [node], "t").findings if f.node] == []
+    del labels(node)["gpuconf.dev/pool"]
+    assert [f.code for f in run(dmi, [node], "t").findings if f.node] == ["GA101"]
