@@ -501,3 +501,21 @@ def test_an_overridden_driver_repository_is_the_users_choice_in_nvidiadrivers_to
                                     "why": "the driver manager comes from the tools mirror"}]
     rendered = files(intent)
     assert "repository: tools.example.com/nvidia" in rendered["manifests/nvidia-drivers.yaml"]
+
+
+def test_an_override_that_turns_nvidiadriver_mode_off_is_the_users_choice_not_a_crash(run, tmp_path):
+    """A pool with its own driver version needs NVIDIADriver mode; an override that turns it off is warned about
+    (GC342 names what is lost) and rendered, not an internal error (found by test_impact's random edits)."""
+    intent = tmp_path / "intent.yaml"
+    intent.write_text(
+        "apiVersion: gpuconf.dev/v1alpha1\nkind: ClusterIntent\nmetadata: {name: lab}\nspec:\n"
+        "  cluster: {kubernetesVersion: \"1.33\"}\n  operator: {chartVersion: v26.7.0}\n"
+        "  driver: {preinstalled: true}\n"
+        "  pools:\n    - {name: lab, gpu: A10, gpusPerNode: 1, nodes: 1, match: {pciDevice: true}, "
+        "driver: {version: \"580.126.20\"}}\n"
+        "  overrides:\n    - {path: driver.nvidiaDriverCRD.enabled, value: false, why: we manage drivers by hand}\n",
+        encoding="utf-8")
+    result = run("render", str(intent), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    assert "warning GC342 spec.overrides[0].path: replaces what gpuconf derives for driver.nvidiaDriverCRD.enabled" \
+        in result.output

@@ -229,7 +229,9 @@ class _Reader:
     def driver_versions(self) -> Iterator[str]:
         """Each managed pool runs the version the intent gives it: its pin, its wave's, or the cluster's."""
         intent = self.plan.intent
-        if not C.get(self.merged, "driver.enabled") or self.overridden("driver.version"):
+        # An override of the version or of NVIDIADriver mode is the user's choice, which GC342 warns about.
+        if not C.get(self.merged, "driver.enabled") or self.overridden("driver.version") \
+                or self.overridden("driver.nvidiaDriverCRD.enabled"):
             return
         chart_default = str(self.plan.chart.defaults["driver"]["version"])
         cluster = intent.spec.driver.version or chart_default
