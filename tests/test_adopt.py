@@ -502,3 +502,16 @@ def test_set_string_comes_after_every_set_and_keeps_its_values_strings(run, tmp_
     assert rows["toolkit.env"]["value"] == [{"name": "X", "value": "1"}]
     bad = run("import", "--set-string", "a")
     assert bad.exit_code == 2 and bad.stderr == "gpuconf: --set-string a: key 'a' has no value\n"
+
+
+def test_a_named_configmap_that_was_not_given_is_not_called_whole_gpus(run, tmp_path):
+    """Values that name a device-plugin ConfigMap the import did not get: the draft's pool says its sharing is
+    unknown, not that the values have no sharing config."""
+    values = tmp_path / "values.yaml"
+    values.write_text("devicePlugin:\n  config:\n    name: time-slicing-config\n    default: any\n", encoding="utf-8")
+    result = run("import", "--values", str(values), "-o", str(tmp_path / "draft.yaml"))
+    assert result.exit_code == 0, result.output
+    draft = (tmp_path / "draft.yaml").read_text(encoding="utf-8")
+    assert ("# the values name the device-plugin ConfigMap 'time-slicing-config', which was not given (--configmap "
+            "FILE): its sharing is unknown, so this pool shares nothing until you import it.") in draft
+    assert "no sharing config in the values" not in draft

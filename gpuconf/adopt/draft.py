@@ -297,6 +297,7 @@ class Adopter:
                 named = " or ".join(repr(n) for n in (name, mig_name) if n)
                 self.notes.append(f"{cm.source}: not a ConfigMap the values name (devicePlugin.config.name, "
                                   f"migManager.config.name{': ' + named if named else ' are not set'}): not read")
+        self.values_config_name = name
         if name and not found:
             self.notes.append(f"the values name the device-plugin ConfigMap {name!r}, which was not given "
                               "(--configmap FILE): its sharing is not imported")
@@ -410,8 +411,11 @@ class Adopter:
                        "own (a node group's) before the first sync. " + gpu_comment)
         self._mig_pools(names, gpu_comment)
         if not self.pools:
-            self._pool("gpu-nodes", {"pciDevice": True}, "exclusive", names,
-                       "no sharing config in the values: whole GPUs. " + gpu_comment)
+            named = getattr(self, "values_config_name", None)
+            why = (f"the values name the device-plugin ConfigMap {named!r}, which was not given (--configmap FILE): "
+                   "its sharing is unknown, so this pool shares nothing until you import it" if named and
+                   not self.plugin_configs else "no sharing config in the values: whole GPUs")
+            self._pool("gpu-nodes", {"pciDevice": True}, "exclusive", names, f"{why}. " + gpu_comment)
 
     def _pool(self, name: str, match: dict, profile: str | None, names: set, note: str) -> None:
         names.add(name)
