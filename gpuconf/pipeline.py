@@ -437,6 +437,7 @@ def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str
     --values files layered on it."""
     from .adopt import mapping as M
     from .adopt import sources as S
+    from .render import values as V
 
     tree, failed = _valid_tree(intent, "nothing to compare")
     if failed is not None:
@@ -449,7 +450,7 @@ def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str
         return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
     old = _unwrapped(old, defaults)
     new_user = tree.values.overrides()
-    S._merge_maps(new_user, extra)
+    V.merge(new_user, extra)
     rows = M.differing(S.coalesce(defaults, old), S.coalesce(defaults, new_user))
     return _values_diff_outcome(rows, " ".join(against), f"{intent} (chart {tree.plan.chart_version})", fmt)
 

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..render.values import copied, merge
 from . import strvals
 
 #: Largest input read (a values file of the GPU Operator is ~30 KB; the chart's own values.yaml ~25 KB).
@@ -248,7 +249,7 @@ def merge_inputs(inputs: list[ValuesInput]) -> tuple[dict, dict[Path, str]]:
                 if p not in before or before[p] != v or type(before[p]) is not type(v):
                     _claim(sources, p, given.name)
             continue
-        _merge_maps(merged, given.tree)
+        merge(merged, given.tree)  # Helm's loader.MergeMaps: maps merge key by key, anything else replaces
         for p, _ in leaves(given.tree):
             _claim(sources, p, given.where(p))
     present = {p for p, _ in leaves(merged)}
@@ -261,27 +262,10 @@ def _claim(sources: dict[Path, str], path: Path, where: str) -> None:
     sources[path] = where
 
 
-def _merge_maps(base: dict, override: dict) -> None:
-    """loader.MergeMaps: maps merge key by key, anything else replaces."""
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge_maps(base[key], value)
-        else:
-            base[key] = _copy(value)
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
-
-
 def coalesce(defaults: dict, user: dict) -> dict:
     """The chart's effective values: user values over the chart defaults (chartutil.CoalesceValues): maps merge,
     a user value replaces anything else, a user null deletes the default."""
-    out = _copy(defaults)
+    out = copied(defaults)
     _coalesce_into(out, user)
     return out
 
@@ -293,7 +277,7 @@ def _coalesce_into(base: dict, user: dict) -> None:
         elif isinstance(value, dict) and isinstance(base.get(key), dict):
             _coalesce_into(base[key], value)
         else:
-            base[key] = _strip_nulls(_copy(value))
+            base[key] = _strip_nulls(copied(value))
 
 
 def _strip_nulls(value: Any) -> Any:
