@@ -515,3 +515,17 @@ def test_a_named_configmap_that_was_not_given_is_not_called_whole_gpus(run, tmp_
     assert ("# the values name the device-plugin ConfigMap 'time-slicing-config', which was not given (--configmap "
             "FILE): its sharing is unknown, so this pool shares nothing until you import it.") in draft
     assert "no sharing config in the values" not in draft
+
+
+def test_a_configmap_name_with_a_line_break_stays_in_its_comment(run, tmp_path):
+    """The pool's note quotes the ConfigMap name the values give; a line break in it cannot start YAML of its own."""
+    values = tmp_path / "values.yaml"
+    values.write_text('devicePlugin:\n  config:\n    name: "cfg\\nnodes: 999"\n    default: any\n', encoding="utf-8")
+    result = run("import", "--values", str(values), "-o", str(tmp_path / "draft.yaml"))
+    assert result.exit_code in (0, 1), result.output
+    text = (tmp_path / "draft.yaml").read_text(encoding="utf-8")
+    assert "# the values name the device-plugin ConfigMap 'cfg\\nnodes: 999', which was not given" in text
+    assert not any(line.strip() == "nodes: 999" or line.startswith("nodes: 999") for line in text.splitlines())
+    from ruamel.yaml import YAML
+
+    assert YAML(typ="safe").load(text)["spec"]["pools"][0]["nodes"] == 1

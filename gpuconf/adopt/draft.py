@@ -534,6 +534,7 @@ class Adopter:
         from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
         from ..cluster.importer import _plain, _quoted
+        from ..emit import single_line
         from ..intent.model import KUBERNETES_VERSIONS
 
         yaml = YAML()
@@ -568,7 +569,8 @@ class Adopter:
             pools = CommentedSeq()
             for i, pool in enumerate(self.pools):
                 pools.append(_plain(pool))
-                pools.yaml_set_comment_before_after_key(i, before=self.pool_notes[i], indent=4)
+                # The note quotes names from the values (ConfigMap, config keys): it stays on its comment line.
+                pools.yaml_set_comment_before_after_key(i, before=single_line(self.pool_notes[i]), indent=4)
             spec["pools"] = pools
         if self.monitoring:
             monitoring = dict(self.monitoring)
