@@ -1,6 +1,6 @@
 """Allow `python -m gpuconf`."""
 
-from .cli import run
+from .entry import run
 
 if __name__ == "__main__":
     run()

@@ -11,8 +11,10 @@ from .intent.model import ClusterIntent, Pool, SharingProfile
 
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"
-#: Profiles every intent has without declaring them.
-BUILTIN_PROFILES = {"exclusive": SharingProfile.model_validate({"exclusive": {}})}
+#: Profiles every intent has without declaring them. Built without validation, so importing the plan builds no
+#: pydantic validator (SharingProfile's own would be a second one beside the root's): the object is the one
+#: `SharingProfile.model_validate({"exclusive": {}})` gives, fields set included (tests/test_plan.py).
+BUILTIN_PROFILES = {"exclusive": SharingProfile.model_construct(exclusive={})}
 
 
 def declared_models(intent: ClusterIntent) -> Mapping[str, catalog.GpuModel]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -154,3 +155,52 @@ def test_the_command_keeps_exit_codes_and_flushes_everything(run, args, code):
 def test_the_command_writes_a_long_output_whole():
     schema = subprocess.run([sys.executable, "-m", "gpuconf", "schema"], capture_output=True, text=True, check=True)
     assert schema.stdout == (ROOT / "schemas" / "cluster-intent.schema.json").read_text(encoding="utf-8")
+
+
+def _entry_state(monkeypatch) -> dict:
+    """What gpuconf.entry.run has set when it hands over to the command line (the command itself replaced)."""
+    import gc
+
+    import gpuconf.cli
+    import gpuconf.entry
+
+    seen: dict = {}
+
+    def command() -> None:
+        seen.update(gc=gc.isenabled(), plugins=os.environ.get("PYDANTIC_DISABLE_PLUGINS"))
+
+    monkeypatch.setattr(gpuconf.cli, "run", command)
+    was = gc.isenabled()
+    try:
+        gpuconf.entry.run()
+    finally:
+        if was:
+            gc.enable()
+    return seen
+
+
+def test_the_command_runs_without_the_cyclic_collector_and_without_pydantic_plugin_discovery(monkeypatch):
+    """The console script and `python -m gpuconf` start in gpuconf.entry: the collector is off before click, pydantic
+    and the models are imported, and pydantic's scan of every installed distribution's entry points is skipped
+    (issue 21, item 15)."""
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    assert _entry_state(monkeypatch) == {"gc": False, "plugins": "__all__"}
+
+
+@pytest.mark.parametrize("value", ["", "logfire"])
+def test_a_pydantic_plugin_setting_of_the_caller_is_kept(monkeypatch, value):
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", value)
+    assert _entry_state(monkeypatch) == {"gc": False, "plugins": value}
+
+
+def test_both_ways_of_starting_the_command_go_through_the_entry():
+    import re
+
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")  # tomllib is Python 3.11+; 3.10 is supported
+    scripts = re.search(r"^\[project\.scripts\]\n((?:[^\[\n].*\n)*)", pyproject, re.M).group(1).strip()
+    assert scripts == 'gpuconf = "gpuconf.entry:run"'
+    code = ("import runpy, sys, gc, gpuconf.cli\n"
+            "gpuconf.cli.run = lambda: print(gc.isenabled(), sorted(m for m in sys.modules if m.startswith('pydantic')))\n"
+            "runpy.run_module('gpuconf', run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.strip() == "False []"

@@ -450,3 +450,17 @@ def test_the_plan_is_immutable():
     for obj, field in ((plan, "strategy"), (pool_plan, "driver"), (pool_plan.capacity, "nodes"), (row, "nominal")):
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(obj, field, None)
+
+
+def test_the_builtin_exclusive_profile_is_what_validation_gives():
+    """BUILTIN_PROFILES is built without a validator of its own (issue 21, item 15); it must be the very object
+    validation makes of `exclusive: {}`, the fields the intent set included."""
+    from gpuconf import plan as P
+    from gpuconf.intent.model import SharingProfile
+
+    validated = SharingProfile.model_validate({"exclusive": {}})
+    builtin = P.BUILTIN_PROFILES["exclusive"]
+    assert builtin == validated
+    assert builtin.model_fields_set == validated.model_fields_set == {"exclusive"}
+    assert builtin.model_dump(by_alias=True, exclude_unset=True) == {"exclusive": {}}
+    assert P.sharing_kind(builtin) == "exclusive"

@@ -39,23 +39,38 @@ def _wall(cmd: list[str], runs: int) -> float:
     return statistics.median(samples)
 
 
-def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
-    """Wall times of each command, run in turn (one of each per round), so a shared machine's load falls on all
-    of them alike."""
-    samples: dict[str, list[float]] = {name: [] for name in commands}
+def _interleaved(commands: dict[str, list[str]], runs: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall and CPU times (user + system, of the process and its children) of each command, run in turn (one of
+    each per round), so a shared machine's load falls on all of them alike; CPU time is the steadier of the two
+    when other work shares the cores."""
+    import resource
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in commands}
     for _ in range(runs):
         for name, cmd in commands.items():
-            start = time.perf_counter()
+            used, start = cpu(), time.perf_counter()
             done = subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            samples[name].append(time.perf_counter() - start)
+            samples[name][0].append(time.perf_counter() - start)
+            samples[name][1].append(cpu() - used)
             assert done.returncode == 0, (cmd, done.stderr[-2000:])
     return samples
 
 
-def render_against_helm(runs: int, chart: Path | None) -> None:
-    """The whole `gpuconf render` process of the largest example next to a bare `python -c pass` and, when a `helm`
-    binary is on PATH and the chart folder is given, `helm template` of that chart with the rendered values.yaml:
-    medians of the same interleaved rounds, and the ratio to helm."""
+#: What a render imports before gpuconf runs a line of its own: the interpreter and the libraries the project is
+#: built on (pydantic for the intent, click for the command line, PyYAML and ruamel.yaml for reading and writing,
+#: jinja2 for REPORT.md). No render can be faster than this.
+LIBRARIES = "from pydantic import BaseModel; import click, jinja2, ruamel.yaml, yaml"
+
+
+def render_against_helm(runs: int, chart: Path | None, helm: str | None) -> None:
+    """The whole `gpuconf render` process of the largest example next to a bare `python -c pass`, a process that
+    only imports the libraries gpuconf is built on (LIBRARIES) and, when a helm binary is found (`--helm`, else
+    `helm` on PATH) and `--chart` names the GPU Operator chart folder, `helm template` of that chart with the
+    rendered values.yaml: medians of the same interleaved rounds, and the ratios to helm."""
     import shutil
 
     from gpuconf.pipeline import render_path
@@ -65,21 +80,27 @@ def render_against_helm(runs: int, chart: Path | None) -> None:
     out = Path(tempfile.mkdtemp(prefix="gpuconf-bench-out-"))
     render = [sys.executable, "-m", "gpuconf", "render", str(example), "-o", str(out)]
     subprocess.run(render, check=True, stdout=subprocess.DEVNULL)  # fills the template cache, as a user's first run
-    commands = {"python -c pass": [sys.executable, "-c", "pass"], "gpuconf render": render}
-    helm = shutil.which("helm")
+    commands = {"python -c pass": [sys.executable, "-c", "pass"],
+                "libraries only": [sys.executable, "-c", LIBRARIES],
+                "gpuconf render": render}
+    helm = helm or shutil.which("helm")
     if helm and chart is not None:
         values = next(out.glob("*/values.yaml"))
         commands["helm template"] = [helm, "template", "gpu-operator", str(chart), "--namespace", "gpu-operator",
                                      "-f", str(values)]
     samples = _interleaved(commands, runs)
-    medians = {name: statistics.median(times) for name, times in samples.items()}
-    print(f"render {example.relative_to(ROOT)}, whole process, median of {runs} interleaved runs:")
-    for name, median in medians.items():
-        print(f"  {name:<20} {median * 1000:8.1f} ms  (min {min(samples[name]) * 1000:.1f})")
-    if "helm template" in medians:
-        print(f"  ratio gpuconf render / helm template: {medians['gpuconf render'] / medians['helm template']:.2f}")
+    wall = {name: statistics.median(times[0]) for name, times in samples.items()}
+    cpu = {name: statistics.median(times[1]) for name, times in samples.items()}
+    print(f"render {example.relative_to(ROOT)}, whole process, medians of {runs} interleaved runs:")
+    for name in commands:
+        print(f"  {name:<20} {wall[name] * 1000:8.1f} ms wall (min {min(samples[name][0]) * 1000:.1f}), "
+              f"{cpu[name] * 1000:.1f} ms CPU")
+    if "helm template" in wall:
+        for name in ("gpuconf render", "libraries only"):
+            print(f"  ratio {name} / helm template: {wall[name] / wall['helm template']:.2f} wall, "
+                  f"{cpu[name] / cpu['helm template']:.2f} CPU")
     elif not helm:
-        print("  helm template: no `helm` binary on PATH, so no side-by-side ratio")
+        print("  helm template: no `helm` binary (--helm PATH, or helm on PATH), so no side-by-side ratio")
     else:
         print("  helm template: give --chart DIR (the GPU Operator chart folder) for the side-by-side ratio")
     shutil.rmtree(out, ignore_errors=True)
@@ -90,6 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7, help="repetitions per measurement (median is reported)")
     parser.add_argument("--chart", type=Path, help="the GPU Operator chart folder (v26.7.0), for `helm template`")
+    parser.add_argument("--helm", help="the helm binary for `helm template` (default: helm on PATH)")
     parser.add_argument("--render-only", action="store_true",
                         help="only the whole-process render against bare Python (and helm), then stop")
     args = parser.parse_args()
@@ -98,8 +120,12 @@ def main() -> None:
 
     _compile_package()
     # The template cache of the measured processes starts empty and is not the user's.
-    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="gpuconf-bench-cache-")
-    render_against_helm(max(args.runs, 10), args.chart)
+    import atexit
+    import shutil
+
+    os.environ["XDG_CACHE_HOME"] = cache = tempfile.mkdtemp(prefix="gpuconf-bench-cache-")
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
+    render_against_helm(max(args.runs, 10), args.chart, args.helm)
     if args.render_only:
         return
     gpuconf = [sys.executable, "-m", "gpuconf"]
@@ -248,6 +274,7 @@ def _audit_process(intent: Path, nodes: Path, runs: int) -> tuple[float, int]:
              "    except (OSError, StopIteration):\n"
              "        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
              "atexit.register(lambda: print('maxrss', peak(), file=sys.stderr))\n"
+             "from gpuconf.entry import prepare\nprepare()\n"  # as the gpuconf command starts
              "from gpuconf.cli import main\nmain()")
     samples, rss = [], 0
     for _ in range(runs):

@@ -1,0 +1,46 @@
+"""tools/bench.py's side-by-side render (issue 21, item 15): what it runs and what it prints. Times are never asserted;
+the commands and the report's lines are."""
+
+from __future__ import annotations
+
+import re
+import stat
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_the_render_bench_runs_helm_template_of_the_chart_with_the_rendered_values(tmp_path):
+    calls = tmp_path / "calls.txt"
+    helm = tmp_path / "helm"
+    # A stand-in for helm: records its arguments, checks the values file it was given exists, renders nothing.
+    helm.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {calls}\ntest -f "$7"\n', encoding="utf-8")
+    helm.chmod(helm.stat().st_mode | stat.S_IEXEC)
+    chart = tmp_path / "gpu-operator"
+    chart.mkdir()
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--render-only", "--runs", "1",
+                           "--helm", str(helm), "--chart", str(chart)],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "render examples/airgapped.yaml, whole process, medians of 10 interleaved runs:"
+    measured = r"\s+[0-9.]+ ms wall \(min [0-9.]+\), [0-9.]+ ms CPU"
+    assert [re.sub(measured, "", line) for line in lines[1:5]] == [
+        "  python -c pass", "  libraries only", "  gpuconf render", "  helm template"]
+    assert all(re.fullmatch(r"  [a-z -]+" + measured, line) for line in lines[1:5]), lines
+    assert [re.sub(r"[0-9.]+ wall, [0-9.]+ CPU$", "", line) for line in lines[5:]] == [
+        "  ratio gpuconf render / helm template: ", "  ratio libraries only / helm template: "]
+    recorded = calls.read_text(encoding="utf-8").splitlines()
+    assert len(recorded) == 10
+    assert all(re.fullmatch(rf"template gpu-operator {re.escape(str(chart))} --namespace gpu-operator "
+                            r"-f /\S+/secure-enclave/values\.yaml", call) for call in recorded), recorded
+
+
+def test_without_helm_the_render_bench_says_why_there_is_no_ratio(tmp_path):
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}  # no helm anywhere on PATH
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--render-only", "--runs", "1"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == (
+        "  helm template: no `helm` binary (--helm PATH, or helm on PATH), so no side-by-side ratio")
