@@ -62,6 +62,17 @@ def not_verified() -> list[str]:
     return list(facts()["notVerified"])
 
 
+#: What AKS itself gives every node of a Spot node pool (`az aks nodepool add --priority Spot`): the label
+#: kubernetes.azure.com/scalesetpriority=spot and the taint kubernetes.azure.com/scalesetpriority=spot:NoSchedule.
+#: The platform fact sheet lists the label among what it could not verify; this settles both. Source: Microsoft's AKS
+#: documentation, MicrosoftDocs/azure-aks-docs articles/aks/spot-node-pool.md (commit 31e1f80a, ms.date 2025-04-06),
+#: "Limitations" ("A Spot node pool has the ... label, the ... taint") and the `az aks nodepool show` output it quotes
+#: (nodeLabels and nodeTaints of a new Spot pool). The Azure CLI adds neither (azure-cli 2.91.0 sends no taint of its
+#: own for --priority Spot): the service does.
+AKS_SPOT_LABEL = ("kubernetes.azure.com/scalesetpriority", "spot")
+AKS_SPOT_TAINT = ("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")
+
+
 #: GPUs per EC2 instance type of the NVIDIA families in ec2_offers, by family and size. Source: the generated
 #: instance-type reference of aws/karpenter-provider-aws v1.14.1 (website/content/en/v1.14/reference/
 #: instance-types.md, commit 1d927085d), row karpenter.k8s.aws/instance-gpu-count of each type; p3 from the v1.0

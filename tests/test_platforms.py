@@ -8,6 +8,7 @@ import textwrap
 import re
 
 import pytest
+import yaml
 from ruamel.yaml import YAML
 
 YAML11 = YAML(typ="safe", pure=True)
@@ -821,12 +822,22 @@ def test_gke_kueue_flavors_tolerate_the_gpu_taint(tmp_path):
 def test_aks_autoscaled_spot_pool_script(tmp_path):
     pools = ("    - {name: t4, gpu: T4, gpusPerNode: 4, nodes: 5, minNodes: 0, match: {nodeLabels: "
              "{kubernetes.azure.com/agentpool: gput4, kubernetes.azure.com/scalesetpriority: spot}}, "
-             "taints: [{key: sku, value: gpu, effect: NoSchedule}]}\n")
+             "taints: [{key: sku, value: gpu, effect: NoSchedule}, "
+             "{key: kubernetes.azure.com/scalesetpriority, value: spot, effect: NoSchedule}]}\n")
     tree = _render(tmp_path, _intent('{kubernetesVersion: "1.32", distribution: aks}', pools))
     script = tree.files["node-templates/t4.aks.sh"]
     assert "--node-count 0 \\\n  --enable-cluster-autoscaler \\\n  --min-count 0 \\\n  --max-count 5" in script
     assert "--priority Spot --eviction-policy Delete" in script
-    assert "scalesetpriority" not in script.split("--labels", 1)[1]  # AKS's own label, not set by --labels
+    # AKS's own label and taint: AKS puts them on the nodes of a Spot pool; the command sets neither.
+    assert "scalesetpriority" not in script.split("--labels", 1)[1].replace("--priority Spot", "")
+    assert "  --node-taints sku=gpu:NoSchedule \\\n" in script
+    # ... and everything gpuconf deploys onto the pool's nodes tolerates it (GC388 makes the pool list it).
+    spot = {"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}
+    values = yaml.safe_load(tree.files["values.yaml"])
+    assert spot in values["daemonsets"]["tolerations"]
+    assert spot in values["node-feature-discovery"]["worker"]["tolerations"]
+    probe = yaml.safe_load(tree.files["probes/t4.yaml"])
+    assert spot in probe["spec"]["template"]["spec"]["tolerations"]
     assert "probes/t4.yaml" in tree.files and "manifests/probes.yaml" not in tree.files  # scales to zero
     report = tree.files["REPORT.md"]
     assert "0 to 5 (autoscaled; capacity and quotas count 5)" in report
@@ -886,3 +897,15 @@ def test_gke_scripts_name_the_machine_type_where_the_gpus_fix_it(tmp_path):
     assert platforms.gke_machine_types("nvidia-h200-141gb", 4) == ()
     assert platforms.gke_machine_types("nvidia-tesla-t4", 1) is None
     assert set(platforms.GKE_MACHINE_TYPES) <= set(platforms.gke()["accelerators"])  # names the fact sheet knows
+
+
+def test_the_aks_spot_label_gpuconf_derives_is_the_one_microsoft_documents():
+    """The fact sheet's Spot label (profiles/platforms.json, derived, marked unverified there) and the label and taint
+    gpuconf takes from Microsoft's AKS documentation (platforms.AKS_SPOT_*) are one fact: GC386, GC388 and the
+    node-pool script read both."""
+    from gpuconf import platforms
+
+    derived = platforms.aks()["spotLabel"]
+    assert (derived["key"], derived["value"]) == platforms.AKS_SPOT_LABEL
+    assert platforms.AKS_SPOT_TAINT == (*platforms.AKS_SPOT_LABEL, "NoSchedule")
+    assert platforms.aks()["nodePoolFlags"]["countRange"] == [0, 1000]

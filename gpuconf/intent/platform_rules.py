@@ -392,16 +392,18 @@ def gke_node_pools(ctx: Context) -> Iterator[Finding]:
         yield from _taints_without_value(ctx, i, "gcloud")
 
 
-@rule("GC386", "an AKS node pool's command runs: its name, taints with values, the spot label")
+@rule("GC386", "an AKS node pool's command runs: its name, autoscaling range, taints with values, the spot label")
 def aks_node_pools(ctx: Context) -> Iterator[Finding]:
-    """An AKS node-pool command runs: the agent pool name matches `^[a-z][a-z0-9]{0,11}$`,
-    `kubernetes.azure.com/scalesetpriority` is `spot`, every taint has a value (az takes `key=value:effect`
-    only)."""
+    """An AKS node-pool command runs: the agent pool name matches `^[a-z][a-z0-9]{0,11}$`, an autoscaled pool's
+    --max-count lies in the range az accepts (0 to 1000), `kubernetes.azure.com/scalesetpriority` is `spot`, every
+    taint has a value (az takes `key=value:effect` only)."""
     import re
 
     if ctx.intent.spec.cluster.distribution != "aks":
         return
     aks = platforms.aks()
+    low_count, high_count = aks["nodePoolFlags"]["countRange"]  # az's validate_nodes_count (gke-aks-facts §b)
+    spot_key, spot_value = platforms.AKS_SPOT_LABEL
     for i, pool in enumerate(ctx.intent.spec.pools):
         name = pool.match.node_labels.get(aks["agentPoolLabel"])
         if name is None:
@@ -411,14 +413,50 @@ def aks_node_pools(ctx: Context) -> Iterator[Finding]:
                               f"AKS refuses node pool name {name!r}: a Linux node pool's name is 1 to 12 lower-case "
                               "letters and digits, starting with a letter", "rename the agent pool, e.g. "
                               + (re.sub(r"[^a-z0-9]", "", name.lower()).lstrip("0123456789")[:12] or "gpu"))
-        priority = pool.match.node_labels.get(aks["spotLabel"]["key"])
-        if priority is not None and priority != aks["spotLabel"]["value"]:
-            yield ctx.finding("GC386", _pool_loc(i, "match", "nodeLabels", aks["spotLabel"]["key"]),
-                              f"gpuconf creates Spot VMs for {aks['spotLabel']['key']}={aks['spotLabel']['value']} "
-                              "(the label AKS is commonly reported to give them, which gpuconf's facts could not "
-                              f"verify); {priority!r} asks for no priority the script knows",
-                              f"use {aks['spotLabel']['value']}, or leave the label out")
+        if plan.min_nodes(ctx.intent, pool) < pool.nodes and pool.nodes > high_count:
+            yield ctx.finding("GC386", _pool_loc(i, "nodes"),
+                              f"az refuses --max-count {pool.nodes} for autoscaled pool {pool.name!r}: the cluster "
+                              f"autoscaler's bounds of an AKS node pool lie between {low_count} and {high_count}",
+                              f"give nodes at most {high_count}, or split the pool into agent pools of at most "
+                              f"{high_count} nodes each")
+        priority = pool.match.node_labels.get(spot_key)
+        if priority is not None and priority != spot_value:
+            yield ctx.finding("GC386", _pool_loc(i, "match", "nodeLabels", spot_key),
+                              f"AKS labels the nodes of a Spot node pool {spot_key}={spot_value} (and gpuconf's "
+                              f"script creates Spot VMs for that label); {priority!r} is no value AKS gives",
+                              f"use {spot_value}, or leave the label out")
         yield from _taints_without_value(ctx, i, "az")
+
+
+@rule("GC388", "an AKS Spot pool lists the taint AKS puts on its nodes, so the operator's pods tolerate it")
+def aks_spot_taint(ctx: Context) -> Iterator[Finding]:
+    """A pool that selects AKS Spot nodes (`kubernetes.azure.com/scalesetpriority: spot`) lists the taint AKS gives
+    every node of a Spot node pool, `kubernetes.azure.com/scalesetpriority=spot:NoSchedule`: the operands, NFD's
+    worker and the probes tolerate only the taints the pools list, so without it nothing of the GPU stack runs
+    there and the nodes never advertise a GPU."""
+    if ctx.intent.spec.cluster.distribution != "aks":
+        return
+    spot_key, spot_value = platforms.AKS_SPOT_LABEL
+    key, value, effect = platforms.AKS_SPOT_TAINT
+    for i, pool in enumerate(ctx.intent.spec.pools):
+        if pool.match.node_labels.get(spot_key) != spot_value:
+            continue
+        if any((t.key, t.value, t.effect) == (key, value, effect) for t in pool.taints):
+            continue
+        hint = f"add to the pool's taints: - {{key: {key}, value: {value}, effect: {effect}}}"
+        other = next((t for t, taint in enumerate(pool.taints) if taint.key == key), None)
+        if other is not None:
+            listed = pool.taints[other]
+            yield ctx.finding("GC388", _pool_loc(i, "taints", other),
+                              f"pool {pool.name!r} lists {key}={listed.value}:{listed.effect}, but AKS taints every "
+                              f"node of a Spot node pool {key}={value}:{effect}: the toleration gpuconf derives from "
+                              "the listed taint does not tolerate AKS's, so nothing of the GPU stack would run there",
+                              f"make it {{key: {key}, value: {value}, effect: {effect}}}")
+            continue
+        yield ctx.finding("GC388", _pool_loc(i, "match", "nodeLabels", spot_key),
+                          f"pool {pool.name!r} selects AKS Spot nodes, and AKS taints every node of a Spot node pool "
+                          f"{key}={value}:{effect}; the pool does not list that taint, so the driver, device plugin, "
+                          "NFD worker and probes would not tolerate it and the nodes would never advertise a GPU", hint)
 
 
 @rule("GC387", "a probe that runs on every sync does not keep a pool that scales to zero awake")

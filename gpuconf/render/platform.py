@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from .. import platforms
 from .. import plan as P
@@ -204,9 +204,9 @@ def _settable(labels: dict[str, str], reserved: str) -> dict[str, str]:
     return {k: v for k, v in sorted(labels.items()) if not k.startswith(reserved)}
 
 
-def _taint_flag(pool: P.PoolPlan) -> str:
+def _taint_flag(taints: Iterable[Any]) -> str:
     """gcloud's and az's taint list: key=value:effect, comma-separated (both refuse a taint without a value)."""
-    return ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.pool.taints)
+    return ",".join(f"{t.key}={t.value}:{t.effect}" for t in taints)
 
 
 @dataclass(frozen=True)
@@ -301,7 +301,7 @@ def gke_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
         ["--accelerator", ("type=", accelerator, f",count={pool.pool.gpus_per_node},{gke['acceleratorOption']}")],
         ["--node-labels", ",".join(f"{k}={v}" for k, v in sorted(own.items()))]]
     if pool.pool.taints:
-        command.append(["--node-taints", _taint_flag(pool)])
+        command.append(["--node-taints", _taint_flag(pool.pool.taints)])
     if labels.get(gke["labels"]["spot"]) == "true":
         command.append([flags["spot"]])
     return shell_script([
@@ -336,8 +336,11 @@ def aks_node_pool(plan: P.Plan, pool: P.PoolPlan) -> str | None:
     else:
         command.append(["--node-count", str(pool.pool.nodes)])
     command.append(["--labels", *(f"{k}={v}" for k, v in sorted(own.items()))])
-    if pool.pool.taints:
-        command.append(["--node-taints", _taint_flag(pool)])
+    # The pool lists AKS's own Spot taint (GC388) so the operands tolerate it; AKS puts it on the nodes itself, as it
+    # sets its own labels, so the command leaves out every taint under the provider's reserved prefix.
+    settable = [t for t in pool.pool.taints if not t.key.startswith(aks["reservedLabelPrefix"])]
+    if settable:
+        command.append(["--node-taints", _taint_flag(settable)])
     if labels.get(aks["spotLabel"]["key"]) == aks["spotLabel"]["value"]:
         command.append([*flags["priority"].split(), *flags["evictionPolicy"].split()])
     lines = [f"AKS node pool for gpuconf pool {pool.name}: {pool.pool.gpus_per_node} x {pool.model.id} per node, "
