@@ -383,3 +383,37 @@ def test_labels_an_api_server_refuses_are_an_input_error(run, tmp_path, labels, 
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "NodeList", "items": nodes}))
     result = run("import", "--nodes", str(path))
     assert result.exit_code == 2 and problem in result.stderr
+
+
+def _aks_node(name: str, pool: str, spot: bool) -> dict:
+    """An AKS T4 node as `kubectl get nodes -o json` shows it: AKS's labels, GFD's, NFD's; AKS's Spot taint."""
+    labels = {"kubernetes.azure.com/agentpool": pool, "kubernetes.azure.com/cluster": "MC_rg-gpu_aks-research_westeurope",
+              "kubernetes.io/os": "linux", "node.kubernetes.io/instance-type": "Standard_NC4as_T4_v3",
+              "nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/gpu.count": "1", "nvidia.com/gpu.present": "true",
+              "feature.node.kubernetes.io/pci-10de.present": "true"}
+    taints = []
+    if spot:
+        labels["kubernetes.azure.com/scalesetpriority"] = "spot"
+        taints.append({"key": "kubernetes.azure.com/scalesetpriority", "value": "spot", "effect": "NoSchedule"})
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": taints} if taints else {},
+            "status": {"capacity": {"nvidia.com/gpu": "1"}, "allocatable": {"nvidia.com/gpu": "1"},
+                       "nodeInfo": {"kubeletVersion": "v1.32.4", "osImage": "Ubuntu 22.04.5 LTS",
+                                    "containerRuntimeVersion": "containerd://1.7.27"}}}
+
+
+def test_an_aks_spot_pool_is_drafted_as_a_spot_pool_with_the_taint_aks_gives_it():
+    """The nodes of an AKS Spot node pool carry AKS's Spot taint: the draft lists it (so the operands tolerate it,
+    GC388) and its match names the Spot label, so the pool's node-pool script recreates Spot VMs; a regular pool
+    beside it gets neither."""
+    nodes = [_aks_node(f"aks-t4spot-26431-vmss00000{i}", "t4spot", True) for i in range(2)]
+    nodes += [_aks_node(f"aks-t4reg-26431-vmss00000{i}", "t4reg", False) for i in range(3)]
+    intent = _validated(_draft(nodes).text).intent
+    pools = {p.name: p for p in intent.spec.pools}
+    assert sorted(pools) == ["t4reg", "t4spot"]
+    assert pools["t4spot"].match.node_labels == {"kubernetes.azure.com/agentpool": "t4spot",
+                                                 "kubernetes.azure.com/scalesetpriority": "spot"}
+    assert [(t.key, t.value, t.effect) for t in pools["t4spot"].taints] == [
+        ("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")]
+    assert pools["t4reg"].match.node_labels == {"kubernetes.azure.com/agentpool": "t4reg"}
+    assert pools["t4reg"].taints == []

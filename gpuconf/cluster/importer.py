@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
-from .. import catalog
+from .. import catalog, platforms
 from .. import plan as P
 from ..emit import single_line
 from . import nodefacts as N
@@ -402,9 +402,14 @@ class Importer:
 
     def _match(self, groups: list[Group]) -> None:
         by_model: dict[str, list[Group]] = {}
+        spot_key, spot_value = platforms.AKS_SPOT_LABEL
         for g in groups:
             if g.node_group:
                 g.match = {"nodeLabels": {g.node_group[0]: g.node_group[1]}}
+                if g.node_group[0] == platforms.aks()["agentPoolLabel"] and platforms.AKS_SPOT_TAINT in g.taints:
+                    # AKS taints the nodes of a Spot node pool, and only those: the pool's script must recreate
+                    # Spot VMs, so the match names the label AKS gives them (and the taint stays listed, GC388).
+                    g.match["nodeLabels"][spot_key] = spot_value
             else:
                 g.match = {"pciDevice": True}
                 by_model.setdefault(g.model, []).append(g)
