@@ -241,6 +241,36 @@ def allocation_switch():
     return before, after
 
 
+def _pool_pair(name: str, pool: str, edit):
+    """A before/after pair of an example where edit changed one pool (given the copy's pool)."""
+    return lambda: _pair(name, lambda spec: edit(_pool(spec, pool)))
+
+
+#: The L4 pool, matched by PCI device id, becomes an L40S pool: its running L4 nodes stop matching its rule.
+gpu_model = _pool_pair("heterogeneous.yaml", "notebooks-l4", lambda pool: pool.update(gpu="L40S"))
+gke_taint_removed = _pool_pair("gke.yaml", "l4-serving", lambda pool: pool.pop("taints"))
+gke_taint_effect = _pool_pair("gke.yaml", "l4-serving", lambda pool: pool["taints"][0].update(effect="NoExecute"))
+karpenter_taint_removed = _pool_pair("eks.yaml", "l40s-batch", lambda pool: pool.pop("taints"))
+aks_taint_value = _pool_pair("aks.yaml", "t4", lambda pool: pool["taints"][0].update(value="gpu-t4"))
+openshift_taint_removed = _pool_pair("openshift.yaml", "h100", lambda pool: pool.pop("taints"))
+
+
+def pool_rename():
+    def edit(spec):
+        _pool(spec, "notebooks-l4")["name"] = "notebooks"
+        spec["driver"]["upgrade"]["canaryPool"] = "notebooks"
+        spec["teams"][1]["quota"]["notebooks"] = spec["teams"][1]["quota"].pop("notebooks-l4")
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def gke_time_slicing():
+    def edit(spec):
+        spec["sharingProfiles"]["serving-x3"]["timeSlicing"]["replicas"] = 2
+
+    return _pair("gke.yaml", edit)
+
+
 ALL3 = ["train-h100", "infer-a100", "notebooks-l4"]
 PROBES = ("probe-run", "none", ["infer-a100", "notebooks-l4", "train-h100"], None, [])
 MIG = ["nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb"]
@@ -270,6 +300,7 @@ CASES = {
          "capacity-change": "product nvidia.com/gpu on notebooks-l4 48 -> 40"}),
     "resource-rename": (mig_strategy_flip, [
         ("mig-repartition", "disruptive", ["infer-a100"], 4, ["nvidia.com/gpu", *MIG]),
+        ("config-key-removed", "disruptive", ["infer-a100"], 4, MIG),
         ("node-replacement", "disruptive", ["infer-a100"], 4, []),
         ("resource-rename", "pending", ["infer-a100"], 4, MIG),
         ("capacity-change", "pending", [], None, MIG),
@@ -281,6 +312,7 @@ CASES = {
                             "gpuconf-team-research; probes gpuconf-probe-infer-a100"}),
     "mig-repartition": (mig_layout, [
         ("mig-repartition", "disruptive", ["infer-a100"], 4, MIG),
+        ("config-key-removed", "disruptive", ["infer-a100"], 4, MIG),
         ("node-replacement", "disruptive", ["infer-a100"], 4, []),
         ("capacity-change", "pending", [], None, ["nvidia.com/mig-1g.10gb"]),
         ("capacity-change", "pending", ["infer-a100"], 4, ["nvidia.com/mig-1g.10gb"]), PROBES],
@@ -297,6 +329,7 @@ CASES = {
                             "and repartitions every GPU from `small-training-68e11c76`",
          "resource-rename": "probes gpuconf-probe-a100-train"}),
     "node-replacement": (karpenter_template, [
+        ("config-key-removed", "disruptive", ["a10g-inference"], 6, ["nvidia.com/gpu.shared"]),
         ("node-replacement", "disruptive", ["a10g-inference"], 6, []),
         ("capacity-change", "none", ["a10g-inference"], 6, ["nvidia.com/gpu.shared"]),
         ("object-change", "none", ["a10g-inference"], None, [])],  # its NodeOverlay (no drift) counts 12, not 8
@@ -334,6 +367,59 @@ CASES = {
     "capacity-change: a node-pool command's count": (gke_node_count, [
         ("capacity-change", "none", ["l4-serving"], 2, [])], {"capacity-change": "(nodes 4 -> 2)"}),
     "none: comments": (comments_only, [("none", "none", [], None, [])], {}),
+    # A pool matched by PCI device id gets another GPU model: its running nodes stop matching, lose the pool label
+    # (no NVIDIADriver manages them: the example deploys no default one) and the sharing label (4 GPUs, not 16).
+    "pool-selection: a new GPU model": (gpu_model, [
+        ("pool-selection", "disruptive", ["notebooks-l4"], 6, ["nvidia.com/gpu"]), PROBES],
+        {"pool-selection": "its 6 running node(s) stop matching, so nfd-master removes gpuconf.dev/pool, "
+                           "nvidia.com/device-plugin.config from them; NVIDIADriver gpuconf-notebooks-l4 selects nodes "
+                           "by gpuconf.dev/pool, so it no longer manages them"}),
+    "capacity-change: a pool renamed": (pool_rename, [
+        ("capacity-change", "disruptive", ["notebooks-l4"], 6, ["nvidia.com/gpu"]),
+        ("pool-selection", "pending", ["notebooks-l4"], 6, []),
+        ("capacity-change", "pending", [], None, ["nvidia.com/gpu"]),
+        ("capacity-change", "none", ["notebooks"], 6, ["nvidia.com/gpu"]),
+        ("probe-run", "none", ["infer-a100", "notebooks", "train-h100"], None, []),
+        ("probe-run", "none", ["notebooks-l4"], None, []), ("object-change", "none", [], None, [])],
+        {"capacity-change": "its nodes move to pool notebooks with their 96 nvidia.com/gpu, so the cluster keeps its "
+                            "capacity",
+         "pool-selection": "nfd-master swaps their gpuconf.dev/pool=notebooks-l4 label"}),
+    # The node-pool command drops the taint, the running nodes keep it, the operands stop tolerating it.
+    "taint-change: a node-pool command's taint removed": (gke_taint_removed, [
+        ("node-replacement", "disruptive", ["l4-serving"], 4, []),
+        ("taint-change", "pending", ["l4-serving"], 4, ["nvidia.com/gpu"]),
+        ("probe-run", "none", ["l4-serving"], None, [])],
+        {"taint-change": "the device plugin, GFD, DCGM exporter, validator and NFD worker can no longer run on those "
+                         "nodes, so each of its 4 node(s) stops advertising nvidia.com/gpu until it is replaced",
+         "probe-run": "1 probe Job(s) that the sync never applied (run by hand) change"}),
+    "taint-change: NoSchedule to NoExecute in a node-pool command": (gke_taint_effect, [
+        ("node-replacement", "disruptive", ["l4-serving"], 4, []),
+        ("taint-change", "pending", ["l4-serving"], 4, ["nvidia.com/gpu"]),
+        ("probe-run", "none", ["l4-serving"], None, [])],
+        {"taint-change": "only nodes that register from now on carry them (the running nodes keep their taints until "
+                         "they are replaced)"}),
+    "taint-change: a Karpenter NodePool's taint removed": (karpenter_taint_removed, [
+        ("node-replacement", "disruptive", ["l40s-batch"], 2, []),
+        ("taint-change", "pending", ["l40s-batch"], 2, ["nvidia.com/gpu"]),
+        ("probe-run", "none", ["l40s-batch"], None, [])],
+        {"taint-change": "pool l40s-batch's Karpenter NodePool drops taint(s) example.com/batch:NoSchedule"}),
+    # One pool's taint changes; the ClusterPolicy's one toleration list reinstalls the driver on all 2 + 3 nodes.
+    "taint-change: the ClusterPolicy driver of every pool": (aks_taint_value, [
+        ("node-replacement", "disruptive", ["t4"], 3, []),
+        ("taint-change", "disruptive", ["a100", "t4"], 5, []),
+        ("taint-change", "pending", ["t4"], 3, []),
+        ("probe-run", "none", ["t4"], None, [])],
+        {"taint-change": "reinstall the driver on every node the ClusterPolicy manages, in pools a100, t4"}),
+    "taint-change: the rendered ClusterPolicy": (openshift_taint_removed, [
+        ("taint-change", "disruptive", ["h100", "l40s"], 8, []),
+        ("taint-change", "none", ["h100"], 4, []),
+        ("probe-run", "none", ["h100", "l40s"], None, [])], {}),
+    "config-key-removed": (gke_time_slicing, [
+        ("config-key-removed", "disruptive", ["l4-serving"], 4, ["nvidia.com/gpu"]),
+        ("node-replacement", "disruptive", ["l4-serving"], 4, []),
+        ("capacity-change", "pending", ["l4-serving"], 4, ["nvidia.com/gpu"])],
+        {"config-key-removed": "carry nvidia.com/device-plugin.config=serving-x3-7fa85220 from their node-pool "
+                               "command until they are replaced, but the sync removes key serving-x3-7fa85220"}),
 }
 
 

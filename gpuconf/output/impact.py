@@ -159,6 +159,14 @@ def _labelled_by(pool: dict) -> str:
     return "template"
 
 
+def _label_source(pool: dict) -> str:
+    """What gives a platform-labelled pool's nodes their labels and taints, in words."""
+    by = _labelled_by(pool)
+    if by == "karpenter":
+        return "Karpenter NodePool"
+    return "node-pool command" if str(pool.get("labelledBy") or "").startswith("node-pool command") else "node template"
+
+
 # --- the change ---------------------------------------------------------------------------------------------------
 
 
@@ -516,6 +524,71 @@ def _mig_repartition(change: Change) -> list[Impact]:
     return impacts
 
 
+def _config_keys(side: Deployed, label: str) -> set[str] | None:
+    """The config names a folder's ConfigMap offers for a node label: the device-plugin ConfigMap's keys, or the
+    mig-parted ConfigMap's mig-configs names (None when the folder has no such ConfigMap)."""
+    section = "devicePlugin" if label == PLUGIN_LABEL else "migManager"
+    name = ((side.values.get(section) or {}).get("config") or {}).get("name")
+    data = next(((cm.get("data") or {}) for cm in side.objects("ConfigMap")
+                 if name and (cm.get("metadata") or {}).get("name") == name), None)
+    if not isinstance(data, dict):
+        return None
+    if label == PLUGIN_LABEL:
+        return set(data)
+    try:
+        from .treediff import _load_all
+
+        body = (_load_all(data.get("config.yaml") or "") or [{}])[0]
+    except Exception:  # noqa: BLE001 - a hand-edited folder: nothing to say
+        return None
+    return set((body.get("mig-configs") or {}) if isinstance(body, dict) else {})
+
+
+@impact_kind("config-key-removed", "nodes labelled by their platform keep a config key the sync removes")
+def _config_key_removed(change: Change) -> list[Impact]:
+    if "dra" in (_stack(change.old), _stack(change.new)):
+        return []  # allocation-switch's
+    impacts = []
+    for label, configmap in ((PLUGIN_LABEL, _plugin_configmap(change)), (MIG_LABEL, _mig_configmap(change))):
+        offered = _config_keys(change.new, label)
+        for name in change.both() if offered is not None else []:
+            pool = change.new.pools[name]
+            before = (change.old.pools[name].get("labels") or {}).get(label)
+            after = (pool.get("labels") or {}).get(label)
+            # A NodeFeatureRule relabels its nodes at sync; a node template, node-pool command or Karpenter NodePool
+            # labels a node once, when it registers (karpenter-facts §d: a label change drifts, replacing the nodes
+            # later), so the running nodes keep the old key.
+            if _labelled_by(pool) == "nfd" or not before or before == after or before in offered:
+                continue
+            source = _label_source(pool)
+            docs = change.documents(["ConfigMap"], where=configmap)
+            nodes = change.pools_nodes([name])
+            if label == PLUGIN_LABEL:
+                # gpu-operator-facts §6: a label naming a key the ConfigMap lacks is an error; the pod stays broken.
+                what = (f"pool {name}'s running nodes carry {label}={before} from their {source} until they are "
+                        f"replaced, but the sync removes key {before} from ConfigMap {_names(d.name for d in docs)} "
+                        f"(the profile changed, so its key is now {after}): a label naming a missing key is an error, "
+                        "so the device plugin and GFD on those nodes fail at their next start (any operand restart, a "
+                        f"node reboot) and the node stops advertising {_names(sorted(change.old.resources(name)))}")
+                safe = (f"right after the sync relabel the running nodes (`kubectl label nodes -l {POOL_LABEL}={name} "
+                        f"{label}={after} --overwrite`: the config-manager switches the plugin to the new key), then "
+                        "roll the node group onto the new template (Karpenter: let drift replace the nodes, with a "
+                        "disruption budget)")
+            else:
+                # nvidia-formats-facts §2: the label names a config under mig-configs; a missing name cannot apply.
+                what = (f"pool {name}'s running nodes carry {label}={before} from their {source} until they are "
+                        f"replaced, but the sync removes config {before} from the mig-configs of ConfigMap "
+                        f"{_names(d.name for d in docs)} (now {after}): the MIG manager cannot apply a name that "
+                        "mig-configs lacks, so on those nodes it fails at its next start "
+                        f"({MIG_LABEL}.state=failed) until each node is relabelled or replaced")
+                safe = (f"drain the pool one node at a time and relabel each node right after the sync (`kubectl label "
+                        f"node NODE {label}={after} --overwrite`, which repartitions it), then roll the node group "
+                        "onto the new template")
+            impacts.append(Impact("config-key-removed", "disruptive", [name], what, safe,
+                                  resources=sorted(change.old.resources(name)), nodes=nodes, documents=docs))
+    return impacts
+
+
 @impact_kind("node-replacement", "a Karpenter NodePool template, its node class or a node template changes")
 def _node_replacement(change: Change) -> list[Impact]:
     impacts = []
@@ -593,43 +666,181 @@ def _taints(pool: dict) -> set[str]:
     return set(pool.get("taints") or [])
 
 
+#: The chart's operand tolerations when values set none (gpu-operator-facts §4: daemonsets.tolerations).
+DEFAULT_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def _parse_taint(text: str) -> tuple[str, str | None, str]:
+    """key, value (None when absent) and effect of a report.json taint, `key[=value]:effect`."""
+    head, _, effect = text.rpartition(":")
+    key, eq, value = head.partition("=")
+    return key, value if eq else None, effect
+
+
+def _tolerates(tolerations: Any, taint: str) -> bool:
+    """Whether a toleration list tolerates a taint (Kubernetes' rule: the effect matches or is empty, and the key
+    matches with Exists, or an empty key with Exists, or key and value match with Equal, the default operator)."""
+    key, value, effect = _parse_taint(taint)
+    for t in tolerations if isinstance(tolerations, list) else []:
+        if not isinstance(t, dict) or t.get("effect") and t.get("effect") != effect:
+            continue
+        if t.get("operator") == "Exists" and (not t.get("key") or t.get("key") == key):
+            return True
+        if t.get("operator", "Equal") == "Equal" and t.get("key") == key and str(t.get("value") or "") == (value or ""):
+            return True
+    return False
+
+
+def _operand_tolerations(side: Deployed) -> list:
+    """The one toleration list of every operand DaemonSet (gpu-operator-facts §4: daemonsets.tolerations is global
+    and replaces the chart's default): the rendered ClusterPolicy's where there is one (OpenShift), else values'."""
+    for policy in side.objects("ClusterPolicy"):
+        return ((policy.get("spec") or {}).get("daemonsets") or {}).get("tolerations") or DEFAULT_TOLERATIONS
+    return (side.values.get("daemonsets") or {}).get("tolerations") or DEFAULT_TOLERATIONS
+
+
+def _tolerations_changed(change: Change) -> bool:
+    return bool(change.values_changes("daemonsets.tolerations") or change.documents(
+        ["ClusterPolicy"], where=lambda d: any(c.path.startswith("spec.daemonsets.tolerations") for c in d.changes)))
+
+
+def _toleration_docs(change: Change) -> list[DocumentDiff]:
+    """The ClusterPolicy and NodeFeatureDiscovery documents that change only in tolerations or enableTaints."""
+    prefixes = ("spec.daemonsets.tolerations", "spec.operand.workerTolerations", "spec.enableTaints")
+    return change.documents(["ClusterPolicy", "NodeFeatureDiscovery"], where=lambda d: d.status == "changed" and all(
+        c.path.startswith(prefixes) for c in d.changes))
+
+
 @impact_kind("taint-change", "a pool taint is added or removed")
 def _taint_change(change: Change) -> list[Impact]:
     impacts = []
+    tolerations = _operand_tolerations(change.new)
     for name in change.both():
-        added = sorted(_taints(change.new.pools[name]) - _taints(change.old.pools[name]))
-        removed = sorted(_taints(change.old.pools[name]) - _taints(change.new.pools[name]))
+        pool = change.new.pools[name]
+        added = sorted(_taints(pool) - _taints(change.old.pools[name]))
+        removed = sorted(_taints(change.old.pools[name]) - _taints(pool))
         if not added and not removed:
             continue
         docs = change.documents(["NodeFeatureRule", "ResourceFlavor"], [name]) + change.values_paths(
             "daemonsets.tolerations", "node-feature-discovery.worker.tolerations",
-            "node-feature-discovery.master.config.enableTaints")
-        drivers = change.documents(["NVIDIADriver"], where=lambda d: d.status == "changed" and all(
-            c.path.startswith("spec.tolerations") for c in d.changes))
+            "node-feature-discovery.master.config.enableTaints") + _toleration_docs(change)
+        drivers = change.documents(["NVIDIADriver"], [name], where=_driver_tolerations_only)
         docs += drivers
-        if any(t.endswith(":NoExecute") for t in added):
-            severity, what = "disruptive", (f"pool {name} gets taint(s) {_names(added)}: NoExecute evicts every "
-                                            "running pod there that does not tolerate it")
-        elif added:
-            severity, what = "pending", (f"pool {name} gets taint(s) {_names(added)}: new pods that do not "
-                                         "tolerate it stay Pending (running pods stay)")
+        nodes = change.pools_nodes([name])
+        lost: list[str] = []
+        if _labelled_by(pool) == "nfd":
+            # nfd-master applies a NodeFeatureRule's taints to the running nodes at sync (enableTaints).
+            what, severity, safe = _taints_now(name, added, removed)
         else:
-            severity, what = "none", (f"pool {name} loses taint(s) {_names(removed)}: pods that do not tolerate "
-                                      "them may now land there")
-        if added and removed:
-            what += f"; it loses {_names(removed)}"
-        if drivers or change.values_changes("daemonsets.tolerations") and any(
-                _driver_owner(p) == "ClusterPolicy" for p in change.new.pools.values()):
-            # The driver DaemonSet is always OnDelete (gpu-operator-facts: daemonsets.updateStrategy); a new pod
-            # template (tolerations) makes the upgrade controller replace every driver pod under the upgrade policy.
+            what, severity, safe, lost = _taints_later(change, name, added, removed, tolerations, nodes)
+        if drivers:
+            # The driver DaemonSet is always OnDelete (gpu-operator-facts §4: daemonsets.updateStrategy): a new pod
+            # template (the NVIDIADriver's spec.tolerations) makes the upgrade controller replace every driver pod.
             severity = "disruptive"
-            what += ("; the operands' tolerations change with it, and a new driver pod template makes the upgrade "
-                     "controller reinstall the driver on every managed node (drain, under the upgrade policy)")
-        impacts.append(Impact("taint-change", severity, [name], what,
-                              "add the toleration to the workloads (and their Kueue flavor or admission policy) "
-                              "before the taint lands" if added else
-                              "check that nothing else should stay off these nodes",
-                              nodes=change.pools_nodes([name]), documents=docs))
+            what += (f"; NVIDIADriver {_names(d.name for d in drivers)} gets the new tolerations too: the new driver "
+                     "pod template makes the upgrade controller reinstall the driver on every node of the pool (drain, "
+                     "under the upgrade policy)")
+        impacts.append(Impact("taint-change", severity, [name], what, safe, resources=lost, nodes=nodes,
+                              documents=docs))
+    impacts += _driver_tolerations(change)
+    return impacts
+
+
+def _taints_now(name: str, added: list[str], removed: list[str]) -> tuple[str, str, str]:
+    """A pool whose taints nfd-master applies: the running nodes get and lose them at sync."""
+    if any(t.endswith(":NoExecute") for t in added):
+        severity, what = "disruptive", (f"pool {name} gets taint(s) {_names(added)}: NoExecute evicts every running "
+                                        "pod there that does not tolerate it")
+    elif added:
+        severity, what = "pending", (f"pool {name} gets taint(s) {_names(added)}: new pods that do not tolerate it "
+                                     "stay Pending (running pods stay)")
+    else:
+        severity, what = "none", (f"pool {name} loses taint(s) {_names(removed)}: pods that do not tolerate them may "
+                                  "now land there")
+    if added and removed:
+        what += f"; it loses {_names(removed)}"
+    return what, severity, ("add the toleration to the workloads (and their Kueue flavor or admission policy) before "
+                            "the taint lands" if added else "check that nothing else should stay off these nodes")
+
+
+def _taints_later(change: Change, name: str, added: list[str], removed: list[str], tolerations: list,
+                  nodes: int | None) -> tuple[str, str, str, list[str]]:
+    """A pool whose nodes get their taints from the platform (a node template, a node-pool command, a Karpenter
+    NodePool): the running nodes keep the old taints until they are replaced, while the operands' tolerations change
+    at sync (gpu-operator-facts §4: one global list; §10.8: an untolerated taint keeps NFD's worker and every operand
+    off the node, so nothing labels it or advertises its GPUs)."""
+    source = _label_source(change.new.pools[name])
+    parts = []
+    if added:
+        parts.append(f"pool {name}'s {source} gets taint(s) {_names(added)}: only nodes that register from now on carry "
+                     "them (the running nodes keep their taints until they are replaced), and pods that do not "
+                     "tolerate them do not land there")
+    if removed:
+        parts.append(f"pool {name}'s {source} drops taint(s) {_names(removed)}, which its running nodes keep until "
+                     "they are replaced")
+    stranded = [t for t in removed if not _tolerates(tolerations, t)]
+    severity = "pending" if added or stranded else "none"
+    lost = sorted(change.old.resources(name)) if stranded else []
+    safe = ("add the toleration to the workloads (and their Kueue flavor or admission policy) before new nodes come "
+            "up" if added else "check that nothing else should stay off the new nodes")
+    if stranded:
+        owner = _driver_owner(change.new.pools[name])
+        each = f"each of its {nodes} node(s)" if nodes is not None else "each of its nodes"
+        what = (f"the sync drops {_names(stranded)} from the operands' tolerations (daemonsets.tolerations, one list "
+                "for every operand, and NFD's worker): the device plugin, GFD, DCGM exporter, validator and NFD worker "
+                f"can no longer run on those nodes, so {each} stops advertising "
+                f"{_names(lost)} until it is replaced (new GPU pods stay Pending)")
+        if owner in ("ClusterPolicy", "NVIDIADriver"):
+            severity = "disruptive"
+            what += ("; the operator's driver pod cannot come back either once the upgrade controller replaces it, "
+                     "so the GPU workloads there stop")
+        else:
+            what += "; running GPU pods keep the devices they hold"
+        parts.append(what)
+        safe = (f"just before the sync remove the old taint(s) from the running nodes (`kubectl taint nodes -l "
+                f"{POOL_LABEL}={name} " + " ".join(_parse_taint(t)[0] + ":" + _parse_taint(t)[2] + "-" for t in stranded)
+                + "`), add the new ones right after it, and update the node group so that new nodes match; or roll "
+                "the pool onto the new template before the merge")
+    return "; ".join(parts), severity, safe, lost
+
+
+def _driver_tolerations_only(doc: DocumentDiff) -> bool:
+    return doc.status == "changed" and all(c.path.startswith("spec.tolerations") for c in doc.changes)
+
+
+def _driver_tolerations(change: Change) -> list[Impact]:
+    """A new operand toleration list is a new pod template for the driver DaemonSet of the ClusterPolicy (the global
+    list, gpu-operator-facts §4) or of an NVIDIADriver (its spec.tolerations). The driver DaemonSet is always OnDelete
+    (§4: daemonsets.updateStrategy): the upgrade controller replaces every driver pod, draining under the upgrade
+    policy, on every node that driver manages, not only on the tainted pool's."""
+    impacts = []
+    if _tolerations_changed(change):
+        pools = [p for p in change.both() if _driver_owner(change.new.pools[p]) == "ClusterPolicy"]
+        if pools:
+            counts = [change.new.pools[p].get("nodes", 0) for p in pools]
+            minutes = upgrade_window_minutes(change.new.policy(), counts, per_object=False)
+            impacts.append(Impact(
+                "taint-change", "disruptive", pools,
+                "the operands' toleration list changes (daemonsets.tolerations is one list for every operand "
+                "DaemonSet, the ClusterPolicy's driver included): the new driver pod template makes the upgrade "
+                f"controller reinstall the driver on every node the ClusterPolicy manages, in pools {_names(pools)} "
+                f"(drain, under the upgrade policy, about {minutes} minutes by the roll-out formula), and every other "
+                "operand pod restarts there",
+                "make the taint change alone, in a maintenance window long enough for the roll-out; watch `kubectl get "
+                "nodes -L nvidia.com/gpu-driver-upgrade-state` until every node shows `upgrade-done`",
+                nodes=change.pools_nodes(pools), documents=change.values_paths("daemonsets.tolerations")
+                + _toleration_docs(change)))
+    tainted = {p for p in change.both() if _taints(change.old.pools[p]) != _taints(change.new.pools[p])}
+    for doc in change.documents(["NVIDIADriver"], where=_driver_tolerations_only):
+        pools = [p for p in [change.pool_data(doc)] if p in change.new.pools]
+        if set(pools) & tainted:
+            continue  # the tainted pool's impact says so
+        impacts.append(Impact(
+            "taint-change", "disruptive", pools,
+            f"NVIDIADriver {doc.name}'s tolerations change: the new driver pod template makes the upgrade controller "
+            "reinstall the driver on every node it manages (drain, under the upgrade policy)",
+            "make the taint change alone, in a maintenance window",
+            nodes=change.pools_nodes(pools) if pools else None, documents=[doc]))
     return impacts
 
 
@@ -641,7 +852,18 @@ def _pool_selection(change: Change) -> list[Impact]:
         pool = change.pool_data(doc) or doc.name
         if doc.status == "added" and pool not in change.old.pools:
             continue  # a new pool: capacity-change says so
-        if doc.status == "removed" and pool not in change.new.pools:
+        if doc.status == "changed" and pool in change.old.pools and pool in change.new.pools:
+            old_ids, new_ids = _pci_devices(change.old.data(doc)), _pci_devices(change.new.data(doc))
+            if old_ids and new_ids and not old_ids & new_ids:
+                impacts.append(_pool_left(change, pool, doc, old_ids, new_ids))
+                continue
+        renamed = _renames(change)
+        if doc.status == "removed" and pool in renamed:
+            what = (f"NodeFeatureRule {doc.name} is deleted and pool {renamed[pool]}'s rule, with the same match, "
+                    f"takes its nodes: nfd-master swaps their {POOL_LABEL}={pool} label (and the pool's other labels "
+                    "and taints) "
+                    "for the new pool's")
+        elif doc.status == "removed" and pool not in change.new.pools:
             what = (f"NodeFeatureRule {doc.name} is deleted: nfd-master removes pool {pool}'s labels and taints from "
                     "its nodes, which fall back to the default device-plugin config")
         else:
@@ -654,9 +876,109 @@ def _pool_selection(change: Change) -> list[Impact]:
     return impacts
 
 
+def _pci_devices(rule: Any) -> set[str]:
+    """The PCI device ids a NodeFeatureRule's pci.device expressions match (In), over all its rules."""
+    ids: set[str] = set()
+    for rule in ((rule or {}).get("spec") or {}).get("rules") or []:
+        for feature in (rule or {}).get("matchFeatures") or []:
+            if not isinstance(feature, dict):
+                continue
+            device = (feature.get("matchExpressions") or {}).get("device")
+            if feature.get("feature") == "pci.device" and isinstance(device, dict) and device.get("op") == "In":
+                ids.update(str(v) for v in device.get("value") or [])
+    return ids
+
+
+def _rule_labels(rule: Any) -> dict:
+    rules = ((rule or {}).get("spec") or {}).get("rules") or []
+    return {k: v for r in rules if isinstance(r, dict) for k, v in (r.get("labels") or {}).items()}
+
+
+def _default_driver(side: Deployed) -> bool:
+    """Whether the cluster has a default NVIDIADriver, the fallback for GPU nodes that match no other one
+    (gpu-operator-facts §8; §4: driver.nvidiaDriverCRD.deployDefaultCR defaults to true)."""
+    if any(((d.get("spec") or {}).get("default") is True) for d in side.objects("NVIDIADriver")):
+        return True
+    crd = (side.values.get("driver") or {}).get("nvidiaDriverCRD") or {}
+    return bool(crd.get("enabled")) and crd.get("deployDefaultCR", True) is not False
+
+
+def _default_plugin_resources(side: Deployed, gpus: int) -> tuple[str, dict[str, int]]:
+    """The device-plugin config key of nodes without the config label (devicePlugin.config.default) and what a node
+    with `gpus` whole GPUs advertises under it (gpu-operator-facts §6: MPS wins over time-slicing; renameByDefault
+    adds `.shared`; an absent or empty key means the plugin's defaults, whole GPUs)."""
+    config = (side.values.get("devicePlugin") or {}).get("config") or {}
+    key = config.get("default") or ""
+    text = next((((cm.get("data") or {}).get(key)) for cm in side.objects("ConfigMap")
+                 if (cm.get("metadata") or {}).get("name") == config.get("name")), None)
+    try:
+        from .treediff import _load_all
+
+        body = (_load_all(text) or [{}])[0] if isinstance(text, str) else {}
+    except Exception:  # noqa: BLE001 - a hand-edited folder: fall back to whole GPUs
+        body = {}
+    sharing = (body.get("sharing") if isinstance(body, dict) else None) or {}
+    spec = sharing.get("mps") or sharing.get("timeSlicing") or {}
+    out: dict[str, int] = {}
+    for resource in spec.get("resources") or []:
+        if isinstance(resource, dict) and resource.get("name") == "nvidia.com/gpu":
+            name = "nvidia.com/gpu.shared" if spec.get("renameByDefault") else "nvidia.com/gpu"
+            out[name] = gpus * int(resource.get("replicas") or 1)
+    return key or "the plugin's defaults", out or {"nvidia.com/gpu": gpus}
+
+
+def _pool_left(change: Change, pool: str, doc: DocumentDiff, old_ids: set[str], new_ids: set[str]) -> Impact:
+    """The pool's rule now matches other PCI devices (another GPU model): every running node of the pool stops
+    matching, and nfd-master removes the rule's labels (and taints) from it at sync."""
+    old, new = change.old.pools[pool], change.new.pools[pool]
+    nodes = change.pools_nodes([pool], new=False)
+    labels = _rule_labels(change.old.data(doc))
+    taints = " (and the pool's taints)" if _taints(old) else ""
+    what = (f"pool {pool}'s GPU model changes from {old.get('model', '?')} to {new.get('model', '?')} and its "
+            f"NodeFeatureRule now matches PCI device(s) {_names(sorted(new_ids))} instead of "
+            f"{_names(sorted(old_ids))}: its{'' if nodes is None else ' ' + str(nodes)} running node(s) stop matching, "
+            f"so nfd-master removes {_names(sorted(labels))}{taints} from them")
+    severity, driverless = "pending", False
+    owner = _driver_owner(old)
+    if owner == "NVIDIADriver":
+        severity = "disruptive"
+        driver = next(((d.get("metadata") or {}).get("name") for d in change.old.objects("NVIDIADriver")
+                       if _pool_of(d) == pool), f"of pool {pool}")
+        driverless = not _default_driver(change.new)
+        what += (f"; NVIDIADriver {driver} selects nodes by {POOL_LABEL}, so it no longer manages them: " + (
+            "no NVIDIADriver selects them any more (the cluster deploys no default one, gpu-operator-facts §8), so "
+            "their driver goes and none replaces it, and their GPU workloads stop" if driverless else
+            "they fall to the default NVIDIADriver (gpu-operator-facts §8), whose driver pod replaces the pool's, "
+            "reinstalling the driver and stopping their GPU workloads"))
+    elif labels.get("nvidia.com/gpu.deploy.driver") == "false":
+        severity = "disruptive"
+        what += ("; they lose nvidia.com/gpu.deploy.driver=false, so the operator starts its driver on nodes that run "
+                 "a host driver (gpu-operator-facts §7), stopping their GPU workloads")
+    resources = sorted(change.old.resources(pool))
+    if PLUGIN_LABEL in labels and MIG_LABEL not in labels:
+        key, after = _default_plugin_resources(change.new, int(old.get("gpusPerNode") or 0))
+        before = change.old.resources(pool)
+        resources = sorted(set(before) | set(after))
+        what += (f"; without {PLUGIN_LABEL} they get the default device-plugin config ({key}, gpu-operator-facts §6): "
+                 + ("once a driver runs there again, " if driverless else "")
+                 + f"each node advertises {_per_node(after)} instead of {_per_node(before)}")
+        if nodes is not None:
+            what += (" (" + ", ".join(f"{r} {before.get(r, 0) * nodes} -> {after.get(r, 0) * nodes}" for r in resources)
+                     + " in the pool)")
+    elif PLUGIN_LABEL in labels:
+        what += f"; they lose {PLUGIN_LABEL} and {MIG_LABEL}, so what they advertise falls to the cluster's defaults"
+    what += f"; pods and Jobs that select {POOL_LABEL}={pool} stay Pending until {new.get('model', '?')} nodes join"
+    return Impact("pool-selection", severity, [pool], what,
+                  "do not change a running pool's GPU model in place: add the new model as a new pool (its own name "
+                  "and nodes), move the workloads to it, then remove this pool; or drain the pool's nodes before the "
+                  "merge and replace them with the new model's",
+                  resources=resources, nodes=nodes, documents=[doc])
+
+
 @impact_kind("capacity-change", "a pool's advertised capacity, a pool's presence or a team's quota changes")
 def _capacity_change(change: Change) -> list[Impact]:
     impacts = []
+    renamed = _renames(change)
     for name in [*change.old.pools, *(p for p in change.new.pools if p not in change.old.pools)]:
         before, after = change.old.totals(name), change.new.totals(name)
         limits = change.documents(["NodePool"], [name], where=lambda d: any(
@@ -667,6 +989,24 @@ def _capacity_change(change: Change) -> list[Impact]:
             ["NodeFeatureRule", "NVIDIADriver", "NodePool", "ResourceFlavor", "Job"], [name],
             where=lambda d: d.status != "changed") + change.documents(
             ["file"], where=lambda d: d.status != "changed" and d.file == _template_file(change, name))
+        if name in renamed:
+            to = renamed[name]
+            what = (f"pool {name} is renamed to {to} (the same GPU model, GPUs per node and node selection): its "
+                    f"nodes move to pool {to} with their {_per_node(before)}, so the cluster keeps its capacity; pods "
+                    f"and Jobs that select {POOL_LABEL}={name} stay Pending, and its nodes swap the pool's labels "
+                    "and configs for the new name's")
+            replaced = change.documents(["NVIDIADriver", "NodePool"], [name], where=lambda d: d.status == "removed")
+            if replaced:
+                kinds = {d.kind for d in replaced}
+                what += (f"; its {_names(sorted(kinds))} is deleted and pool {to}'s is created, which "
+                         + " and ".join(w for k, w in (("NVIDIADriver", "reinstalls the driver on its nodes"),
+                                                        ("NodePool", "replaces its nodes")) if k in kinds)
+                         + ", stopping their GPU workloads")
+            impacts.append(Impact("capacity-change", "disruptive" if replaced else "pending", [name],
+                what, f"move the pods, Jobs and quotas that select pool {name} to {to} in the same change, and drain "
+                "its nodes before the merge where its driver object or NodePool is replaced",
+                resources=sorted(before), nodes=change.pools_nodes([name], new=False), documents=pool_docs))
+            continue
         if name not in change.new.pools:
             what = (f"pool {name} is removed: its {_per_node(before)} leave the cluster's capacity; pods and Jobs "
                     "that select it stay Pending, and its nodes lose the pool's labels, configs and driver object")
@@ -676,8 +1016,10 @@ def _capacity_change(change: Change) -> list[Impact]:
                 resources=sorted(before), nodes=change.pools_nodes([name], new=False), documents=pool_docs))
             continue
         if name not in change.old.pools:
+            came = next((old for old, new in renamed.items() if new == name), None)
             impacts.append(Impact("capacity-change", "none", [name],
-                                  f"pool {name} is added: {_per_node(after)} join the cluster's capacity once its "
+                                  f"pool {name} takes over pool {came}'s nodes and their {_per_node(after)}" if came
+                                  else f"pool {name} is added: {_per_node(after)} join the cluster's capacity once its "
                                   "nodes are labelled", "nothing to do before the merge",
                                   resources=sorted(after), nodes=change.pools_nodes([name]), documents=pool_docs))
             continue
@@ -707,6 +1049,26 @@ def _capacity_change(change: Change) -> list[Impact]:
             documents=pool_docs))
     impacts += _quota_change(change)
     return impacts
+
+
+def _renames(change: Change) -> dict[str, str]:
+    """Old pool -> new pool, where one pool goes and one comes with the same GPU model, GPUs per node, label source
+    and, for NodeFeatureRule pools, the same match: a rename, whose nodes move rather than leave."""
+    def same(old: dict, new: dict) -> bool:
+        if any(old.get(k) != new.get(k) for k in ("model", "gpusPerNode")) or _labelled_by(old) != _labelled_by(new):
+            return False
+        if _labelled_by(old) != "nfd":
+            return True
+        before, after = ([m.get("matchFeatures") for r in side.objects("NodeFeatureRule")
+                          if _pool_of(r) == pool.get("name") for m in (r.get("spec") or {}).get("rules") or []
+                          if isinstance(m, dict)] for side, pool in ((change.old, old), (change.new, new)))
+        return before == after
+
+    gone = [p for p in change.old.pools if p not in change.new.pools]
+    came = [p for p in change.new.pools if p not in change.old.pools]
+    pairs = {g: [c for c in came if same(change.old.pools[g], change.new.pools[c])] for g in gone}
+    return {g: cs[0] for g, cs in pairs.items()
+            if len(cs) == 1 and sum(cs[0] in others for others in pairs.values()) == 1}
 
 
 def _scale(change: Change, pool: str) -> str:
@@ -799,11 +1161,15 @@ def _probe_run(change: Change) -> list[Impact]:
                               documents=changed + [d for d in removed if d in changed] + change.documents(
                                   ["Job"], where=lambda d: d.name in runs and d not in changed)))
     rest = [d for d in removed if d not in changed] + [d for d in changed if d.file not in applied]
-    if rest:
-        impacts.append(Impact("probe-run", "none", sorted({change.pool_data(d) or "?" for d in rest}),
-                              f"{len(rest)} probe Job(s) are removed or no longer applied: nothing runs them on sync",
-                              "run them by hand when you want the proof (the acceptance checklist in REPORT.md)",
-                              documents=rest))
+    was = change.old.applied()
+    for docs, what in (([d for d in rest if d.file in was], "are removed or no longer applied: nothing runs them on "
+                        "sync"), ([d for d in rest if d.file not in was], "that the sync never applied (run by hand) "
+                                  "change: nothing runs them on sync")):
+        if docs:
+            impacts.append(Impact("probe-run", "none", sorted({change.pool_data(d) or "?" for d in docs}),
+                                  f"{len(docs)} probe Job(s) {what}",
+                                  "run them by hand when you want the proof (the acceptance checklist in REPORT.md)",
+                                  documents=docs))
     return impacts
 
 
