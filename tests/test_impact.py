@@ -248,6 +248,8 @@ def _pool_pair(name: str, pool: str, edit):
 
 #: The L4 pool, matched by PCI device id, becomes an L40S pool: its running L4 nodes stop matching its rule.
 gpu_model = _pool_pair("heterogeneous.yaml", "notebooks-l4", lambda pool: pool.update(gpu="L40S"))
+single_gpu_model = _pool_pair("single-pool.yaml", "l40s", lambda pool: pool.update(gpu="L4"))
+host_driver_gpu_model = _pool_pair("hybrid.yaml", "legacy-a100", lambda pool: pool.update(gpu="A100-80GB"))
 gke_taint_removed = _pool_pair("gke.yaml", "l4-serving", lambda pool: pool.pop("taints"))
 gke_taint_effect = _pool_pair("gke.yaml", "l4-serving", lambda pool: pool["taints"][0].update(effect="NoExecute"))
 karpenter_taint_removed = _pool_pair("eks.yaml", "l40s-batch", lambda pool: pool.pop("taints"))
@@ -374,6 +376,15 @@ CASES = {
         {"pool-selection": "its 6 running node(s) stop matching, so nfd-master removes gpuconf.dev/pool, "
                            "nvidia.com/device-plugin.config from them; NVIDIADriver gpuconf-notebooks-l4 selects nodes "
                            "by gpuconf.dev/pool, so it no longer manages them"}),
+    # Under the ClusterPolicy the driver stays: the nodes only leave the pool (whole GPUs, as before).
+    "pool-selection: a new GPU model under the ClusterPolicy": (single_gpu_model, [
+        ("pool-selection", "pending", ["l40s"], 3, ["nvidia.com/gpu"])],
+        {"pool-selection": "each node still advertises 4 nvidia.com/gpu; pods and Jobs that select "
+                           "gpuconf.dev/pool=l40s stay Pending until L4 nodes join"}),
+    "pool-selection: a new GPU model on a host driver": (host_driver_gpu_model, [
+        ("pool-selection", "disruptive", ["legacy-a100"], 10, ["nvidia.com/gpu"])],
+        {"pool-selection": "they lose nvidia.com/gpu.deploy.driver=false, so the operator starts its driver on nodes "
+                           "that run a host driver"}),
     "capacity-change: a pool renamed": (pool_rename, [
         ("capacity-change", "disruptive", ["notebooks-l4"], 6, ["nvidia.com/gpu"]),
         ("pool-selection", "pending", ["notebooks-l4"], 6, []),

@@ -955,14 +955,16 @@ def _pool_left(change: Change, pool: str, doc: DocumentDiff, old_ids: set[str], 
         what += ("; they lose nvidia.com/gpu.deploy.driver=false, so the operator starts its driver on nodes that run "
                  "a host driver (gpu-operator-facts §7), stopping their GPU workloads")
     resources = sorted(change.old.resources(pool))
-    if PLUGIN_LABEL in labels and MIG_LABEL not in labels:
+    # all-disabled is what the operator presets on MIG-capable nodes without the label (gpu-operator-facts §6).
+    if PLUGIN_LABEL in labels and labels.get(MIG_LABEL, "all-disabled") == "all-disabled":
         key, after = _default_plugin_resources(change.new, int(old.get("gpusPerNode") or 0))
         before = change.old.resources(pool)
         resources = sorted(set(before) | set(after))
         what += (f"; without {PLUGIN_LABEL} they get the default device-plugin config ({key}, gpu-operator-facts §6): "
                  + ("once a driver runs there again, " if driverless else "")
-                 + f"each node advertises {_per_node(after)} instead of {_per_node(before)}")
-        if nodes is not None:
+                 + (f"each node still advertises {_per_node(after)}" if after == before else
+                    f"each node advertises {_per_node(after)} instead of {_per_node(before)}"))
+        if nodes is not None and after != before:
             what += (" (" + ", ".join(f"{r} {before.get(r, 0) * nodes} -> {after.get(r, 0) * nodes}" for r in resources)
                      + " in the pool)")
     elif PLUGIN_LABEL in labels:
