@@ -98,6 +98,22 @@ def test_every_command_and_option_is_in_the_reference():
                     assert opt in page, f"gpuconf {name} {opt}"
 
 
+def test_the_option_tables_show_only_real_defaults():
+    """Each option row's default is the one the option has, and empty where it has none (a required option, or one
+    click leaves unset): never click's internal placeholder."""
+    page = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8")
+    sections = {part.split("\n", 1)[0]: part for part in page.split("\n## gpuconf ")[1:]}
+
+    def default(command: str, option: str) -> str:
+        row = next(line for line in sections[command].splitlines() if line.startswith(f"| {option} |"))
+        return row.split(" | ")[2]
+
+    assert "Sentinel" not in page
+    assert default("render", "`-o`, `--output`") == ""  # required: no default
+    assert default("audit", "`--nodes`") == ""  # optional, unset
+    assert default("audit", "`--request-timeout`") == "`30.0`"
+
+
 def test_the_site_builds_strictly_and_offline(tmp_path):
     if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
         pytest.fail("MkDocs is not installed: install the docs extra (pip install -e '.[test,docs]'; make test does)")

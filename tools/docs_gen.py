@@ -424,7 +424,10 @@ def cli_page() -> str:
             out.append("| option | takes | default | what it does |\n|---|---|---|---|\n")
             for p in params:
                 takes = "flag" if p.is_flag else _cell(p.make_metavar(sub) if _metavar_takes_ctx() else p.make_metavar())
-                default = "" if p.default in (None, False, ()) or p.is_flag else f"`{p.default}`"
+                # to_info_dict gives None for an option without a default (click 8.2's own placeholder object
+                # would otherwise print as Sentinel.UNSET)
+                given = p.to_info_dict()["default"]
+                default = "" if given in (None, False, (), []) or p.is_flag else f"`{given}`"
                 names = ", ".join(f"`{o}`" for o in p.opts + p.secondary_opts)
                 out.append(f"| {names} | {takes} | {default} | {_cell(p.help)} |\n")
             out.append("\n")
