@@ -17,8 +17,9 @@ EXIT_INTERNAL = 3
 EXIT_MEANINGS = (
     (EXIT_OK, "ok; warnings alone do not fail, unless `--warnings-as-errors`"),
     (EXIT_FINDINGS, "findings: at least one error in some file; or stale output (`render --check`); or drift (`audit`)"),
-    (EXIT_USAGE, "usage or environment error, one line on stderr naming the path or setting and the cause: a missing "
-                 "file, an unknown flag or command; an output folder or file that cannot be written or read; a cluster "
+    (EXIT_USAGE, "usage or environment error. A command line click refuses (a missing file argument, an unknown flag "
+                 "or command) prints the usage line, a `--help` hint and the error; every other case one line on "
+                 "stderr naming the path or setting and the cause: an output folder or file that cannot be written or read; a cluster "
                  "folder that holds files gpuconf did not write (`render`); for `audit` and `import`, nodes that cannot "
                  "be read (not a NodeList, a kubeconfig that does not parse, a cluster unreachable or too slow, no "
                  "permission to list nodes)"),

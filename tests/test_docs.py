@@ -245,3 +245,28 @@ def test_the_kustomize_overlay_of_the_how_to_builds_over_a_rendered_folder(run, 
     assert docs[("Namespace", "gpu-operator")]["metadata"]["labels"]["cost-center"] == "platform-gpu"
     assert docs[("NetworkPolicy", "deny-ingress-from-other-namespaces")]["metadata"]["namespace"] == "gpu-operator"
     assert ("Job", "gpuconf-probe-l40s") in docs
+
+
+def test_the_output_page_names_every_file_a_render_writes(tmp_path):
+    """docs/reference/output.md lists every file: each one any bundled example's render writes is in its table
+    (per-pool names as `<pool>`, the delivery files under `gitops/`)."""
+    import re
+
+    from gpuconf.pipeline import render_path
+
+    page = (DOCS / "reference" / "output.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"`([^`]+)`", "\n".join(line.split(" | ")[0] for line in page.splitlines()
+                                                     if line.startswith("| `"))))
+    examples = sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / "examples" / "platforms").glob("*.yaml"))
+    written = set()
+    for example in examples:
+        for name in render_path(str(example), "out").tree.files:
+            name = re.sub(r"^(probes|node-templates)/[^/.]+", r"\1/<pool>", name)
+            written.add("gitops/" if name.startswith("gitops/") else name)
+    templates = {name for name in written if name.startswith("node-templates/")}
+    assert templates <= {"node-templates/<pool>.gke.sh", "node-templates/<pool>.kubelet.env",
+                         "node-templates/<pool>.aks.sh"}, templates
+    assert {"node-templates/<pool>.gke.sh", ".aks.sh", "node-templates/<pool>.kubelet.env"} <= listed
+    missing = sorted(name for name in written - templates if name not in listed
+                     and not any(name in pair.split(", ") for pair in listed))
+    assert missing == [], missing

@@ -409,11 +409,16 @@ def cli_page() -> str:
 
     from gpuconf import cli
 
-    out = [HEADER.format(what="the click commands of gpuconf/cli.py"), "# Commands\n\n",
-           "Every command and option, as `gpuconf COMMAND --help` prints them. `FILE` may be `-` for standard "
-           "input; `python -m gpuconf` is the same as `gpuconf`.\n\n"]
     settings = {**cli.main.context_settings, "terminal_width": 100, "max_content_width": 100}
     ctx = click.Context(cli.main, info_name="gpuconf", **settings)
+    dashes = []  # where `-` reads standard input: the file parameters that allow it
+    for name in sorted(cli.main.list_commands(ctx)):
+        for p in cli.main.get_command(ctx, name).params:
+            if isinstance(p.type, click.Path) and p.type.allow_dash:
+                dashes.append(f"`gpuconf {name} {p.opts[0] if isinstance(p, click.Option) else p.human_readable_name}`")
+    out = [HEADER.format(what="the click commands of gpuconf/cli.py"), "# Commands\n\n",
+           "Every command and option, as `gpuconf COMMAND --help` prints them. `-` reads standard input in "
+           + ", ".join(dashes) + "; other files must be named. `python -m gpuconf` is the same as `gpuconf`.\n\n"]
     out.append(f"```text\n{cli.main.get_help(ctx)}\n```\n\n")
     for name in sorted(cli.main.list_commands(ctx)):
         command = cli.main.get_command(ctx, name)
