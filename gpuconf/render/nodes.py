@@ -7,6 +7,26 @@ from . import metadata
 
 NFD_API = "nfd.k8s-sigs.io/v1alpha1"
 
+# What a kubelet may set on its own Node with --node-labels: in the kubernetes.io and k8s.io namespaces only labels
+# under kubelet.kubernetes.io and node.kubernetes.io and this set; with any other, the kubelet refuses to start
+# ("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels"). Source: kubernetes/kubernetes,
+# pkg/kubelet/apis/well_known_labels.go (IsKubeletLabel) and cmd/kubelet/app/options/options.go
+# (ValidateKubeletFlags); the set as a current kubelet prints it in that error.
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+KUBELET_LABELS = frozenset((
+    "beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type", "beta.kubernetes.io/os",
+    "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone", "kubernetes.io/arch",
+    "kubernetes.io/hostname", "kubernetes.io/os", "node.kubernetes.io/instance-type", "topology.kubernetes.io/region",
+    "topology.kubernetes.io/zone"))
+
+
+def kubelet_may_set(key: str) -> bool:
+    """True when a kubelet may set label key on its own Node (--node-labels); see KUBELET_LABELS."""
+    prefix, slash, _ = key.partition("/")
+    if not slash or not any(prefix == d or prefix.endswith("." + d) for d in ("kubernetes.io", "k8s.io")):
+        return True
+    return key in KUBELET_LABELS or any(prefix == ns or prefix.endswith("." + ns) for ns in KUBELET_LABEL_NAMESPACES)
+
 
 def _taints(pool: P.PoolPlan) -> list[dict]:
     out = []
@@ -110,11 +130,16 @@ def node_templates(plan: P.Plan) -> dict[str, dict | str]:
             out[script] = scripts[script]
             continue
         labels = {**pool.pool.match.node_labels, **pool.labels}
-        flags = ["--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
+        settable = {k: v for k, v in sorted(labels.items()) if kubelet_may_set(k)}
+        flags = ["--node-labels=" + ",".join(f"{k}={v}" for k, v in settable.items())]
         if pool.pool.taints:
             flags.append("--register-with-taints=" + ",".join(
                 f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in pool.pool.taints))
-        out[f"{pool.name}.kubelet.env"] = f'KUBELET_EXTRA_ARGS="{" ".join(flags)}"\n'
+        # A label the kubelet may not set would stop it from starting: it is left to a label after the node joins.
+        after = [f"# {k}={v}: a kubelet refuses to start with it in --node-labels, so it is not there; once the "
+                 f"node has joined: kubectl label node NODE {k}={v}\n" for k, v in sorted(labels.items())
+                 if k not in settable]
+        out[f"{pool.name}.kubelet.env"] = "".join(after) + f'KUBELET_EXTRA_ARGS="{" ".join(flags)}"\n'
     return out
 
 
