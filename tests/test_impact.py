@@ -387,8 +387,7 @@ CASES = {
                            "that run a host driver"}),
     "capacity-change: a pool renamed": (pool_rename, [
         ("capacity-change", "disruptive", ["notebooks-l4"], 6, ["nvidia.com/gpu"]),
-        ("pool-selection", "pending", ["notebooks-l4"], 6, []),
-        ("capacity-change", "pending", [], None, ["nvidia.com/gpu"]),
+        ("pool-selection", "pending", ["notebooks-l4"], 6, []),  # the product team's queue row follows the pool
         ("capacity-change", "none", ["notebooks"], 6, ["nvidia.com/gpu"]),
         ("probe-run", "none", ["infer-a100", "notebooks", "train-h100"], None, []),
         ("probe-run", "none", ["notebooks-l4"], None, []), ("object-change", "none", [], None, [])],

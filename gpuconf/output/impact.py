@@ -1095,6 +1095,10 @@ def _quotas(side: Deployed) -> dict[tuple[str, str], int]:
 
 def _quota_change(change: Change) -> list[Impact]:
     before, after = _quotas(change.old), _quotas(change.new)
+    for old, new in _renames(change).items():  # a renamed pool's queue rows follow it
+        for (team, row), value in list(after.items()):
+            if row.endswith(f" on {new}"):
+                after.setdefault((team, row[: -len(new)] + old), value)
     dropped = sorted(k for k in before if after.get(k, 0) < before[k])
     if not dropped:
         return []
