@@ -435,6 +435,15 @@ def test_to_chart_lists_the_changed_defaults_that_matter(run, tmp_path):
     assert "dcgmExporter.serviceMonitor.enabled: true -> false" in text
 
 
+def test_to_chart_of_the_intents_own_chart_says_there_is_nothing_to_compare(run):
+    single = str(ROOT / "examples" / "single-pool.yaml")  # on v26.3.3
+    result = run("diff", single, "--to-chart", "v26.3.3")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[1:] == [
+        "  the intent is on chart v26.3.3 already: nothing to compare. Name the chart to move to; `gpuconf catalog` "
+        "lists the versions gpuconf has facts for."]
+
+
 def test_to_chart_reports_the_servicemonitor_default_and_broken_moves(run, tmp_path):
     single = str(ROOT / "examples" / "single-pool.yaml")  # v26.3.3, no monitoring section
     move = json.loads(run("diff", single, "--to-chart", "v26.7.0", "--format", "json").stdout)

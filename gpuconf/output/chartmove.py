@@ -176,6 +176,10 @@ def move_text(move: dict, markdown: bool = False) -> str:
     sub = "  - " if markdown else "      "
     lines = [("# " if markdown else "") + f"{move['cluster']} ({move['source']}): GPU Operator chart {move['from']} -> "
              f"{move['to']}"]
+    if move["from"] == move["to"]:
+        lines.append(f"{item}the intent is on chart {move['to']} already: nothing to compare. Name the chart to move to; "
+                     "`gpuconf catalog` lists the versions gpuconf has facts for.")
+        return "\n".join(lines) + "\n"
     lines.append(h(f"Base defaults that changed and matter to this intent ({len(move['defaults'])})"))
     for d in move["defaults"]:
         old = show(d["old"]) if d["oldPresent"] else "(absent)"
