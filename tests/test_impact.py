@@ -90,6 +90,23 @@ def driver_version():
     return _pair("single-pool.yaml", edit)
 
 
+def driver_registry():
+    """The images move to a mirror: values' driver.repository (and its manager's) change the ClusterPolicy driver's
+    pod template, which the upgrade controller rolls out as a reinstall."""
+    def edit(spec):
+        spec["operator"]["registry"] = "registry.corp.example/nvidia"
+
+    return _pair("single-pool.yaml", edit)
+
+
+def mirror_secret():
+    """A new pull secret reaches the driver pod too; the airgapped example's autoUpgrade is off."""
+    def edit(spec):
+        spec["operator"]["imagePullSecrets"] = ["enclave-mirror2"]
+
+    return _pair("airgapped.yaml", edit)
+
+
 def wave_skipped():
     before = example("heterogeneous.yaml")
     upgrade = before["spec"]["driver"]["upgrade"]
@@ -290,6 +307,19 @@ CASES = {
         {"allocation-switch": "from the device plugin (ClusterPolicy) to DRA (GPUCluster)"}),
     "driver-upgrade": (driver_version, [("driver-upgrade", "disruptive", ["l40s"], 3, [])],
                        {"driver-upgrade": "from 580.126.20 to 595.91.07"}),
+    "driver-upgrade: the registry of a ClusterPolicy driver": (driver_registry, [
+        ("driver-upgrade", "disruptive", ["l40s"], 3, []), ("operand-restart", "restart", ["l40s"], 3, []),
+        ("probe-run", "none", ["l40s"], None, [])],
+        {"driver-upgrade": "the driver pod of pool(s) l40s changes (driver.manager, driver.repository): the upgrade "
+                           "controller deletes the GPU pods on each node (its GPU workloads stop) and reinstalls the "
+                           "driver, 1 node(s) at a time per ClusterPolicy"}),
+    "driver-upgrade: a pull secret, autoUpgrade off": (mirror_secret, [
+        ("driver-upgrade", "disruptive", ["analytics-a30", "dev-t4"], 11, []),
+        ("operand-restart", "restart", ["analytics-a30", "dev-t4"], 11, []),
+        ("probe-run", "none", ["analytics-a30", "dev-t4"], None, [])],
+        {"driver-upgrade": "changes (driver.imagePullSecrets): autoUpgrade is off, so the sync itself reinstalls "
+                           "nothing; each node's driver is reinstalled, and its GPU pods stop, at the next deletion "
+                           "of its driver pod"}),
     "driver-upgrade, two waves at once": (wave_skipped, [
         ("driver-upgrade", "disruptive", ["train-h100", "infer-a100"], 20, []), PROBES],
         # 16 nodes of train-h100, one at a time: 16 x (10 min + 900 s drain + 300 s pod deletion) = 480 minutes
@@ -448,6 +478,19 @@ def test_every_kind_has_a_case():
     """Each registered kind (and `none`) appears in some pair's expected impacts."""
     seen = {impact[0] for _, expected, _ in CASES.values() for impact in expected}
     assert set(KINDS) | {"none", "operand-restart", "object-change"} <= seen
+
+
+def test_driver_upgrade_advice_fits_the_driver_mode():
+    """Without waves the advice is a maintenance window under the upgrade policy, never `rollout.wave` (declaring
+    waves would itself reinstall the driver, GC372); with waves it is one wave per commit."""
+    plan, _ = impacts(*driver_version())
+    safe = next(i.safe for i in plan.impacts if i.kind == "driver-upgrade")
+    assert safe.startswith("merge in a maintenance window of about 45 minutes; the upgrade policy "
+                           "(`spec.driver.upgrade`: maxParallel, maxUnavailable, drain) bounds")
+    assert "rollout.wave" not in safe and "do not declare upgrade waves in this change" in safe
+    plan, _ = impacts(*wave_skipped())
+    assert next(i.safe for i in plan.impacts if i.kind == "driver-upgrade").startswith(
+        "one wave per commit: raise `spec.driver.upgrade.rollout.wave` by one")
 
 
 def test_the_window_is_the_readmes_formula():

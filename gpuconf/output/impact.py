@@ -355,24 +355,73 @@ def upgrade_window_minutes(policy: dict, node_counts: list[int], per_object: boo
     return math.ceil(max([rollout_seconds(n, *args) for n in groups] or [0]) / 60)
 
 
-@impact_kind("driver-upgrade", "a pool's driver version (or driver image) changes")
+#: The `driver` values keys that are not the driver pod's: the upgrade controller's policy, the switch to
+#: NVIDIADriver objects (driver-mode-switch's) and the driver's on/off switch. Every other `driver.*` key (repository,
+#: image, version, imagePullSecrets, manager, env, probes, licensing, ...) is rendered into the ClusterPolicy's
+#: spec.driver and from there into the driver DaemonSet's pod template (gpu-operator-facts §4, `driver.*` rows).
+_NOT_DRIVER_POD = ("upgradePolicy", "nvidiaDriverCRD", "enabled")
+
+#: NVIDIADriver spec fields that are not the driver pod's: its upgrade policy, the nodes it selects (pool-selection)
+#: and its tolerations (taint-change), and `default` (gpu-operator-facts §8).
+_NOT_NVD_POD = ("spec.upgradePolicy", "spec.nodeSelector", "spec.nodeAffinity", "spec.tolerations", "spec.default")
+
+
+def _driver_pod(side: Deployed) -> dict:
+    """The ClusterPolicy driver's pod settings on one side: the folder's chart defaults under its `driver` values,
+    as Helm merges them, without the keys that are not the pod's."""
+    from ..catalog import chart
+    from ..render.values import copied, merge
+
+    facts = chart(str(side.cluster.get("chartVersion") or ""))
+    base = copied((facts.defaults.get("driver") if facts else None) or {})
+    values = side.values.get("driver")
+    merged = merge(base, values) if isinstance(values, dict) else base
+    return {k: v for k, v in merged.items() if k not in _NOT_DRIVER_POD}
+
+
+def _driver_pod_changes(change: Change) -> list[str]:
+    """The `driver.*` values keys whose change gives the ClusterPolicy's driver DaemonSet a new pod template, plus the
+    same fields of an OpenShift ClusterPolicy manifest (`spec.driver.*`)."""
+    old, new = _driver_pod(change.old), _driver_pod(change.new)
+    keys = [f"driver.{k}" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    for doc in change.documents(["ClusterPolicy"]):
+        keys += [c.path.removeprefix("spec.") for c in doc.changes if c.path.startswith("spec.driver.")
+                 and not c.path.startswith(tuple(f"spec.driver.{k}" for k in _NOT_DRIVER_POD))
+                 and not c.path.startswith("spec.driver.useNvidiaDriverCRD")]
+    return sorted(set(keys))
+
+
+@impact_kind("driver-upgrade", "a pool's driver version, image or any other field of its driver pod changes")
 def _driver_upgrade(change: Change) -> list[Impact]:
+    # The driver DaemonSet is always OnDelete (gpu-operator-facts §4, daemonsets.updateStrategy): any change of its pod
+    # template (version, repository, image, pull secrets, manager, ...), in the ClusterPolicy as in an NVIDIADriver
+    # (§8), makes the upgrade controller reinstall the driver on every node it manages under the upgrade policy, or,
+    # with autoUpgrade false (default true, §4), each node's driver at the next deletion of its driver pod.
     groups: dict[tuple, list[str]] = {}
+    fields: dict[tuple, set[str]] = {}
+    cluster_pod = _driver_pod_changes(change)
     for name in change.both():
         old, new = change.old.pools[name], change.new.pools[name]
         owner = _driver_owner(new)
         if owner != _driver_owner(old) or owner == "host":
             continue
         before, after = (old.get("driver") or {}).get("version"), (new.get("driver") or {}).get("version")
-        image = bool(change.documents(["NVIDIADriver"], [name], where=lambda d: any(
-            c.path.startswith(("spec.image", "spec.repository", "spec.version", "spec.usePrecompiled",
-                               "spec.kernelModuleType", "spec.driverType")) for c in d.changes)))
-        if before != after or image:
-            groups.setdefault((before, after, owner), []).append(name)
+        if owner == "ClusterPolicy":
+            pod = set(cluster_pod)
+        else:
+            pod = {c.path for d in change.documents(["NVIDIADriver"], [name]) for c in d.changes
+                   if c.path.startswith("spec.") and not c.path.startswith(_NOT_NVD_POD)}
+        if before != after or pod:
+            key = (before, after, owner)
+            groups.setdefault(key, []).append(name)
+            fields.setdefault(key, set()).update(pod)
     impacts = []
     for (before, after, owner), pools in groups.items():
-        docs = change.documents(["NVIDIADriver"], pools) + change.values_paths("driver.version", "driver.repository",
-                                                                                 "driver.image", "driver.usePrecompiled")
+        docs = change.documents(["NVIDIADriver"], pools) + change.values_paths(
+            "driver.version", "driver.repository", "driver.image", "driver.usePrecompiled",
+            *(f for f in cluster_pod if f.startswith("driver."))) + change.documents(
+            ["ClusterPolicy"], where=lambda d: owner == "ClusterPolicy" and any(
+                c.path.startswith("spec.driver.") for c in d.changes))
         counts = [change.new.pools[p].get("nodes", 0) for p in pools]
         policy = change.new.policy()
         minutes = upgrade_window_minutes(policy, counts, per_object=owner == "NVIDIADriver")
@@ -380,21 +429,44 @@ def _driver_upgrade(change: Change) -> list[Impact]:
         waves = ""
         if old_wave is not None and new_wave is not None and new_wave - old_wave > 1:
             waves = f"; waves {old_wave + 1} to {new_wave} upgrade in this one commit"
+        shown = sorted(f.removeprefix("spec.") for f in fields[(before, after, owner)]
+                       if f.removeprefix("spec.") not in ("version", "driver.version"))
         what = (f"the driver of pool(s) {_names(pools)} changes from {before} to {after}" if before != after else
-                f"the driver image of pool(s) {_names(pools)} changes")
+                f"the driver pod of pool(s) {_names(pools)} changes ({_names(_short(shown))})")
         parallel = policy.get("maxParallelUpgrades", 1)
         evicts = "drains each node" if (policy.get("drain") or {}).get("enable") else "deletes the GPU pods on each node"
-        what += (f": the upgrade controller {evicts} (its GPU workloads stop) and reinstalls the driver, "
-                 f"{parallel or 'all'} node(s) at a time per {owner} (maxUnavailable {policy.get('maxUnavailable')})"
-                 f", about {minutes} minutes by the roll-out formula{waves}")
-        if policy.get("autoUpgrade") is False:
-            what += "; autoUpgrade is off, so nothing moves until each node's driver pod is deleted by hand"
-        safe = ("one wave per commit: raise `spec.driver.upgrade.rollout.wave` by one after every node of the "
-                "previous wave shows `upgrade-done` (`kubectl get nodes -L nvidia.com/gpu-driver-upgrade-state`); "
-                "keep a maintenance window of that length")
+        manual = policy.get("autoUpgrade") is False
+        if manual:
+            what += (": autoUpgrade is off, so the sync itself reinstalls nothing; each node's driver is reinstalled, "
+                     "and its GPU pods stop, at the next deletion of its driver pod (by hand, or when the node is "
+                     f"replaced){waves}")
+        else:
+            what += (f": the upgrade controller {evicts} (its GPU workloads stop) and reinstalls the driver, "
+                     f"{parallel or 'all'} node(s) at a time per {owner} (maxUnavailable "
+                     f"{policy.get('maxUnavailable')}), about {minutes} minutes by the roll-out formula{waves}")
+        if any((change.new.pools[p].get("driver") or {}).get("mode") == "wave" for p in pools):
+            safe = ("one wave per commit: raise `spec.driver.upgrade.rollout.wave` by one after every node of the "
+                    "previous wave shows `upgrade-done` (`kubectl get nodes -L nvidia.com/gpu-driver-upgrade-state`); "
+                    "keep a maintenance window of that length")
+        elif manual:
+            safe = ("in a maintenance window, drain each node and delete its driver pod, one node at a time "
+                    "(REPORT.md's driver upgrade steps), until every node shows `upgrade-done`")
+        else:
+            safe = (f"merge in a maintenance window of about {minutes} minutes; the upgrade policy "
+                    "(`spec.driver.upgrade`: maxParallel, maxUnavailable, drain) bounds how many nodes are down at "
+                    "once, so lower it in an earlier commit of its own to go slower")
+            if owner == "ClusterPolicy":
+                # Declaring waves moves the driver to per-pool NVIDIADrivers: one more reinstall (GC372).
+                safe += ("; do not declare upgrade waves in this change (that moves the driver to per-pool "
+                         "NVIDIADrivers, which reinstalls it once more)")
         impacts.append(Impact("driver-upgrade", "disruptive", pools, what, safe, nodes=change.pools_nodes(pools),
                               documents=docs))
     return impacts
+
+
+def _short(paths: list[str], most: int = 4) -> list[str]:
+    """The first few of a list of field paths, and how many more."""
+    return paths[:most] + ([f"{len(paths) - most} more"] if len(paths) > most else [])
 
 
 def _per_node(resources: dict[str, int]) -> str:
