@@ -126,15 +126,30 @@ def time_slicing_replicas():
     return _pair("heterogeneous.yaml", edit)
 
 
+def _counted_quotas(spec: dict) -> None:
+    """The teams' infer-a100 quotas as counts of nvidia.com/gpu, with no per-profile Kueue limits."""
+    spec["teams"][0]["quota"]["infer-a100"] = 16
+    spec["teams"][1]["quota"]["infer-a100"] = 64
+    for team in spec["queueing"]["kueue"]["teams"].values():
+        team.pop("borrowingLimit", None)
+        team.pop("lendingLimit", None)
+
+
 def mig_strategy_flip():
     """The MIG pool's layout becomes one profile: the derived strategy flips from mixed to single."""
     def edit(spec):
         spec["sharingProfiles"]["infer-mixed"]["mig"]["layout"] = {"1g.10gb": 7}
-        spec["teams"][0]["quota"]["infer-a100"] = 16
-        spec["teams"][1]["quota"]["infer-a100"] = 64
-        for team in spec["queueing"]["kueue"]["teams"].values():
-            team.pop("borrowingLimit", None)
-            team.pop("lendingLimit", None)
+        _counted_quotas(spec)
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def mig_strategy_to_default():
+    """The only MIG pool moves to time-slicing: no MIG pool is left, the values set no strategy, and the chart's
+    default (single) replaces the deployed mixed one."""
+    def edit(spec):
+        _pool(spec, "infer-a100")["sharing"] = "notebooks-x4"
+        _counted_quotas(spec)
 
     return _pair("heterogeneous.yaml", edit)
 
@@ -175,6 +190,16 @@ def node_role():
     return _pair("eks.yaml", edit)
 
 
+def a10g(key: str, value, setting: bool = True):
+    """The EKS example, and a copy whose Karpenter pool a10g-inference has one of its karpenter settings (or, with
+    setting False, one of its own keys) changed."""
+    def edit(spec):
+        pool = _pool(spec, "a10g-inference")
+        (pool["karpenter"] if setting else pool)[key] = value
+
+    return lambda: _pair("eks.yaml", edit)
+
+
 def argocd_on_karpenter():
     """Argo CD syncs an EKS cluster whose pools Karpenter launches: the probes are PostSync hooks."""
     before = example("eks.yaml")
@@ -190,6 +215,13 @@ def argocd_on_karpenter():
 def taint_added():
     def edit(spec):
         _pool(spec, "notebooks-l4")["taints"] = [{"key": "example.com/notebooks", "effect": "NoExecute"}]
+
+    return _pair("heterogeneous.yaml", edit)
+
+
+def taint_preferred():
+    def edit(spec):
+        _pool(spec, "train-h100")["taints"][0]["effect"] = "PreferNoSchedule"
 
     return _pair("heterogeneous.yaml", edit)
 
@@ -293,6 +325,15 @@ def gke_time_slicing():
 ALL3 = ["train-h100", "infer-a100", "notebooks-l4"]
 PROBES = ("probe-run", "none", ["infer-a100", "notebooks-l4", "train-h100"], None, [])
 MIG = ["nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb"]
+#: What moving pool infer-a100 off the mixed MIG strategy does (to one profile, or off MIG).
+MIG_FLIP = [
+    ("mig-repartition", "disruptive", ["infer-a100"], 4, ["nvidia.com/gpu", *MIG]),
+    ("config-key-removed", "disruptive", ["infer-a100"], 4, MIG),
+    ("node-replacement", "disruptive", ["infer-a100"], 4, []),
+    ("resource-rename", "pending", ["infer-a100"], 4, MIG),
+    ("capacity-change", "pending", [], None, MIG),
+    ("operand-restart", "restart", ALL3, 26, []), PROBES,
+    ("object-change", "none", [], None, [])]
 
 #: name -> (before/after pair, the exact impacts (kind, severity, pools, nodes, resources), words each message holds)
 CASES = {
@@ -330,18 +371,14 @@ CASES = {
         ("device-plugin-restart", "restart", ["notebooks-l4"], 6, ["nvidia.com/gpu"]), PROBES],
         {"device-plugin-restart": "advertises 8 nvidia.com/gpu instead of 16 nvidia.com/gpu",
          "capacity-change": "product nvidia.com/gpu on notebooks-l4 48 -> 40"}),
-    "resource-rename": (mig_strategy_flip, [
-        ("mig-repartition", "disruptive", ["infer-a100"], 4, ["nvidia.com/gpu", *MIG]),
-        ("config-key-removed", "disruptive", ["infer-a100"], 4, MIG),
-        ("node-replacement", "disruptive", ["infer-a100"], 4, []),
-        ("resource-rename", "pending", ["infer-a100"], 4, MIG),
-        ("capacity-change", "pending", [], None, MIG),
-        ("operand-restart", "restart", ALL3, 26, []), PROBES,
-        ("object-change", "none", [], None, [])],
+    "resource-rename": (mig_strategy_flip, MIG_FLIP,
         {"resource-rename": "MIG strategy flips from mixed to single; it now advertises nvidia.com/gpu): pods and Jobs "
                             "asking for the old name stay Pending, and what still asks for it stops working: team "
                             "quotas product, research; Kueue ClusterQueues gpuconf-acceptance, gpuconf-team-product, "
                             "gpuconf-team-research; probes gpuconf-probe-infer-a100"}),
+    "resource-rename: the strategy falls back to the chart's default": (mig_strategy_to_default, MIG_FLIP,
+        {"resource-rename": "(the cluster's MIG strategy flips from mixed to single, the chart's default now that no "
+                            "MIG pool is left; it now advertises nvidia.com/gpu)"}),
     "mig-repartition": (mig_layout, [
         ("mig-repartition", "disruptive", ["infer-a100"], 4, MIG),
         ("config-key-removed", "disruptive", ["infer-a100"], 4, MIG),
@@ -370,15 +407,38 @@ CASES = {
         ("node-replacement", "disruptive", ["a10g-inference"], 6, []),
         ("node-replacement", "disruptive", ["l40s-batch"], 2, [])],
         {"node-replacement": "EC2NodeClass a10g changes (spec.amiSelectorTerms[0].alias)"}),
-    "node-replacement: a field that does not drift": (node_role, [
-        ("node-replacement", "none", ["a10g-inference"], 6, []),
-        ("node-replacement", "none", ["l40s-batch"], 2, [])], {}),
+    "node-replacement: the node role, in the node class's hash": (node_role, [
+        ("node-replacement", "disruptive", ["a10g-inference"], 6, []),
+        ("node-replacement", "disruptive", ["l40s-batch"], 2, [])],
+        {"node-replacement": "EC2NodeClass a10g changes (spec.role), so its hash (karpenter.k8s.aws/ec2nodeclass-hash) "
+                             "changes: Karpenter treats the nodes of every NodePool that uses it (a10g-inference) as "
+                             "drifted"}),
+    "node-replacement: the root volume": (a10g("rootVolumeGiB", 300), [
+        ("node-replacement", "disruptive", ["a10g-inference"], 6, [])],
+        {"node-replacement": "(spec.blockDeviceMappings[0].ebs.volumeSize)"}),
+    "node-replacement: a requirement widens": (a10g("capacityTypes", ["on-demand", "spot"]), [
+        ("node-replacement", "none", ["a10g-inference"], 6, [])],
+        {"node-replacement": "its requirements widen (karpenter.sh/capacity-type: on-demand -> on-demand, spot): "
+                             "every node still meets them, so none drifts"}),
+    "node-replacement: a requirement narrows": (a10g("capacityTypes", ["spot"]), [
+        ("node-replacement", "disruptive", ["a10g-inference"], 6, [])],
+        {"node-replacement": "the requirements of Karpenter NodePool a10g narrow: Karpenter replaces the nodes of pool "
+                             "a10g-inference that no longer meet them"}),
+    "node-replacement: a disruption budget": (a10g("budgets", [{"nodes": "2"}]), [
+        ("node-replacement", "none", ["a10g-inference"], 6, [])],
+        {"node-replacement": "(spec.disruption.budgets[0].nodes): these are not drift, so no node is replaced"}),
     "probe-run on pools that scale": (argocd_on_karpenter, [
         ("probe-run", "none", ["a10g-inference", "l40s-batch", "t4-dev"], None, []),
         ("object-change", "none", [], None, [])],
         {"probe-run": "in pools that scale with demand (a10g-inference, l40s-batch) each launches a node"}),
     "taint-change": (taint_added, [("taint-change", "disruptive", ["notebooks-l4"], 6, []), PROBES],
                      {"taint-change": "NoExecute evicts every running pod there that does not tolerate it"}),
+    "taint-change: NoSchedule to PreferNoSchedule": (taint_preferred, [
+        ("taint-change", "disruptive", ["train-h100"], 16, []), PROBES],
+        {"taint-change": "gets taint(s) gpuconf.dev/pool=train-h100:PreferNoSchedule: the scheduler only prefers other "
+                         "nodes for new pods that do not tolerate it, so none stays Pending for it; it loses "
+                         "gpuconf.dev/pool=train-h100:NoSchedule; NVIDIADriver gpuconf-train-h100 gets the new "
+                         "tolerations too"}),
     "capacity-change": (quota_drop, [("capacity-change", "pending", [], None, ["nvidia.com/gpu"]), PROBES],
                         {"capacity-change": "research nvidia.com/gpu on train-h100 64 -> 32"}),
     "operator-upgrade": (chart_move, [
@@ -396,6 +456,10 @@ CASES = {
         ("capacity-change", "none", ["train-h100"], 8, ["nvidia.com/gpu"])],
         {"capacity-change": "declared nodes change from 16 to 8 (its capacity in REPORT.md and the quota checks "
                             "follow): the sync adds or removes no node"}),
+    "capacity-change: a NodePool's limit drops": (a10g("nodes", 3, setting=False), [
+        ("capacity-change", "pending", ["a10g-inference"], 3, [])],
+        {"capacity-change": "(nodes 6 -> 3): Karpenter NodePool limits drop (nodes 6 -> 3): it launches no node past "
+                            "them, so pods that would have scaled the pool stay Pending; running nodes stay"}),
     "capacity-change: a node-pool command's count": (gke_node_count, [
         ("capacity-change", "none", ["l4-serving"], 2, [])], {"capacity-change": "(nodes 4 -> 2)"}),
     "none: comments": (comments_only, [("none", "none", [], None, [])], {}),
@@ -472,6 +536,21 @@ def test_impact_of_each_kind(name):
         assert any(text in i.message for i in plan.impacts if i.kind == kind), \
             [i.message for i in plan.impacts if i.kind == kind]
     assert_covered(plan, diff)
+
+
+def test_an_ec2nodeclass_field_outside_its_hash_drifts_nothing():
+    """The capacity reservations are left out of the EC2NodeClass hash (aws@v1.14.1 ec2nodeclass.go): a folder whose
+    class gains them drifts no node. gpuconf renders no such field yet, so the new side is the render, edited."""
+    old = files(example("eks.yaml"))
+    new = dict(old)
+    role = "  role: KarpenterNodeRole-eks-inference\n"
+    new["manifests/karpenter.yaml"] = old["manifests/karpenter.yaml"].replace(
+        role, "  capacityReservationSelectorTerms:\n  - id: cr-0123456789abcdef0\n" + role, 1)
+    assert new["manifests/karpenter.yaml"] != old["manifests/karpenter.yaml"]
+    plan = plan_impacts(old, new, compare_trees(old, new, "out/x", "new.yaml"))
+    assert summary(plan) == [("node-replacement", "none", ["a10g-inference"], 6, [])]
+    assert plan.impacts[0].message.startswith("EC2NodeClass a10g changes in fields outside its hash that do not drift "
+                                              "(spec.capacityReservationSelectorTerms)")
 
 
 def test_every_kind_has_a_case():

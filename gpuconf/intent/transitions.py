@@ -15,18 +15,28 @@ def mig_strategy_flip(ctx: Context) -> Iterator[Finding]:
     """With a deployed folder to compare with (`validate --against DIR`, `diff --against DIR`): the MIG strategy the
     intent derives differs from the one the cluster runs, so every MIG resource is renamed (`mixed` names a resource
     per profile, `single` calls every slice `nvidia.com/gpu`), and the pods, quotas, queues and probes that ask for
-    the old names stop being served. Pin `spec.cluster.migStrategy` to the deployed strategy to keep the names."""
+    the old names stop being served. Pin `spec.cluster.migStrategy` to the deployed strategy to keep the names. An
+    intent with no MIG pool left sets no strategy: the chart's default `single` applies, and the flip from `mixed`
+    is reported too."""
     deployed = ctx.deployed
     before = deployed.cluster.get("migStrategy") if deployed is not None else None
-    if before is None or ctx.strategy is None or before == ctx.strategy:
+    # With no MIG pool left the intent sets no strategy and the chart's default `single` applies
+    # (gpu-operator-facts §4, `mig.strategy`): a flip like any other (None only under DRA, allocation-switch's).
+    after = ctx.strategy or (None if ctx.intent.spec.cluster.allocation == "dra" else "single")
+    if before is None or after is None or before == after:
         return
     pinned = ctx.intent.spec.cluster.mig_strategy is not None
     loc = ("spec", "cluster", "migStrategy") if pinned else ("spec", "sharingProfiles")
-    renamed = ("every MIG slice becomes nvidia.com/gpu" if ctx.strategy == "single" else
+    renamed = ("every MIG slice becomes nvidia.com/gpu" if after == "single" else
                "nvidia.com/gpu of the MIG pools becomes one nvidia.com/mig-<profile> resource per profile")
-    keep = (f"pin spec.cluster.migStrategy: {before} to keep the deployed resource names" if before == "mixed" else
-            "the layouts now need strategy mixed: make the flip its own commit, in a maintenance window")
-    yield ctx.finding("GC370", loc, f"the MIG strategy flips from {before} (deployed) to {ctx.strategy}: {renamed}, so "
+    if ctx.strategy is None:
+        renamed = "no MIG pool is left, so the chart's default single applies and no nvidia.com/mig-* resource stays"
+        keep = "move every request, quota and queue off the nvidia.com/mig-* names in this change"
+    elif before == "mixed":
+        keep = f"pin spec.cluster.migStrategy: {before} to keep the deployed resource names"
+    else:
+        keep = "the layouts now need strategy mixed: make the flip its own commit, in a maintenance window"
+    yield ctx.finding("GC370", loc, f"the MIG strategy flips from {before} (deployed) to {after}: {renamed}, so "
                       "pending pods, quotas, queues and probes that ask for the old names stop working",
                       f"{keep}; gpuconf diff --against shows each renamed resource", severity=WARNING, at_key=pinned)
 

@@ -516,10 +516,21 @@ def _mig_configmap(change: Change) -> Callable[[DocumentDiff], bool]:
     return lambda d: d.name in names
 
 
+def mig_strategy_after(side: Deployed) -> str | None:
+    """The MIG strategy a folder runs the device plugin with, for the far side of a flip: report.json's, else the
+    chart's default `single` where the folder sets none (no MIG pool left: gpu-operator-facts §4, `mig.strategy`
+    default single); None on the DRA stack, which has no device plugin. The near side of a flip takes report.json's
+    alone: a folder with no MIG pool named no MIG resource, so moving from it to a strategy renames nothing."""
+    if _stack(side) == "dra":
+        return None
+    return side.cluster.get("migStrategy") or "single"
+
+
 @impact_kind("resource-rename", "a resource name a pool advertises disappears")
 def _resource_rename(change: Change) -> list[Impact]:
-    old_strategy, new_strategy = change.old.cluster.get("migStrategy"), change.new.cluster.get("migStrategy")
+    old_strategy, new_strategy = change.old.cluster.get("migStrategy"), mig_strategy_after(change.new)
     flip = old_strategy and new_strategy and old_strategy != new_strategy
+    default = flip and not change.new.cluster.get("migStrategy")  # the chart's default: no MIG pool is left
     impacts = []
     for name in change.both():
         gone = sorted(set(change.old.resources(name)) - set(change.new.resources(name)))
@@ -527,12 +538,14 @@ def _resource_rename(change: Change) -> list[Impact]:
             continue
         now = sorted(change.new.resources(name))
         askers = _askers(change.old, set(gone))
-        cause = (f"the cluster's MIG strategy flips from {old_strategy} to {new_strategy}" if flip and any(
+        cause = (f"the cluster's MIG strategy flips from {old_strategy} to {new_strategy}" + (
+            ", the chart's default now that no MIG pool is left" if default else "") if flip and any(
             r.startswith("nvidia.com/mig-") or r == "nvidia.com/gpu" for r in gone) else "its sharing changes")
         what = (f"pool {name} stops advertising {_names(gone)} ({cause}; it now advertises {_names(now)}): pods "
                 f"and Jobs asking for the old name stay Pending, and what still asks for it stops working: {askers}")
         safe = (f"pin `spec.cluster.migStrategy: {old_strategy}` to keep the names, or move every request, quota and "
-                "queue to the new names in the same change and drain the pool's running jobs first" if flip else
+                "queue to the new names in the same change and drain the pool's running jobs first" if flip and
+                not default else
                 "move the pods, quotas and queues that ask for the old name to the new one in the same change, and "
                 "let the pool's running jobs finish first")
         values = [d for d in change.diff.documents if d.kind == "values" and change.values_changes("mig.strategy")]
@@ -661,49 +674,135 @@ def _config_key_removed(change: Change) -> list[Impact]:
     return impacts
 
 
+#: EC2NodeClass fields that drift dynamically: Karpenter resolves them again and replaces the nodes whose AMI, subnet
+#: or security groups no longer match (karpenter-facts §d, "EC2NodeClass drift fields"; aws@v1.14.1 docs
+#: disruption.md "Special Cases on Drift").
+_EC2_DYNAMIC = ("spec.amiSelectorTerms", "spec.subnetSelectorTerms", "spec.securityGroupSelectorTerms")
+#: EC2NodeClass spec fields left out of its hash that do not drift: the capacity reservations and the IP prefix count
+#: (`hash:"ignore"` in aws@v1.14.1 pkg/apis/v1/ec2nodeclass.go:55,67; amiFamily is hashed by its resolved value,
+#: :597-609). Every other spec field (blockDeviceMappings, userData, role, instanceProfile, tags, kubelet,
+#: metadataOptions, instanceStorePolicy, detailedMonitoring, ...) is in the EC2NodeClass hash, the annotation
+#: karpenter.k8s.aws/ec2nodeclass-hash (karpenter-facts §d): a change drifts every node launched from the class.
+_EC2_UNHASHED = ("spec.capacityReservationSelectorTerms", "spec.ipPrefixCount")
+
+
+def _requirements(data: Any) -> list[dict]:
+    spec = ((data or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+    return [r for r in spec.get("requirements") or [] if isinstance(r, dict)]
+
+
+def _allows(wide: dict, narrow: dict) -> bool:
+    """Every label value narrow admits is admitted by wide (both on the same key)."""
+    if wide == narrow:
+        return True
+    if (narrow.get("minValues") or 0) < (wide.get("minValues") or 0):
+        return False
+    ops = (wide.get("operator"), narrow.get("operator"))
+    w, n = set(map(str, wide.get("values") or [])), set(map(str, narrow.get("values") or []))
+    if ops == ("In", "In"):
+        return n <= w
+    if ops == ("NotIn", "NotIn"):
+        return w <= n
+    if ops == ("NotIn", "In"):
+        return not (w & n)
+    if ops[0] == "Exists":
+        return ops[1] in ("In", "Exists")
+    return False
+
+
+def _widened(old: list[dict], new: list[dict]) -> bool:
+    """The new requirements admit every node the old ones admitted: each new requirement is implied by an old one on
+    its key. Widening a requirement drifts no node (karpenter-facts §d: `areRequirementsDrifted` checks compatibility,
+    and widening `In [m5.large]` to `In [m5.large, m5.2xlarge]` does not drift)."""
+    return all(any(o.get("key") == r.get("key") and _allows(r, o) for o in old) for r in new)
+
+
+def _nodepool_impact(change: Change, doc: DocumentDiff) -> Impact | None:
+    """What one changed NodePool does to its nodes (karpenter-facts §d)."""
+    pool = change.pool_data(doc) or doc.name
+    template = [c.path for c in doc.changes if c.path.startswith("spec.template")]
+    # Karpenter hashes spec.template without its requirements (karpenter-facts §d: NodePool.Hash, drift.go):
+    # a hashed field drifts every node; requirements drift only the nodes that no longer meet them.
+    hashed = [p for p in template if not p.startswith("spec.template.spec.requirements")]
+    # spec.disruption and spec.weight are behavioral fields, not drift (karpenter-facts §d); spec.limits is
+    # capacity-change's.
+    behaviour = [c.path for c in doc.changes if c.path.startswith(("spec.disruption", "spec.weight"))]
+    old_reqs, new_reqs = _requirements(change.old.data(doc)), _requirements(change.new.data(doc))
+    wider = template and not hashed and _widened(old_reqs, new_reqs)
+    nodes = change.pools_nodes([pool], new=doc.status != "removed")
+    if doc.status == "removed":
+        what = (f"Karpenter NodePool {doc.name} is deleted: Karpenter drains and deletes every node it "
+                f"launched for pool {pool}")
+    elif hashed:
+        what = (f"the template of Karpenter NodePool {doc.name} changes ({_names(hashed[:3])}): Karpenter "
+                f"treats every node of pool {pool} as drifted and replaces it (drain, then a new node)")
+    elif template and not wider:
+        what = (f"the requirements of Karpenter NodePool {doc.name} narrow: Karpenter replaces the nodes of pool "
+                f"{pool} that no longer meet them")
+    elif wider or behaviour:
+        parts = []
+        if wider:
+            parts.append(f"its requirements widen ({_names(_widening(old_reqs, new_reqs))}): every node still meets "
+                         "them, so none drifts, and nodes launched from now on may take the new values")
+        if behaviour:
+            parts.append(f"its behavioral settings change ({_names(behaviour[:3])}): these are not drift, "
+                         "so no node is replaced; they govern how Karpenter disrupts nodes from now on")
+        return Impact("node-replacement", "none", [pool], f"Karpenter NodePool {doc.name}: " + "; ".join(parts),
+                      "nothing to drain" + ("; check that the pool's workloads may run on the newly allowed nodes"
+                                            if wider else ""), nodes=nodes, documents=[doc])
+    else:
+        return None
+    return Impact("node-replacement", "disruptive", [pool], what,
+                  "merge in a maintenance window, or first add a disruption budget to the NodePool "
+                  "(`spec.disruption.budgets`, e.g. nodes: \"1\") so Karpenter replaces one node at a time",
+                  nodes=nodes, documents=[doc])
+
+
+def _admitted(requirement: dict | None) -> str:
+    """A requirement's values, or its operator when it has none."""
+    requirement = requirement or {}
+    return ", ".join(map(str, requirement.get("values") or [])) or str(requirement.get("operator", "-"))
+
+
+def _widening(old: list[dict], new: list[dict]) -> list[str]:
+    """`key: old values -> new values` of each requirement that changed."""
+    out = []
+    for r in new:
+        before = next((o for o in old if o.get("key") == r.get("key")), None)
+        if before != r:
+            out.append(f"{r.get('key')}: {_admitted(before)} -> {_admitted(r)}")
+    out += [f"{o.get('key')} dropped" for o in old if not any(r.get("key") == o.get("key") for r in new)]
+    return out
+
+
 @impact_kind("node-replacement", "a Karpenter NodePool template, its node class or a node template changes")
 def _node_replacement(change: Change) -> list[Impact]:
-    impacts = []
-    for doc in change.documents(["NodePool"]):
-        pool = change.pool_data(doc) or doc.name
-        template = [c.path for c in doc.changes if c.path.startswith("spec.template")]
-        # Karpenter hashes spec.template without its requirements (karpenter-facts §d: NodePool.Hash, drift.go):
-        # a hashed field drifts every node; requirements drift only the nodes that no longer meet them.
-        hashed = [p for p in template if not p.startswith("spec.template.spec.requirements")]
-        if doc.status == "removed":
-            what = (f"Karpenter NodePool {doc.name} is deleted: Karpenter drains and deletes every node it "
-                    f"launched for pool {pool}")
-        elif hashed:
-            what = (f"the template of Karpenter NodePool {doc.name} changes ({_names(hashed[:3])}): Karpenter "
-                    f"treats every node of pool {pool} as drifted and replaces it (drain, then a new node)")
-        elif template:
-            what = (f"the requirements of Karpenter NodePool {doc.name} change: Karpenter replaces the nodes of pool "
-                    f"{pool} that no longer meet them (widening a requirement replaces none)")
-        else:
-            continue
-        impacts.append(Impact("node-replacement", "disruptive", [pool], what,
-                              "merge in a maintenance window, or first add a disruption budget to the NodePool "
-                              "(`spec.disruption.budgets`, e.g. nodes: \"1\") so Karpenter replaces one node at a "
-                              "time", nodes=change.pools_nodes([pool], new=doc.status != "removed"),
-                              documents=[doc]))
+    impacts = [i for doc in change.documents(["NodePool"]) if (i := _nodepool_impact(change, doc))]
     for doc in change.documents(["EC2NodeClass"]):
         users = sorted(_pool_of(np) or "?" for np in change.new.objects("NodePool")
                        if ((np.get("spec") or {}).get("template", {}).get("spec", {}).get("nodeClassRef") or {}).get(
                            "name") == doc.name)
-        # Only these EC2NodeClass fields drift the nodes (karpenter-facts §d, disruption.md); the others reach new
-        # nodes only.
-        drift = [c.path for c in doc.changes if c.path.startswith(
-            ("spec.amiSelectorTerms", "spec.subnetSelectorTerms", "spec.securityGroupSelectorTerms"))]
-        if doc.status == "changed" and not drift:
+        paths = [c.path for c in doc.changes]
+        dynamic = [p for p in paths if p.startswith(_EC2_DYNAMIC)]
+        static = [p for p in paths if p.startswith("spec.") and not p.startswith(_EC2_DYNAMIC + _EC2_UNHASHED)]
+        if doc.status == "changed" and not dynamic and not static:
             impacts.append(Impact("node-replacement", "none", users,
-                                  f"EC2NodeClass {doc.name} changes in fields that do not drift: only nodes "
-                                  f"Karpenter launches from now on get them ({_names(users)})",
-                                  "nothing to drain", nodes=change.pools_nodes(users), documents=[doc]))
+                                  f"EC2NodeClass {doc.name} changes in fields outside its hash that do not drift "
+                                  f"({_names(paths[:3])}): only nodes Karpenter launches from now on get them "
+                                  f"({_names(users)})", "nothing to drain", nodes=change.pools_nodes(users),
+                                  documents=[doc]))
             continue
+        if doc.status != "changed":
+            what = f"EC2NodeClass {doc.name} is {doc.status}"
+        elif static:
+            what = (f"EC2NodeClass {doc.name} changes ({_names(static[:3])}), so its hash "
+                    "(karpenter.k8s.aws/ec2nodeclass-hash) changes")
+        else:
+            what = (f"EC2NodeClass {doc.name} changes ({_names(dynamic[:3])}), whose AMI, subnets and security "
+                    "groups Karpenter resolves again")
         impacts.append(Impact("node-replacement", "disruptive", users,
-                              f"EC2NodeClass {doc.name} changes ({_names(drift[:3]) if drift else doc.status}): "
-                              f"Karpenter treats the nodes of every NodePool that uses it ({_names(users)}) as "
-                              "drifted and replaces them",
+                              f"{what}: Karpenter treats the nodes of every NodePool that uses it ({_names(users)}) "
+                              "as drifted and replaces them (drain, then a new node)",
                               "merge in a maintenance window, with disruption budgets on the NodePools",
                               nodes=change.pools_nodes(users), documents=[doc]))
     for doc in change.documents(["file"], where=lambda d: d.file.startswith("node-templates/")):
@@ -823,6 +922,10 @@ def _taints_now(name: str, added: list[str], removed: list[str]) -> tuple[str, s
     if any(t.endswith(":NoExecute") for t in added):
         severity, what = "disruptive", (f"pool {name} gets taint(s) {_names(added)}: NoExecute evicts every running "
                                         "pod there that does not tolerate it")
+    elif added and all(t.endswith(":PreferNoSchedule") for t in added):
+        # PreferNoSchedule is a preference: the scheduler still places pods there when nothing else fits.
+        severity, what = "none", (f"pool {name} gets taint(s) {_names(added)}: the scheduler only prefers other nodes "
+                                  "for new pods that do not tolerate it, so none stays Pending for it")
     elif added:
         severity, what = "pending", (f"pool {name} gets taint(s) {_names(added)}: new pods that do not tolerate it "
                                      "stay Pending (running pods stay)")
@@ -1113,12 +1216,21 @@ def _capacity_change(change: Change) -> list[Impact]:
                     nodes=change.pools_nodes([name])))
             continue
         shown = ", ".join(f"{r} {before[r]} -> {after[r]} per node" for r in lower + higher)
+        capped = _limits_lowered(change, name)
+        what = f"pool {name}'s capacity changes ({shown or _scale(change, name)})"
+        if lower:
+            what += (": pods asking for more than is left stay Pending, and quotas above the new capacity no longer "
+                     "hold")
+        if capped:
+            # Karpenter launches no node past spec.limits (karpenter-facts §b); limits are a behavioral field, not
+            # drift (§d), so the nodes already running stay.
+            what += (f"{'; ' if lower else ': '}Karpenter NodePool limits drop ({_names(capped)}): it launches no node "
+                     "past them, so pods that would have scaled the pool stay Pending; running nodes stay")
         impacts.append(Impact(
-            "capacity-change", "pending" if lower else "none", [name],
-            f"pool {name}'s capacity changes ({shown or _scale(change, name)})" + (
-                ": pods asking for more than is left stay Pending, and quotas above the new capacity no longer "
-                "hold" if lower else ""),
+            "capacity-change", "pending" if lower or capped else "none", [name], what,
             "lower the teams' quotas to the new capacity in the same change and let jobs finish first" if lower else
+            "lower the teams' quotas to the new limit in the same change; Karpenter removes no running node for "
+            "it (consolidation or a drain does)" if capped else
             "nothing to do before the merge", resources=lower + higher, nodes=change.pools_nodes([name]),
             documents=pool_docs))
     impacts += _quota_change(change)
@@ -1143,6 +1255,24 @@ def _renames(change: Change) -> dict[str, str]:
     pairs = {g: [c for c in came if same(change.old.pools[g], change.new.pools[c])] for g in gone}
     return {g: cs[0] for g, cs in pairs.items()
             if len(cs) == 1 and sum(cs[0] in others for others in pairs.values()) == 1}
+
+
+def _limits_lowered(change: Change, pool: str) -> list[str]:
+    """`key old -> new` of each limit of the pool's Karpenter NodePool that the change lowers or adds."""
+    from ..quantity import parse
+
+    out = []
+    for doc in change.documents(["NodePool"], [pool], where=lambda d: d.status == "changed"):
+        before = ((change.old.data(doc) or {}).get("spec") or {}).get("limits") or {}
+        after = ((change.new.data(doc) or {}).get("spec") or {}).get("limits") or {}
+        for key, value in sorted(after.items()):
+            try:
+                lowered = key not in before or parse(value) < parse(before[key])
+            except ValueError:
+                lowered = value != before.get(key)
+            if lowered:
+                out.append(f"{key} {before.get(key, 'none')} -> {value}")
+    return out
 
 
 def _scale(change: Change, pool: str) -> str:
