@@ -107,6 +107,14 @@ def mirror_secret():
     return _pair("airgapped.yaml", edit)
 
 
+def nvd_secret():
+    """A pull secret reaches every per-pool NVIDIADriver (spec.imagePullSecrets), each a driver pod of its own."""
+    def edit(spec):
+        spec["operator"]["imagePullSecrets"] = ["corp-mirror"]
+
+    return _pair("heterogeneous.yaml", edit)
+
+
 def wave_skipped():
     before = example("heterogeneous.yaml")
     upgrade = before["spec"]["driver"]["upgrade"]
@@ -198,6 +206,13 @@ def a10g(key: str, value, setting: bool = True):
         (pool["karpenter"] if setting else pool)[key] = value
 
     return lambda: _pair("eks.yaml", edit)
+
+
+def karpenter_pool_removed():
+    def edit(spec):
+        spec["pools"] = [p for p in spec["pools"] if p["name"] != "l40s-batch"]
+
+    return _pair("eks.yaml", edit)
 
 
 def argocd_on_karpenter():
@@ -361,6 +376,11 @@ CASES = {
         {"driver-upgrade": "changes (driver.imagePullSecrets): autoUpgrade is off, so the sync itself reinstalls "
                            "nothing; each node's driver is reinstalled, and its GPU pods stop, at the next deletion "
                            "of its driver pod"}),
+    "driver-upgrade: a pull secret of the NVIDIADrivers": (nvd_secret, [
+        ("driver-upgrade", "disruptive", ALL3, 26, []), ("operand-restart", "restart", ALL3, 26, []), PROBES],
+        {"driver-upgrade": "the driver pod of pool(s) train-h100, infer-a100, notebooks-l4 changes "
+                           "(gdrcopy.imagePullSecrets, imagePullSecrets): the upgrade controller drains each node (its "
+                           "GPU workloads stop) and reinstalls the driver, 1 node(s) at a time per NVIDIADriver"}),
     "driver-upgrade, two waves at once": (wave_skipped, [
         ("driver-upgrade", "disruptive", ["train-h100", "infer-a100"], 20, []), PROBES],
         # 16 nodes of train-h100, one at a time: 16 x (10 min + 900 s drain + 300 s pod deletion) = 480 minutes
@@ -427,6 +447,13 @@ CASES = {
     "node-replacement: a disruption budget": (a10g("budgets", [{"nodes": "2"}]), [
         ("node-replacement", "none", ["a10g-inference"], 6, [])],
         {"node-replacement": "(spec.disruption.budgets[0].nodes): these are not drift, so no node is replaced"}),
+    "node-replacement: a Karpenter pool and its node class are removed": (karpenter_pool_removed, [
+        ("node-replacement", "disruptive", ["l40s-batch"], 2, []),
+        ("capacity-change", "disruptive", ["l40s-batch"], 2, ["nvidia.com/gpu"]),
+        ("operand-restart", "restart", ["a10g-inference", "t4-dev"], 9, []),
+        ("node-replacement", "none", ["l40s-batch"], 2, []), ("probe-run", "none", ["l40s-batch"], None, [])],
+        {"node-replacement": "EC2NodeClass l40s-spot is deleted: it stays until the nodes launched from it (pools "
+                             "l40s-batch) are gone, which their NodePool's deletion does"}),
     "probe-run on pools that scale": (argocd_on_karpenter, [
         ("probe-run", "none", ["a10g-inference", "l40s-batch", "t4-dev"], None, []),
         ("object-change", "none", [], None, [])],

@@ -388,7 +388,7 @@ def _driver_pod_changes(change: Change) -> list[str]:
         keys += [c.path.removeprefix("spec.") for c in doc.changes if c.path.startswith("spec.driver.")
                  and not c.path.startswith(tuple(f"spec.driver.{k}" for k in _NOT_DRIVER_POD))
                  and not c.path.startswith("spec.driver.useNvidiaDriverCRD")]
-    return sorted(set(keys))
+    return sorted(k for k in set(keys) if not any(k.startswith(other + ".") for other in keys))
 
 
 @impact_kind("driver-upgrade", "a pool's driver version, image or any other field of its driver pod changes")
@@ -775,36 +775,54 @@ def _widening(old: list[dict], new: list[dict]) -> list[str]:
     return out
 
 
+def _class_users(side: Deployed, name: str) -> list[str]:
+    """The pools whose Karpenter NodePool launches its nodes from the EC2NodeClass `name`."""
+    return sorted(_pool_of(np) or "?" for np in side.objects("NodePool")
+                  if ((np.get("spec") or {}).get("template", {}).get("spec", {}).get("nodeClassRef") or {}).get(
+                      "name") == name)
+
+
 @impact_kind("node-replacement", "a Karpenter NodePool template, its node class or a node template changes")
 def _node_replacement(change: Change) -> list[Impact]:
     impacts = [i for doc in change.documents(["NodePool"]) if (i := _nodepool_impact(change, doc))]
     for doc in change.documents(["EC2NodeClass"]):
-        users = sorted(_pool_of(np) or "?" for np in change.new.objects("NodePool")
-                       if ((np.get("spec") or {}).get("template", {}).get("spec", {}).get("nodeClassRef") or {}).get(
-                           "name") == doc.name)
+        users = _class_users(change.old if doc.status == "removed" else change.new, doc.name)
+        nodes = change.pools_nodes(users, new=doc.status != "removed")
         paths = [c.path for c in doc.changes]
         dynamic = [p for p in paths if p.startswith(_EC2_DYNAMIC)]
         static = [p for p in paths if p.startswith("spec.") and not p.startswith(_EC2_DYNAMIC + _EC2_UNHASHED)]
-        if doc.status == "changed" and not dynamic and not static:
-            impacts.append(Impact("node-replacement", "none", users,
-                                  f"EC2NodeClass {doc.name} changes in fields outside its hash that do not drift "
-                                  f"({_names(paths[:3])}): only nodes Karpenter launches from now on get them "
-                                  f"({_names(users)})", "nothing to drain", nodes=change.pools_nodes(users),
-                                  documents=[doc]))
+        if doc.status == "added" or doc.status == "changed" and not dynamic and not static:
+            impacts.append(Impact("node-replacement", "none", users, (
+                f"EC2NodeClass {doc.name} is added: only nodes Karpenter launches from it get it ({_names(users)})"
+                if doc.status == "added" else
+                f"EC2NodeClass {doc.name} changes in fields outside its hash that do not drift "
+                f"({_names(paths[:3])}): only nodes Karpenter launches from now on get them ({_names(users)})"),
+                "nothing to drain", nodes=nodes, documents=[doc]))
             continue
-        if doc.status != "changed":
-            what = f"EC2NodeClass {doc.name} is {doc.status}"
-        elif static:
+        if doc.status == "removed":
+            # Its termination finalizer waits until no NodeClaim uses it (aws@v1.14.1
+            # pkg/controllers/nodeclass/controller.go:214-234): the class goes after its nodes.
+            kept = _class_users(change.new, doc.name)
+            impacts.append(Impact(
+                "node-replacement", "pending" if kept else "none", users,
+                f"EC2NodeClass {doc.name} is deleted: it stays until the nodes launched from it (pools "
+                f"{_names(users)}) are gone, which their NodePool's deletion does" + (
+                    f"; NodePools of pools {_names(kept)} still name it, so Karpenter launches no node for them"
+                    if kept else ""),
+                "delete the NodePools that use it in the same change" if kept else "nothing to drain beyond the "
+                "NodePool's deletion", nodes=nodes, documents=[doc]))
+            continue
+        if static:
             what = (f"EC2NodeClass {doc.name} changes ({_names(static[:3])}), so its hash "
-                    "(karpenter.k8s.aws/ec2nodeclass-hash) changes")
+                    "(karpenter.k8s.aws/ec2nodeclass-hash) changes: Karpenter treats the nodes of every NodePool "
+                    f"that uses it ({_names(users)}) as drifted and replaces them (drain, then a new node)")
         else:
             what = (f"EC2NodeClass {doc.name} changes ({_names(dynamic[:3])}), whose AMI, subnets and security "
-                    "groups Karpenter resolves again")
-        impacts.append(Impact("node-replacement", "disruptive", users,
-                              f"{what}: Karpenter treats the nodes of every NodePool that uses it ({_names(users)}) "
-                              "as drifted and replaces them (drain, then a new node)",
+                    "groups Karpenter resolves again: Karpenter treats the nodes of every NodePool that uses it "
+                    f"({_names(users)}) as drifted and replaces them (drain, then a new node)")
+        impacts.append(Impact("node-replacement", "disruptive", users, what,
                               "merge in a maintenance window, with disruption budgets on the NodePools",
-                              nodes=change.pools_nodes(users), documents=[doc]))
+                              nodes=nodes, documents=[doc]))
     for doc in change.documents(["file"], where=lambda d: d.file.startswith("node-templates/")):
         pool = next((p for p in {**change.old.pools, **change.new.pools} if _template_file(change, p) == doc.file),
                     None)
