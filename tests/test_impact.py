@@ -241,6 +241,13 @@ def taint_preferred():
     return _pair("heterogeneous.yaml", edit)
 
 
+def preferred_taint_on_a_template():
+    def edit(spec):
+        _pool(spec, "t4-dev")["taints"] = [{"key": "example.com/dev", "effect": "PreferNoSchedule"}]
+
+    return _pair("eks.yaml", edit)
+
+
 def fewer_nodes():
     """A declared node count alone changes nothing deployed: the sync adds or removes no node."""
     def edit(spec):
@@ -466,6 +473,10 @@ CASES = {
                          "nodes for new pods that do not tolerate it, so none stays Pending for it; it loses "
                          "gpuconf.dev/pool=train-h100:NoSchedule; NVIDIADriver gpuconf-train-h100 gets the new "
                          "tolerations too"}),
+    "taint-change: PreferNoSchedule on a node template": (preferred_taint_on_a_template, [
+        ("node-replacement", "disruptive", ["t4-dev"], 3, []), ("taint-change", "none", ["t4-dev"], 3, []),
+        ("probe-run", "none", ["t4-dev"], None, [])],
+        {"taint-change": "and the scheduler only prefers other nodes for new pods that do not tolerate them"}),
     "capacity-change": (quota_drop, [("capacity-change", "pending", [], None, ["nvidia.com/gpu"]), PROBES],
                         {"capacity-change": "research nvidia.com/gpu on train-h100 64 -> 32"}),
     "operator-upgrade": (chart_move, [

@@ -935,13 +935,19 @@ def _taint_change(change: Change) -> list[Impact]:
     return impacts
 
 
+def _preferred(added: list[str]) -> bool:
+    """Every added taint is PreferNoSchedule: a preference, not a ban. The scheduler tries not to place new pods that
+    do not tolerate it there, and still does when nothing else fits (Kubernetes core/v1 TaintEffectPreferNoSchedule,
+    k8s.io/api core/v1 types.go), so it keeps no pod Pending."""
+    return bool(added) and all(t.endswith(":PreferNoSchedule") for t in added)
+
+
 def _taints_now(name: str, added: list[str], removed: list[str]) -> tuple[str, str, str]:
     """A pool whose taints nfd-master applies: the running nodes get and lose them at sync."""
     if any(t.endswith(":NoExecute") for t in added):
         severity, what = "disruptive", (f"pool {name} gets taint(s) {_names(added)}: NoExecute evicts every running "
                                         "pod there that does not tolerate it")
-    elif added and all(t.endswith(":PreferNoSchedule") for t in added):
-        # PreferNoSchedule is a preference: the scheduler still places pods there when nothing else fits.
+    elif _preferred(added):
         severity, what = "none", (f"pool {name} gets taint(s) {_names(added)}: the scheduler only prefers other nodes "
                                   "for new pods that do not tolerate it, so none stays Pending for it")
     elif added:
@@ -964,15 +970,17 @@ def _taints_later(change: Change, name: str, added: list[str], removed: list[str
     off the node, so nothing labels it or advertises its GPUs)."""
     source = _label_source(change.new.pools[name])
     parts = []
+    prefer = _preferred(added)
     if added:
         parts.append(f"pool {name}'s {source} gets taint(s) {_names(added)}: only nodes that register from now on carry "
-                     "them (the running nodes keep their taints until they are replaced), and pods that do not "
-                     "tolerate them do not land there")
+                     "them (the running nodes keep their taints until they are replaced), and " + (
+                         "the scheduler only prefers other nodes for new pods that do not tolerate them" if prefer else
+                         "pods that do not tolerate them do not land there"))
     if removed:
         parts.append(f"pool {name}'s {source} drops taint(s) {_names(removed)}, which its running nodes keep until "
                      "they are replaced")
     stranded = [t for t in removed if not _tolerates(tolerations, t)]
-    severity = "pending" if added or stranded else "none"
+    severity = "pending" if added and not prefer or stranded else "none"
     lost = sorted(change.old.resources(name)) if stranded else []
     safe = ("add the toleration to the workloads (and their Kueue flavor or admission policy) before new nodes come "
             "up" if added else "check that nothing else should stay off the new nodes")
