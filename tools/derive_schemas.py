@@ -66,6 +66,7 @@ CRD_INPUTS = (
     "crds/kueue.x-k8s.io/kueue.x-k8s.io_workloadpriorityclasses.yaml",
 )
 CP_CRD = CRD_INPUTS[0]
+NVD_CRD = CRD_INPUTS[1]
 #: The table of crds/SOURCES.md says which upstream release each file under crds/ was copied from; index.json
 #: carries it per kind, so that gpuconf can check the release an intent pins (spec.queueing.kueue.version).
 CRD_SOURCES = "crds/SOURCES.md"
@@ -231,6 +232,10 @@ CP_FIELDS_NEW_IN_26_7 = ("dcgmExporter.serviceMonitor.scrapeTimeout", "hostPaths
 # gpu-operator-facts.md §4: values keys that share a ClusterPolicy field's path but are chart-only (the chart uses
 # operator.annotations for the operator pod and operator.labels for its own objects), so the CRD must not type them.
 CHART_ONLY_SAME_PATH = ("operator.annotations", "operator.labels")
+# Values keys the chart renders into its NVIDIADriver/default rather than the ClusterPolicy, and gpuconf into every
+# NVIDIADriver it writes: they take that CRD field's type and enum (chart v26.7.0 templates/nvidiadriver.yaml:
+# `driverType: {{ .Values.driver.nvidiaDriverCRD.driverType | default "gpu" }}`).
+NVIDIADRIVER_RENDERED = {"driver.nvidiaDriverCRD.driverType": "driverType"}
 # Template-only keys (no default in values.yaml) accepted without a type. The others are typed by the ClusterPolicy
 # field of the same path when there is one (facts §4: `*.args`, driver probes, validator.*.env, ... are rendered
 # into the CR as they are). dcgmExporter.config holds {name, create, data} of which only name reaches the CR;
@@ -266,10 +271,11 @@ def _without(spec: dict[str, Any], dotted: str) -> None:
 class ValuesSchemaBuilder:
     """Builds the JSON Schema of one chart version's values from its defaults and the ClusterPolicy CRD."""
 
-    def __init__(self, facts: dict[str, Any], cp_spec: dict[str, Any]) -> None:
+    def __init__(self, facts: dict[str, Any], cp_spec: dict[str, Any], nvd_spec: dict[str, Any]) -> None:
         self.version = facts["version"]
         self.facts = facts
         self.cp_spec = copy.deepcopy(cp_spec)
+        self.nvd_spec = nvd_spec
         if self.version != "v26.7.0":
             for field in CP_FIELDS_NEW_IN_26_7:
                 _without(self.cp_spec, field)
@@ -287,8 +293,11 @@ class ValuesSchemaBuilder:
             node[parts[-1]] = None  # a leaf: the template-only key itself
 
     def cr_field(self, path: tuple[str, ...]) -> dict[str, Any] | None:
-        """The converted ClusterPolicy schema of the spec field a values path is rendered into, or None."""
+        """The converted ClusterPolicy (or NVIDIADriver) schema of the spec field a values path is rendered into, or
+        None."""
         dotted = _dotted(path)
+        if dotted in NVIDIADRIVER_RENDERED:
+            return copy.deepcopy(self.nvd_spec["properties"][NVIDIADRIVER_RENDERED[dotted]])
         if _under(dotted, CHART_ONLY_SAME_PATH):
             return None
         for old, new in self.renamed.items():
@@ -536,11 +545,13 @@ def crd_releases(ref: Reference) -> dict[str, dict[str, str]]:
     return releases
 
 
-def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], dict[str, Any]]:
-    """The CR schema files and the index; plus the converted ClusterPolicy spec for the values schemas."""
+def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], dict[str, Any], dict[str, Any]]:
+    """The CR schema files and the index; plus the converted ClusterPolicy and NVIDIADriver specs for the values
+    schemas."""
     outputs: dict[str, bytes] = {}
     index: dict[str, Any] = {}
     cp_spec: dict[str, Any] | None = None
+    nvd_spec: dict[str, Any] | None = None
     releases = crd_releases(ref)
     for rel in CRD_INPUTS:
         for crd in _crds(ref, rel):
@@ -575,8 +586,12 @@ def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], d
                 }
                 if rel == CP_CRD:
                     cp_spec = schema["properties"]["spec"]
+                if rel == NVD_CRD:
+                    nvd_spec = schema["properties"]["spec"]
     if cp_spec is None:
         raise DeriveError(f"{CP_CRD}: no ClusterPolicy version")
+    if nvd_spec is None:
+        raise DeriveError(f"{NVD_CRD}: no NVIDIADriver version")
     try:
         # controller-gen writes the grammar of a resource.Quantity as this pattern; Kubernetes' own OpenAPI has
         # none, so gpuconf.output.verify adds it to the built-in schemas (ResourceQuota `hard`, container resources).
@@ -596,7 +611,7 @@ def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], d
         "kinds": dict(sorted(index.items())),
         "quantityPattern": quantity,
     })
-    return outputs, cp_spec
+    return outputs, cp_spec, nvd_spec
 
 
 def _chart_facts(version: str, ref: Reference) -> tuple[dict[str, Any], str]:
@@ -614,21 +629,23 @@ def _chart_facts(version: str, ref: Reference) -> tuple[dict[str, Any], str]:
     return facts, _sha256(data)
 
 
-def derive_values(ref: Reference, cp_spec: dict[str, Any], check: bool = True) -> dict[str, bytes]:
+def derive_values(ref: Reference, cp_spec: dict[str, Any], nvd_spec: dict[str, Any],
+                  check: bool = True) -> dict[str, bytes]:
     """The values schemas of the chart versions and the NFD subchart."""
     outputs: dict[str, bytes] = {}
     for version in CHART_VERSIONS:
         facts, digest = _chart_facts(version, ref)
-        schema = ValuesSchemaBuilder(facts, cp_spec).build()
+        schema = ValuesSchemaBuilder(facts, cp_spec, nvd_spec).build()
         rel = f"schemas/values/gpu-operator-{version}.json"
         if check:
             check_schema(schema, rel)
         check_instance(schema, facts["defaults"], rel)
         schema["x-gpuconf-generated"] = _generated(
-            {f"profiles/charts/{version}.json": digest, CP_CRD: ref.hashes[CP_CRD]},
+            {f"profiles/charts/{version}.json": digest, CP_CRD: ref.hashes[CP_CRD], NVD_CRD: ref.hashes[NVD_CRD]},
             f"JSON Schema (Draft 2020-12) of the GPU Operator chart {version} values: every mapping of the defaults "
             f"is closed except free-form maps (labels, resources, ConfigMap data, NFD config files, ...), template-"
-            f"only keys are allowed, and keys rendered into the ClusterPolicy take the CRD field's type and enum.")
+            f"only keys are allowed, and keys rendered into the ClusterPolicy (or the NVIDIADriver) take the CRD "
+            f"field's type and enum.")
         outputs[rel] = _dump(schema)
 
     nfd_chart = ref.yaml_all(NFD_CHART)[0]
@@ -659,8 +676,8 @@ def derive(reference: Path, check: bool = True) -> dict[str, bytes]:
     committed files instead of twice.
     """
     ref = Reference(reference)
-    outputs, cp_spec = derive_crds(ref, check)
-    outputs.update(derive_values(ref, cp_spec, check))
+    outputs, cp_spec, nvd_spec = derive_crds(ref, check)
+    outputs.update(derive_values(ref, cp_spec, nvd_spec, check))
     return dict(sorted(outputs.items()))
 
 

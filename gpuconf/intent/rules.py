@@ -1402,8 +1402,8 @@ def override_values_typed(ctx: Context) -> Iterator[Finding]:
         inside = path[len(keys[owner]):]  # where in the override's value, when the value is a map or list
         yield ctx.finding("GC343", ("spec", "overrides", owner, "value", *inside),
                           f"{message} (chart value {dotted(path)})",
-                          f"chart {version}'s values schema (from its values.yaml and the ClusterPolicy CRD) "
-                          "types this key; give a value of that shape", at_key=bool(inside))
+                          f"chart {version}'s values schema (from its values.yaml and the ClusterPolicy and "
+                          "NVIDIADriver CRDs) types this key; give a value of that shape", at_key=bool(inside))
 
 
 @rule("GC324", "driver settings are coherent")
