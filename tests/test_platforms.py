@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
 
 import re
@@ -937,3 +938,16 @@ def test_a_node_template_leaves_out_labels_the_kubelet_may_not_set(tmp_path):
         "once the node has joined: kubectl label node NODE node-role.kubernetes.io/gpu=",
         'KUBELET_EXTRA_ARGS="--node-labels=gpuconf.dev/pool=l4,kubernetes.io/os=linux,'
         'nvidia.com/device-plugin.config=exclusive-c0fcc874,topology.kubernetes.io/zone=rack-a"']
+    # Its consumer: the kubelet's unit reads the file as an environment file (bash's sourcing has the same rules for
+    # comments and quotes) and splits $KUBELET_EXTRA_ARGS into flags. Every label the kubelet then gets is one it
+    # accepts: outside kubernetes.io and k8s.io, or in the set a kubelet's "unknown labels" error names.
+    env = tmp_path / "l4.kubelet.env"
+    env.write_text(tree.files["node-templates/l4.kubelet.env"], encoding="utf-8")
+    done = subprocess.run(["bash", "-c", 'set -eu; . "$1"; printf "%s\\n" $KUBELET_EXTRA_ARGS', "-", str(env)],
+                          capture_output=True, text=True, check=True)
+    [flag] = done.stdout.splitlines()
+    labels = dict(item.split("=", 1) for item in flag.removeprefix("--node-labels=").split(","))
+    accepted = {"kubernetes.io/os", "kubernetes.io/arch", "kubernetes.io/hostname", "topology.kubernetes.io/zone",
+                "topology.kubernetes.io/region", "node.kubernetes.io/instance-type"}
+    assert all(key in accepted or not re.search(r"(^|\.)(kubernetes|k8s)\.io/", key) for key in labels), labels
+    assert labels["topology.kubernetes.io/zone"] == "rack-a" and "node-role.kubernetes.io/gpu" not in labels

@@ -129,3 +129,21 @@ def test_no_label_or_taint_breaks_a_node_pool_script(tmp_path, value, taint):
     assert code == 0
     assert argv[argv.index("--name") + 1] == value
     assert f"team={value}" in argv
+
+
+def test_an_aks_spot_pool_script_runs_with_the_users_taints_only(tmp_path):
+    """Bash runs the script of an AKS Spot pool that lists AKS's own Spot taint (GC388): az gets the Spot priority
+    and the pool's own taint, never the taint AKS puts on the nodes itself."""
+    from gpuconf.render.platform import aks_node_pool
+
+    pool = _pool({"kubernetes.azure.com/agentpool": "t4spot", "kubernetes.azure.com/scalesetpriority": "spot"}, "x")
+    pool.pool.taints.append(SimpleNamespace(key="kubernetes.azure.com/scalesetpriority", value="spot",
+                                            effect="NoSchedule"))
+    text = aks_node_pool(_plan("aks"), pool)
+    _check(text, tmp_path)
+    code, argv, _ = _run(text, tmp_path, {"RESOURCE_GROUP": "g", "CLUSTER": "c", "VM_SIZE": "v"})
+    assert code == 0
+    assert argv[argv.index("--node-taints") + 1] == "example.com/t=x:NoSchedule"
+    assert argv[argv.index("--priority"):argv.index("--priority") + 4] == ["--priority", "Spot", "--eviction-policy",
+                                                                           "Delete"]
+    assert [word for word in argv if "scalesetpriority" in word] == []
