@@ -1049,7 +1049,7 @@ def kueue_object_limits(ctx: Context, kueue) -> Iterator[Finding]:
             yield ctx.finding("GC365", _pool_loc(i, "taints"), f"pool {pool.name!r} has {len(pool.taints)} taints, "
                               f"but a ResourceFlavor holds at most {K.MAX_TOLERATIONS} tolerations",
                               f"keep {K.MAX_TOLERATIONS} taints or fewer")
-    from ..render.probes import REQUESTS
+    from ..render.names import PROBE_REQUESTS as REQUESTS
 
     caps = {p.name: plan.pool_capacity(ctx.intent, p, ctx.strategy) for p in ctx.intent.spec.pools}
     other = {name: set(t.other_resources) for name, t in kueue.teams.items()}

@@ -232,7 +232,7 @@ def _driver_fact(plan: P.Plan, pool: P.PoolPlan) -> dict:
 def pool_facts(plan: P.Plan) -> list[dict]:
     """One row per pool: model, size, sharing, what it advertises, taints, driver, labels and how they get there."""
     from ..render.nodes import label_sources
-    from ..render.probes import job_name
+    from ..render.names import job_name
 
     sources = label_sources(plan)
     rows = []
@@ -702,7 +702,7 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
     """The acceptance checklist: apply, wait for the operator, then one probe Job per pool and what it proves."""
     from ..render import kueue as K
     from ..render import openshift, platform
-    from ..render.probes import job_name
+    from ..render.names import job_name
 
     ns = plan.namespace
     spec = plan.intent.spec

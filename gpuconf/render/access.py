@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from .. import plan as P
 from . import metadata
+from .names import ROLE_LABEL, TEAM_LABEL
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
-TEAM_LABEL = "gpuconf.dev/team"
-ROLE_LABEL = "gpuconf.dev/role"
 
 ADMIN = "gpuconf-gpu-admin"
 DEVELOPER = "gpuconf-gpu-developer"

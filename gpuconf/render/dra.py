@@ -12,9 +12,9 @@ from __future__ import annotations
 from .. import dra
 from .. import plan as P
 from . import metadata
+from .names import CLAIM_REQUEST as REQUEST, TEAM_LABEL, probe_template_name
 
 API = "resource.k8s.io/v1"
-REQUEST = "gpu"
 #: The request names of a claim on several MIG devices of one GPU are the profiles, as object-name words.
 SAME_GPU_SUFFIX = "-same-gpu"
 
@@ -94,8 +94,6 @@ def _template(plan: P.Plan, name: str, namespace: str, pool: str, spec: dict, la
 def claim_templates(plan: P.Plan) -> list[dict]:
     """In every namespace of a team, per pool of its quota: one device of the pool (of each MIG profile its quota
     names, and those profiles on one GPU when it names several)."""
-    from .teams import TEAM_LABEL
-
     docs = []
     for team in plan.intent.spec.teams:
         for pool_name, value in team.quota.items():
@@ -109,13 +107,6 @@ def claim_templates(plan: P.Plan) -> list[dict]:
                 docs += [_template(plan, name, ns, pool.name, spec, {TEAM_LABEL: team.name})
                          for name, spec in specs.items()]
     return docs
-
-
-def probe_template_name(pool: P.PoolPlan) -> str:
-    """The claim template of a pool's acceptance probe (in the operator's namespace)."""
-    from .probes import job_name
-
-    return job_name(pool.name)
 
 
 def probe_templates(plan: P.Plan) -> list[dict]:

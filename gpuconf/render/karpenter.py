@@ -16,7 +16,7 @@ from .. import platforms
 from .. import plan as P
 from ..intent.model import KarpenterPool
 from . import metadata
-from .nodes import _taints
+from .names import pool_taints
 
 KARPENTER_FILE = "manifests/karpenter.yaml"
 NODEPOOL_API = "karpenter.sh/v1"
@@ -178,7 +178,7 @@ def nodepool(plan: P.Plan, pool: P.PoolPlan) -> dict:
     if lifecycle.termination_grace_period is not None:
         spec["terminationGracePeriod"] = lifecycle.termination_grace_period
     if pool.pool.taints:
-        spec["taints"] = _taints(pool)
+        spec["taints"] = pool_taints(pool)
     disruption: dict[str, Any] = {"consolidateAfter": lifecycle.consolidate_after,
                                   "consolidationPolicy": lifecycle.consolidation_policy}
     if lifecycle.budgets:

@@ -38,17 +38,14 @@ from fractions import Fraction
 from .. import plan as P
 from .. import quantity
 from . import metadata
-from .teams import PRIORITY_LABEL, PRIORITY_VALUES, TEAM_LABEL, priority_class_name
+from .names import ACCEPTANCE, PRIORITY_CLASS_LABEL, PRIORITY_LABEL, PROBE_REQUESTS, QUEUE_LABEL, TEAM_LABEL
+from .teams import PRIORITY_VALUES, priority_class_name
 
 GROUP = "kueue.x-k8s.io"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 #: The API of Kueue's own Configuration file (v0.19.2 config/components/manager/controller_manager_config.yaml).
 CONFIG_API_VERSION = "config.kueue.x-k8s.io/v1beta2"
 #: Kueue labels Jobs without a queue name with the LocalQueue of this name in their namespace.
 LOCAL_QUEUE = "default"
-#: The ClusterQueue and LocalQueue of the acceptance probes (no team can be named so: team queues carry a prefix).
-ACCEPTANCE = "gpuconf-acceptance"
 #: The flavor of the non-GPU resources (cpu, memory): no node labels, so it pins nothing.
 ANY_NODE_FLAVOR = "gpuconf-any-node"
 #: Kueue v0.19.2's installation page: "A Kubernetes cluster with version 1.29 or newer".
@@ -198,11 +195,9 @@ def team_flavors(plan: P.Plan, team) -> list[tuple[str, dict[str, Quota]]]:
 
 def acceptance_flavors(plan: P.Plan) -> list[tuple[str, dict[str, Quota]]]:
     """The acceptance queue: 1 unit of each pool's probe resource, and the probes' cpu and memory."""
-    from .probes import REQUESTS
-
     flavors = [(flavor_name(pool.name), {r: Quota(1 if r == pool.resource else 0) for r in pool.capacity.per_node})
                for pool in plan.pools]
-    flavors.append((ANY_NODE_FLAVOR, {r: Quota(times(q, len(plan.pools))) for r, q in REQUESTS.items()}))
+    flavors.append((ANY_NODE_FLAVOR, {r: Quota(times(q, len(plan.pools))) for r, q in PROBE_REQUESTS.items()}))
     return flavors
 
 

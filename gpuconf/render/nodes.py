@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import plan as P
 from . import metadata
+from .names import pool_taints
 
 NFD_API = "nfd.k8s-sigs.io/v1alpha1"
 
@@ -27,15 +28,6 @@ def kubelet_may_set(key: str) -> bool:
         return True
     return key in KUBELET_LABELS or any(prefix == ns or prefix.endswith("." + ns) for ns in KUBELET_LABEL_NAMESPACES)
 
-
-def _taints(pool: P.PoolPlan) -> list[dict]:
-    out = []
-    for t in pool.pool.taints:
-        taint = {"key": t.key, "effect": t.effect}
-        if t.value:
-            taint["value"] = t.value
-        out.append(taint)
-    return out
 
 
 def node_feature_rules(plan: P.Plan) -> list[dict]:
@@ -66,7 +58,7 @@ def node_feature_rules(plan: P.Plan) -> list[dict]:
                              "matchExpressions": {"product_name": {"op": "In", "value": [match.dmi_product]}}})
         rule = {"name": f"gpuconf pool {pool.name}", "labels": dict(pool.labels), "matchFeatures": features}
         if pool.pool.taints:
-            rule["taints"] = _taints(pool)  # applied only with nfd-master enableTaints, which the values set
+            rule["taints"] = pool_taints(pool)  # applied only with nfd-master enableTaints, which the values set
         docs.append({
             "apiVersion": NFD_API,
             "kind": "NodeFeatureRule",

@@ -7,30 +7,18 @@ import hashlib
 from .. import dra
 from .. import plan as P
 from . import metadata
-from .kueue import ACCEPTANCE, QUEUE_LABEL
+from .names import ACCEPTANCE, PROBE_PREFIX as PREFIX, PROBE_REQUESTS as REQUESTS, QUEUE_LABEL, job_name
 
-PREFIX = "gpuconf-probe-"
 COMPONENT_LABEL = "app.kubernetes.io/component"
 PROVES_ANNOTATION = "gpuconf.dev/proves"
 #: Long enough for a first image pull from a mirror and for the scheduler to find a free unit.
 DEADLINE_SECONDS = 900
 #: Keep the finished Job (and its log) for a day, then let the TTL controller remove it.
 TTL_SECONDS = 86400
-#: What the probe's container requests besides its unit of the pool's resource (the acceptance queue of Kueue
-#: covers exactly this much per pool).
-REQUESTS = {"cpu": "10m", "memory": "64Mi"}
 #: The unprivileged `nobody` user: the driver creates /dev/nvidia* world read/writable (0666) by default
 #: (NVreg_DeviceFileMode), so nvidia-smi needs no root unless a site tightened that.
 NOBODY = 65534
 
-
-def job_name(pool: str) -> str:
-    """gpuconf-probe-<pool>, shortened with a hash when longer than a DNS-1123 label (63)."""
-    name = PREFIX + pool
-    if len(name) <= 63:
-        return name
-    digest = hashlib.sha256(pool.encode()).hexdigest()[:8]
-    return f"{name[:54].rstrip('-')}-{digest}"
 
 
 def _override(plan: P.Plan, path: str):
@@ -123,7 +111,7 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
     if claimed:
         # Under DRA the device comes from a claim (the pod's own, made from the pool's probe template), not from an
         # extended resource in limits.
-        from .dra import REQUEST, probe_template_name
+        from .names import CLAIM_REQUEST as REQUEST, probe_template_name
 
         container = spec["containers"][0]
         container["resources"]["limits"] = {"memory": "128Mi"}

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from .. import plan as P
 from . import metadata
+from .names import PRIORITY_LABEL, TEAM_LABEL
 
-TEAM_LABEL = "gpuconf.dev/team"
-PRIORITY_LABEL = "gpuconf.dev/priority"
 SUMMED_ANNOTATION = "gpuconf.dev/summed-pools"
 QUOTA_NAME = "gpuconf-gpu-quota"
 #: PriorityClass value of each tier; a decade apart so that tiers added later fit between them.

@@ -1,0 +1,120 @@
+"""The import graph of gpuconf/, built with ast: the layers it is meant to have hold.
+
+Issue 33: render/ shares its names through one low module (render/names.py), so no renderer imports another
+renderer's private helper and no two renderers import each other, directly or around a circle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import gpuconf
+
+ROOT = Path(gpuconf.__file__).parent
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = ("gpuconf",) + path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def import_graph() -> dict[str, set[tuple[str, tuple[str, ...]]]]:
+    """module -> {(imported gpuconf module, names taken from it)}, every import anywhere in the file (lazy ones too)."""
+    modules = _modules()
+    graph: dict[str, set[tuple[str, tuple[str, ...]]]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    if sub in modules:
+                        graph[name].add((sub, ()))
+                    elif target in modules:
+                        graph[name].add((target, (alias.name,)))
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in modules:
+                        graph[name].add((alias.name, ()))
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            advanced = False
+            for succ in successors:
+                if succ not in index:
+                    index[succ] = low[succ] = len(index)
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(sorted(graph[succ]))))
+                    advanced = True
+                    break
+                if succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _within(prefix: str) -> dict[str, set[str]]:
+    graph = import_graph()
+    return {m: {t for t, _ in targets if t.startswith(prefix)} for m, targets in graph.items() if m.startswith(prefix)}
+
+
+def test_the_cycle_finder_finds_a_circle_and_only_circles():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_renderer_imports_another_in_a_circle():
+    assert cycles(_within("gpuconf.render.")) == []
+
+
+def test_no_renderer_takes_another_renderers_private_name():
+    graph = import_graph()
+    crossings = sorted((m, t, n) for m, targets in graph.items() if m.startswith("gpuconf.render.")
+                       for t, names in targets if t.startswith("gpuconf.render.") and t != m
+                       for n in names if n.startswith("_"))
+    assert crossings == []
+
+
+def test_shared_names_import_no_renderer():
+    assert {t for t, _ in import_graph()["gpuconf.render.names"] if t.startswith("gpuconf.render")} == set()
