@@ -85,24 +85,12 @@ def main() -> None:
 def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors: bool, against: str | None) -> None:
     """Check intent (or fleet) FILES and report every finding as FILE:LINE:COL."""
     from .findings import format_json, format_text
-    from .intent.fleet import validate_file
+    from .intent.inputs import read_input
     from .pipeline import deployed_reader
 
     deployed_for = deployed_reader(against) if against else None
-
-    results = []
-    for name in files:
-        if name == "-":
-            from .intent.loader import LoadError, load_bytes, read_limited
-            from .intent.validate import Validation, validate_document
-
-            try:
-                results.append(validate_document(load_bytes(read_limited(sys.stdin.buffer.read), "<stdin>"),
-                                                 deployed_for))
-            except LoadError as exc:
-                results.append(Validation("<stdin>", findings=[exc.finding]))
-        else:
-            results.extend(validate_file(name, deployed_for))  # an intent, or a fleet: its findings, then each cluster's
+    # An intent, or a fleet: its own findings, then each cluster's; `-` is standard input.
+    results = [v for name in files for v in read_input(name, deployed_for=deployed_for).validations()]
     findings = [f for r in results for f in r.findings]
     if fmt == "json":
         click.echo(format_json(findings), nl=False)
@@ -169,6 +157,8 @@ _IMPORT_KUBECONFIG_HELP = ("Read the nodes from a live cluster, and the installa
                            "and MIG ConfigMaps they name (read-only: GET requests only).")
 _TIMEOUT_HELP = ("With --kubeconfig: seconds the whole node list (every page) may take, from connecting to its last "
                  "byte (a stalled or dripping API server fails with exit 2).")
+_cluster = click.option("--cluster", "cluster", metavar="NAME",
+                        help="Of a fleet file, only this cluster (default: every cluster of the fleet).")
 _request_timeout = click.option("--request-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
                                 default=30.0, show_default=True, metavar="SECONDS", help=_TIMEOUT_HELP)
 
@@ -203,13 +193,18 @@ _request_timeout = click.option("--request-timeout", "timeout", type=click.Float
                    "values files (later win) against INTENT's render. Repeatable.")
 @click.option("--values", "values", multiple=True, metavar="FILE", type=click.Path(exists=True, dir_okay=False),
               help="With --against-values: values files layered on INTENT's render, as a Helm release adds them.")
+@_cluster
 def diff(intent: str, fmt: str, against: str | None, fail_on: str | None, nodes_file: str | None,
          kubeconfig: str | None, context: str | None, timeout: float, pods_file: str | None, to_chart: str | None,
-         warnings_as_errors: bool, against_values: tuple[str, ...], values: tuple[str, ...]) -> None:
+         warnings_as_errors: bool, against_values: tuple[str, ...], values: tuple[str, ...],
+         cluster: str | None) -> None:
     """The override report of INTENT: every value that differs from the chart's defaults, and why.
 
     With --against DIR: the impact plan of syncing a fresh render over DIR/<name>/ (read from the folder alone,
     not from the previous intent), then the document diff.
+
+    Of a fleet file: each cluster's report (JSON: an object with one under clusters.<name>), or the one --cluster
+    names; --nodes, --kubeconfig and --pods are one cluster's, so they need --cluster.
 
     Exit codes: 0 ok; 1 invalid intent, differences (--against, --against-values; with --fail-on, an impact that
     severe) or a move that breaks the intent (--to-chart); 2 usage error.
@@ -223,7 +218,7 @@ def diff(intent: str, fmt: str, against: str | None, fail_on: str | None, nodes_
             raise click.UsageError("--against-values compares values: not with --against, --to-chart or markdown")
         from .pipeline import diff_against_values
 
-        _finish(diff_against_values(intent, against_values, values, fmt))
+        _finish(_selecting(diff_against_values, intent, against_values, values, fmt, cluster))
     live = None
     if pods_file is not None and nodes_file is None and kubeconfig is None:
         raise click.UsageError("--pods needs --nodes or --kubeconfig (pods are counted on the pools' nodes)")
@@ -240,13 +235,25 @@ def diff(intent: str, fmt: str, against: str | None, fail_on: str | None, nodes_
             pods, pods_source = read_cluster_pods(kubeconfig, context, timeout), source
         live = Live(nodes, source, pods, pods_source, pods_optional=pods_file is None)
     try:
-        outcome = run_diff(intent, fmt, against, to_chart, warnings_as_errors, fail_on, live)
+        outcome = _selecting(run_diff, intent, fmt, against, to_chart, warnings_as_errors, fail_on, live, cluster)
     except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
     if live is not None:
         _notes(live.nodes)
         _notes(live.pods)
     _finish(outcome)
+
+
+def _selecting(command, *args):
+    """command(*args); a --cluster that names no cluster of the file, or a fleet where one cluster is needed and
+    --cluster is missing, is said in one line: exit 2."""
+    from .intent.inputs import SelectionError
+
+    try:
+        return command(*args)
+    except SelectionError as exc:
+        click.echo(f"gpuconf: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
 
 
 def _finish(outcome) -> None:
@@ -389,11 +396,14 @@ def _notes(nodes) -> None:
                    "of the pool) before that is drift (GA122, exit 1).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Output format.")
+@click.option("--cluster", "cluster", metavar="NAME",
+              help="Of a fleet file, the cluster whose nodes --nodes or --kubeconfig gives (required for a fleet).")
 def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_file: str | None, context: str | None,
-          timeout: float, max_unavailable, fmt: str) -> None:
+          timeout: float, max_unavailable, fmt: str, cluster: str | None) -> None:
     """Compare INTENT with the live nodes: pools, labels, taints, GPUs, drivers, MIG. Exit 1 on any error.
 
-    Exit 2 when the nodes cannot be read (bad file, unreachable cluster, no permission to list nodes).
+    Of a fleet file, one cluster at a time: --cluster NAME with that cluster's nodes. Exit 2 when the nodes cannot be
+    read (bad file, unreachable cluster, no permission to list nodes), or for a fleet without --cluster.
     """
     from .cluster.audit import audit_path, format_json, format_text
     from .findings import format_text as findings_text
@@ -412,7 +422,7 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_fi
 
             return read_cluster_slices(kubeconfig, context, timeout)
     try:
-        validation, result = audit_path(intent, nodes, source, max_unavailable, slices)
+        validation, result = _selecting(audit_path, intent, nodes, source, max_unavailable, slices, cluster)
     except NodeSourceError as exc:
         _notes(nodes)
         click.echo(f"gpuconf: {exc}", err=True)
@@ -570,18 +580,25 @@ def _write_draft(output: str | None, text: str, describe: str) -> None:
 @click.option("--oc-mirror", "oc_mirror", metavar="OPENSHIFT_VERSION",
               help="Print oc-mirror's ImageSetConfiguration (v2) for an OpenShift cluster of this minor version "
                    "(e.g. 4.20): the GPU Operator's bundle of the pinned chart, the NFD Operator, every image by tag.")
-def images(intent: str, driver_os: tuple[str, ...], pairs: bool, oc_mirror: str | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one object listing each image with its source and the clusters that pull it, and the notes.")
+@_cluster
+def images(intent: str, driver_os: tuple[str, ...], pairs: bool, oc_mirror: str | None, fmt: str,
+           cluster: str | None) -> None:
     """Print every image INTENT's output makes the cluster pull (repository:tag), sorted, one per line.
 
     With spec.operator.registry set, all of them point at the mirror; --pairs adds the source of each, for a copy
     loop (`while read -r src dst; do skopeo copy docker://$src docker://$dst; done`). Notes on what cannot be
-    listed exactly (driver OS tags, OLM's catalogue) go to stderr.
+    listed exactly (driver OS tags, OLM's catalogue) go to stderr. Of a fleet file: every image any of its clusters
+    pulls, each once (or the images of the one --cluster names; --oc-mirror needs one cluster).
     """
     from .pipeline import images as list_images
 
     if pairs and oc_mirror is not None:
         raise click.UsageError("give --pairs or --oc-mirror, not both")
-    _finish(list_images(intent, tuple(driver_os), pairs, oc_mirror))
+    if fmt == "json" and (pairs or oc_mirror is not None):
+        raise click.UsageError("--format json lists every image with its source: not with --pairs or --oc-mirror")
+    _finish(_selecting(list_images, intent, tuple(driver_os), pairs, oc_mirror, cluster, fmt))
 
 
 @main.command()

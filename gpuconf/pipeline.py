@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .findings import Finding
+from .findings import Finding, sort_findings
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -64,7 +64,7 @@ def render_command(intent: str, out: str):
 def render_path(path: str, out: str, deployed_for=None) -> Rendered:
     """Validate an intent file and, when it has no errors, render its tree (raises VerificationError on a gpuconf
     bug). deployed_for (cluster name -> its folder as deployed) adds the transition rules."""
-    rendered = render_any(path, out, fleets=False, deployed_for=deployed_for)
+    rendered = render_any(path, out, deployed_for=deployed_for)
     return Rendered(rendered.file, rendered.findings, rendered.trees[0] if rendered.trees else None)
 
 
@@ -76,7 +76,8 @@ class RenderedSet:
     file: str
     findings: list[Finding] = field(default_factory=list)
     trees: list = field(default_factory=list)  # gpuconf.render.tree.Tree
-    fleet: object = None  # gpuconf.intent.fleet.FleetResult for a fleet file
+    clusters: list = field(default_factory=list)  # (gpuconf.intent.inputs.Cluster, its Tree) of the chosen clusters
+    fleet: bool = False  # the input is a Fleet file
 
     @property
     def ok(self) -> bool:
@@ -84,31 +85,33 @@ class RenderedSet:
         return bool(self.trees)
 
 
-def render_any(path: str, out: str, fleets: bool = True, deployed_for=None) -> RenderedSet:
-    """Render an intent file or (with fleets) a fleet file, read once; findings and headers name it as
-    display_path does (raises VerificationError on a gpuconf bug)."""
-    from .intent.loader import LoadError, is_fleet, load_file
+def render_any(path: str, out: str, deployed_for=None, cluster: str | None = None) -> RenderedSet:
+    """Render an intent or a fleet file, read once; findings and headers name it as display_path does (raises
+    VerificationError on a gpuconf bug). cluster picks one cluster (SelectionError when the file has none of that
+    name); its tree is rendered with the whole fleet's, which must be valid as a whole."""
+    from .intent.inputs import read_input
 
     name = display_path(path)
     command = render_command(path, out)
-    try:
-        doc = load_file(path, name)
-    except LoadError as exc:
-        return RenderedSet(name, [exc.finding])
-    if fleets and is_fleet(doc):
-        from .render.fleet import render_fleet
-
-        fleet = render_fleet(doc, command)
-        return RenderedSet(name, fleet.result.all_findings, fleet.trees, fleet.result)
+    read = read_input(path, name, deployed_for)
+    chosen = read.select(cluster)
+    findings = read.findings_of()
+    if not read.valid():
+        return RenderedSet(name, findings, fleet=read.is_fleet)
     from . import plan as P
     from .render.tree import render_tree
-    from .intent.validate import validate_document
 
-    result = validate_document(doc, deployed_for)
-    if not result.ok:
-        return RenderedSet(name, result.findings)
-    built = P.build(result.intent, name, result.document)
-    return RenderedSet(name, result.findings, [render_tree(built, command)])
+    if read.is_fleet:
+        from .render.fleet import render_fleet
+
+        fleet = render_fleet(read, command)
+        trees = fleet.trees
+        findings = sort_findings([*findings, *fleet.findings])
+    else:
+        [only] = read.clusters
+        trees = [render_tree(P.build(only.validation.intent, only.source, only.validation.document), command)]
+    by_name = {tree.name: tree for tree in trees}
+    return RenderedSet(name, findings, trees, [(c, by_name[c.name]) for c in chosen if trees], read.is_fleet)
 
 
 def render(intents: tuple[str, ...] | list[str], out: str, check: bool, delete_foreign: bool = False) -> Outcome:
@@ -217,9 +220,10 @@ class Live:
 
 
 def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool,
-         fail_on: str | None = None, live: Live | None = None) -> Outcome:
+         fail_on: str | None = None, live: Live | None = None, cluster: str | None = None) -> Outcome:
     """`gpuconf diff`: the override report, a comparison with a rendered folder (--against) led by the impact plan,
-    or a chart move (--to-chart). Raises UsageProblem for arguments that cannot work together."""
+    or a chart move (--to-chart); of each cluster of a fleet, or the one cluster named. Raises UsageProblem for
+    arguments that cannot work together, SelectionError for a cluster the file does not have."""
     from . import catalog
     from .render.tree import VerificationError
 
@@ -231,7 +235,8 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
         raise UsageProblem(f"gpuconf has no facts for GPU Operator chart {to_chart!r} "
                            f"(known: {', '.join(catalog.chart_versions())})")
     try:
-        rendered = render_path(intent, against if against else "out", deployed_reader(against) if against else None)
+        rendered = render_any(intent, against if against else "out", deployed_reader(against) if against else None,
+                              cluster)
     except VerificationError as exc:
         return Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
                        code=EXIT_INTERNAL)
@@ -240,9 +245,24 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
 
         text = format_json(rendered.findings) if fmt == "json" else format_text(rendered.findings)
         return Outcome(text, [f"{intent}: invalid; no report"], EXIT_FINDINGS)
-    tree = rendered.tree
+    if live is not None and len(rendered.clusters) > 1:
+        from .intent.inputs import needs_one
+
+        raise needs_one(intent, [c.name for c, _ in rendered.clusters],
+                        "--nodes, --kubeconfig and --pods are one cluster's")
+    outcomes = []
+    for chosen, tree in rendered.clusters:
+        name = f"{intent}[{chosen.name}]" if rendered.fleet else intent
+        outcomes.append((chosen.name, _diff_cluster(tree, name, fmt, against, to_chart, warnings_as_errors, fail_on,
+                                                    live, chosen.validation.findings)))
+    return by_cluster(outcomes, fmt, intent) if rendered.fleet else outcomes[0][1]
+
+
+def _diff_cluster(tree, intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool,
+                  fail_on: str | None, live: Live | None, findings: list) -> Outcome:
+    """`gpuconf diff` of one cluster's fresh render."""
     if against is not None:
-        return _diff_against(tree, intent, against, fmt, fail_on, live, rendered.findings)
+        return _diff_against(tree, intent, against, fmt, fail_on, live, findings)
     if to_chart is not None:
         from .output.chartmove import chart_move, failed, move_json, move_text
 
@@ -262,6 +282,25 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
         text = report_text(report)
     failing = any(f["severity"] == "error" or warnings_as_errors for f in report["findings"])
     return Outcome(text, code=EXIT_FINDINGS if failing else EXIT_OK)
+
+
+def by_cluster(outcomes: list[tuple[str, Outcome]], fmt: str, file: str) -> Outcome:
+    """The outcomes of one command for each cluster of a fleet, as one: JSON is an object with each cluster's
+    document under clusters.<name>; text and Markdown give each cluster's output under a heading that names it. The
+    exit code is the highest; stderr lines are said once."""
+    import json
+
+    code = max(o.code for _, o in outcomes)
+    stderr = list(dict.fromkeys(line for _, o in outcomes for line in o.stderr))
+    if fmt == "json":
+        clusters = {name: json.loads(o.stdout) if o.stdout else None for name, o in outcomes}
+        text = json.dumps({"file": file, "kind": "Fleet", "clusters": clusters}, indent=2, sort_keys=True,
+                          ensure_ascii=False) + "\n"
+    elif fmt == "markdown":
+        text = "\n".join(f"## Cluster {name} ({file})\n\n{o.stdout}" for name, o in outcomes)
+    else:
+        text = "\n".join(f"=== cluster {name} ({file}) ===\n{o.stdout}" for name, o in outcomes)
+    return Outcome(text, stderr, code)
 
 
 def deployed_reader(against: str):
@@ -342,57 +381,89 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
     return Outcome(text, notes, code=EXIT_OK if result.equal else EXIT_FINDINGS)
 
 
-def _valid_tree(intent: str, instead: str) -> tuple[object, Outcome | None]:
-    """(the rendered tree, None) of a valid intent, or (None, the Outcome that says why there is none)."""
+def _valid_trees(intent: str, instead: str, cluster: str | None = None,
+                 one: str | None = None) -> tuple[list, Outcome | None]:
+    """([(cluster, its rendered tree)...], None) of a valid intent or fleet (its cluster named cluster, else all), or
+    ([], the Outcome that says why there is none). one (what needs it) asks for a single cluster: a fleet of several
+    without cluster raises SelectionError."""
     from .render.tree import VerificationError
 
     try:
-        rendered = render_path(intent, "out")
+        rendered = render_any(intent, "out", cluster=cluster)
     except VerificationError as exc:
-        return None, Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
-                             code=EXIT_INTERNAL)
+        return [], Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
+                           code=EXIT_INTERNAL)
     if not rendered.ok:
         from .findings import format_text
 
-        return None, Outcome(format_text(rendered.findings), [f"{intent}: invalid; {instead}"], EXIT_FINDINGS)
-    return rendered.tree, None
+        return [], Outcome(format_text(rendered.findings), [f"{intent}: invalid; {instead}"], EXIT_FINDINGS)
+    if one is not None and len(rendered.clusters) > 1:
+        from .intent.inputs import needs_one
+
+        raise needs_one(intent, [c.name for c, _ in rendered.clusters], f"{one} is about one of them")
+    return rendered.clusters, None
 
 
-def images(intent: str, driver_os: tuple[str, ...], pairs: bool = False, oc_mirror: str | None = None) -> Outcome:
-    """`gpuconf images`: the image references a valid intent's rendered output pulls, one a line, sorted; with
-    pairs, `SOURCE DESTINATION` per line; with oc_mirror (an OpenShift minor such as 4.20), oc-mirror's
-    ImageSetConfiguration."""
+def _valid_tree(intent: str, instead: str, cluster: str | None = None,
+                one: str = "this") -> tuple[object, Outcome | None]:
+    """(the rendered tree, None) of a valid intent or one cluster of a fleet, or (None, the Outcome that says why
+    there is none)."""
+    chosen, failed = _valid_trees(intent, instead, cluster, one)
+    return (chosen[0][1] if chosen else None), failed
+
+
+def images(intent: str, driver_os: tuple[str, ...], pairs: bool = False, oc_mirror: str | None = None,
+           cluster: str | None = None, fmt: str = "text") -> Outcome:
+    """`gpuconf images`: the image references a valid intent's rendered output pulls (of a fleet: of every cluster,
+    or of the one named, each image once), one a line, sorted; with pairs, `SOURCE DESTINATION` per line; with
+    oc_mirror (an OpenShift minor such as 4.20; one cluster), oc-mirror's ImageSetConfiguration; fmt json: one
+    object with each image, its source and the clusters that pull it."""
     from .output.images import image_set_configuration
     from .output.images import images as list_images
 
-    tree, failed = _valid_tree(intent, "no images")
+    chosen, failed = _valid_trees(intent, "no images", cluster, "--oc-mirror" if oc_mirror is not None else None)
     if failed is not None:
         return failed
-    found = list_images(tree.plan, tree.values.merged(), tree.documents, driver_os)
-    notes = [f"gpuconf: note: {n}" for n in found.notes]
-    if oc_mirror is not None:
-        from . import __version__, platforms
-        from .emit import dump, header
-        from .render import openshift
+    listed = [(c.name, tree, list_images(tree.plan, tree.values.merged(), tree.documents, driver_os))
+              for c, tree in chosen]
+    notes = list(dict.fromkeys(f"gpuconf: note: {n}" for _, _, found in listed for n in found.notes))
+    sources = {ref: src for _, _, found in listed for ref, src in found.sources.items()}
+    pulled: dict[str, list[str]] = {}
+    for name, _, found in listed:
+        for ref in found.references:
+            pulled.setdefault(ref, []).append(name)
+    references = sorted(pulled)
+    if fmt == "json":
+        import json
 
-        if not openshift.olm(tree.plan):
-            return Outcome(stderr=[f"gpuconf: --oc-mirror is for OpenShift's OLM route; {intent} is not "
-                                   "distribution openshift with install: olm"], code=EXIT_USAGE)
-        supported = platforms.olm_bundle(tree.plan.chart_version)["openshiftVersions"]  # "v4.18-v4.22"
-        low, high = (tuple(map(int, v.lstrip("v").split("."))) for v in supported.split("-"))
-        parts = oc_mirror.removeprefix("v").split(".")
-        if len(parts) != 2 or not all(p.isdigit() for p in parts) or not low <= tuple(map(int, parts)) <= high:
-            return Outcome(stderr=[f"gpuconf: --oc-mirror {oc_mirror!r}: give the cluster's OpenShift minor "
-                                   f"version, which the GPU Operator's bundle supports from {supported} (e.g. "
-                                   f"{low[0]}.{low[1]})"], code=EXIT_USAGE)
-        text = header([f"Generated by gpuconf {__version__} from {tree.plan.source} for GPU Operator chart "
-                       f"{tree.plan.chart_version}: oc-mirror's ImageSetConfiguration (v2) for OpenShift {oc_mirror}.",
-                       "Mirror with: oc-mirror --v2 -c THIS_FILE --workspace file://WORKSPACE docker://REGISTRY"]) + \
-            dump(image_set_configuration(tree.plan, found, ".".join(parts)))
-        return Outcome(text, notes)
+        doc = {"file": intent, "images": [{"image": ref, "source": sources[ref], "clusters": sorted(pulled[ref])}
+                                          for ref in references], "notes": [n.removeprefix("gpuconf: note: ")
+                                                                            for n in notes]}
+        return Outcome(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n", code=EXIT_OK)
     if pairs:
-        return Outcome("".join(f"{found.sources[ref]} {ref}\n" for ref in found.references), notes)
-    return Outcome("".join(f"{ref}\n" for ref in found.references), notes)
+        return Outcome("".join(f"{sources[ref]} {ref}\n" for ref in references), notes)
+    if oc_mirror is None:
+        return Outcome("".join(f"{ref}\n" for ref in references), notes)
+    [(_, tree, found)] = listed
+    from . import __version__, platforms
+    from .emit import dump, header
+    from .render import openshift
+
+    if not openshift.olm(tree.plan):
+        return Outcome(stderr=[f"gpuconf: --oc-mirror is for OpenShift's OLM route; {intent} is not "
+                               "distribution openshift with install: olm"], code=EXIT_USAGE)
+    supported = platforms.olm_bundle(tree.plan.chart_version)["openshiftVersions"]  # "v4.18-v4.22"
+    low, high = (tuple(map(int, v.lstrip("v").split("."))) for v in supported.split("-"))
+    parts = oc_mirror.removeprefix("v").split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts) or not low <= tuple(map(int, parts)) <= high:
+        return Outcome(stderr=[f"gpuconf: --oc-mirror {oc_mirror!r}: give the cluster's OpenShift minor "
+                               f"version, which the GPU Operator's bundle supports from {supported} (e.g. "
+                               f"{low[0]}.{low[1]})"], code=EXIT_USAGE)
+    text = header([f"Generated by gpuconf {__version__} from {tree.plan.source} for GPU Operator chart "
+                   f"{tree.plan.chart_version}: oc-mirror's ImageSetConfiguration (v2) for OpenShift {oc_mirror}.",
+                   "Mirror with: oc-mirror --v2 -c THIS_FILE --workspace file://WORKSPACE docker://REGISTRY"]) + \
+        dump(image_set_configuration(tree.plan, found, ".".join(parts)))
+    return Outcome(text, notes)
 
 
 # --- adoption: import from values, and the effective-values comparison (issue 19) ---------------------------------
@@ -431,7 +502,8 @@ def import_values(values: tuple[str, ...], sets: tuple[str, ...], configmaps: tu
     return adopted
 
 
-def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str, ...], fmt: str) -> Outcome:
+def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str, ...], fmt: str,
+                        cluster: str | None = None) -> Outcome:
     """`gpuconf diff INTENT --against-values FILE`: the effective values (the chart defaults of INTENT's chart,
     merged with each side) compared leaf by leaf; side one is the values files, side two INTENT's render plus any
     --values files layered on it."""
@@ -439,7 +511,7 @@ def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str
     from .adopt import sources as S
     from .render import values as V
 
-    tree, failed = _valid_tree(intent, "nothing to compare")
+    tree, failed = _valid_tree(intent, "nothing to compare", cluster, "--against-values")
     if failed is not None:
         return failed
     defaults = tree.plan.chart.defaults

@@ -225,10 +225,10 @@ def test_a_fleets_file_names_never_change_the_parsed_output(fleet_folder, text):
     shutil.copy(fleet_folder / "overlays" / "eu-prod.yaml", fleet_folder / "overlays" / name)
     (fleet_folder / "weird.yaml").write_text(
         fleet.replace("overlay: overlays/eu-prod.yaml", "overlay: " + _quoted("overlays/" + name)), encoding="utf-8")
-    from gpuconf.intent.fleet import validate_file
+    from gpuconf.intent.inputs import read_input
 
     try:
-        assume(all(v.ok for v in validate_file("weird.yaml")))  # a name with control characters cannot be written
+        assume(all(v.ok for v in read_input("weird.yaml").validations()))  # a name with control characters cannot be written
         rendered = _render("weird.yaml")
     finally:
         os.unlink(fleet_folder / "overlays" / name)

@@ -894,18 +894,24 @@ def _evidence_text(evidence: Mapping[str, Any]) -> str:
 
 
 def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str,
-               max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT), slices: Any = None):
-    """Validate the intent file and, when it is valid, audit the nodes against its plan.
+               max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT), slices: Any = None,
+               cluster: str | None = None):
+    """Validate the intent file (an intent, or a fleet with cluster naming the one the nodes belong to) and, when it
+    is valid, audit the nodes against its plan.
 
     Returns (validation, result); result is None when the intent is invalid. Raises NodeSourceError when the nodes
-    cannot be read.
+    cannot be read, inputs.SelectionError when cluster names no cluster of the file or a fleet has no cluster named.
     """
-    from ..intent.validate import validate_path
+    from ..intent.inputs import read_input
+    from ..intent.validate import Validation
 
-    validation = validate_path(intent_path)
-    if not validation.ok:
-        return validation, None
-    plan = P.build(validation.intent, intent_path, validation.document)
+    read = read_input(intent_path)
+    chosen = read.one(cluster, "an audit compares one cluster's nodes with its intent")
+    if not read.valid(chosen):
+        return Validation(read.file, findings=read.findings_of(chosen)), None
+    [picked] = chosen
+    validation = picked.validation
+    plan = P.build(validation.intent, picked.source, validation.document)
     if plan.intent.spec.cluster.allocation == "dra":
         from .nodesource import NodeSourceError
 

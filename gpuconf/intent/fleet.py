@@ -27,7 +27,7 @@ from typing import Any, List, Literal, Optional, Sequence
 from pydantic import Field
 
 from ..findings import ERROR, Finding, dotted, sort_findings
-from .loader import FLEET_KIND as KIND, Document, LoadError, is_fleet, load_file
+from .loader import Document, LoadError, load_file
 from .model import MAX_ITEMS, Metadata, Name, NonEmpty, Strict
 
 PATCH = "$patch"
@@ -279,41 +279,27 @@ def _parse_path(path: str) -> tuple:
     return tuple(parts)
 
 
-# --- validation ------------------------------------------------------------------------------------------------
+# --- the merge of a fleet's clusters ------------------------------------------------------------------------------
 
 
 @dataclass
 class ClusterResult:
-    """One cluster of a fleet: its merged document and the outcome of validating it."""
+    """One cluster of a fleet: its merged document (None when its overlay could not be read) and the files merged."""
 
     name: str
     document: MergedDocument | None
-    validation: Any = None  # validate.Validation
     sources: tuple[str, ...] = ()  # the files merged, base first
 
 
 @dataclass
 class FleetResult:
-    """A fleet file checked: its own findings, and one result per cluster."""
+    """A fleet file read: its own findings (about the fleet file, its base and overlays), and each cluster merged.
+    The clusters' intents are validated by gpuconf.intent.inputs, as every other intent is."""
 
     file: str
     fleet: Fleet | None = None
-    findings: list[Finding] = field(default_factory=list)  # about the fleet file, base and overlays themselves
+    findings: list[Finding] = field(default_factory=list)
     clusters: list[ClusterResult] = field(default_factory=list)
-
-    @property
-    def all_findings(self) -> list[Finding]:
-        """Every finding, each in the file it is about, sorted and without repeats."""
-        found = list(self.findings)
-        for cluster in self.clusters:
-            if cluster.validation is not None:
-                found += cluster.validation.findings
-        return sort_findings(found)
-
-    @property
-    def ok(self) -> bool:
-        """True when no finding anywhere is an error."""
-        return not any(f.severity == ERROR for f in self.all_findings)
 
 
 def _display(fleet_file: str, ref: str) -> tuple[Path, str]:
@@ -337,12 +323,11 @@ def _load(fleet_doc: Document, loc: tuple, ref: str, result: FleetResult) -> Doc
         return None
 
 
-def validate_fleet(doc: Document) -> FleetResult:
-    """Check a fleet file, load its base and overlays, merge and validate every cluster."""
+def merge_fleet(doc: Document) -> FleetResult:
+    """Check a fleet file, load its base and overlays, and merge each cluster's intent document."""
     from pydantic import ValidationError
 
     from . import typecheck
-    from .validate import bounded, check_document
 
     result = FleetResult(doc.file)
     try:
@@ -368,6 +353,7 @@ def validate_fleet(doc: Document) -> FleetResult:
                                        "the fleet's own files go to OUTPUT/<fleet name>/: rename the fleet"))
     base = _load(doc, ("spec", "base"), fleet.spec.base, result)
     if base is None:
+        result.findings = sort_findings(result.findings)
         return result
     base_tree = _tree(base)
     for i, cluster in enumerate(fleet.spec.clusters):
@@ -383,10 +369,8 @@ def validate_fleet(doc: Document) -> FleetResult:
             _check_overlay_name(overlay, cluster.name, result)
         merged = merger.merge(merged, _name_layer(doc, i, cluster.name), ())
         result.findings += merger.findings
-        document = MergedDocument(f"{doc.file}[{cluster.name}]", merged)
-        validation = check_document(document)
-        validation.findings = bounded(sort_findings(document.attribute(f) for f in validation.findings))
-        result.clusters.append(ClusterResult(cluster.name, document, validation, tuple(sources)))
+        result.clusters.append(ClusterResult(cluster.name, MergedDocument(f"{doc.file}[{cluster.name}]", merged),
+                                             tuple(sources)))
     result.findings = sort_findings(result.findings)
     return result
 
@@ -420,23 +404,3 @@ def _name_layer(doc: Document, index: int, name: str) -> _Node:
     at = Origin(doc.file, line, column, key)
     name_node = _Node(name, at, loc)
     return _Node({"metadata": _Node({"name": name_node}, at, loc, weak=True)}, at, loc, weak=True)
-
-
-# --- rendering -------------------------------------------------------------------------------------------------
-
-
-def validate_file(path: str, deployed_for=None) -> list:
-    """Validate an intent or a fleet file, read once (a pipe can be read only once): one validate.Validation per
-    intent (for a fleet: the fleet file's own findings first, then one per cluster)."""
-    from .validate import Validation, validate_document
-
-    try:
-        doc = load_file(path, path)
-    except LoadError as exc:
-        return [Validation(path, findings=[exc.finding])]
-    if not is_fleet(doc):
-        return [validate_document(doc, deployed_for)]
-    result = validate_fleet(doc)
-    out = [Validation(doc.file, findings=result.findings)]
-    out += [c.validation for c in result.clusters if c.validation is not None]
-    return out

@@ -1,55 +1,49 @@
 """A fleet's render: every cluster's tree, then the fleet's own folder (an Argo CD ApplicationSet or Flux entry
-points). Validation and the merge of base and overlays live in gpuconf.intent.fleet."""
+points). Reading, merging and validating the clusters live in gpuconf.intent (inputs and fleet)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..findings import ERROR, Finding, dotted, sort_findings
-from ..intent.fleet import CODE_COHERENCE, Fleet, FleetResult, validate_fleet
-from ..intent.loader import Document
+from ..intent.fleet import CODE_COHERENCE, Fleet
 
 
 @dataclass
 class FleetRender:
-    """A rendered fleet: one tree per cluster, plus the fleet's own folder when a delivery tool needs one."""
+    """A rendered fleet: one tree per cluster, plus the fleet's own folder when a delivery tool needs one; findings
+    about the fleet as a whole (its clusters disagree on what they share)."""
 
-    result: FleetResult
+    findings: list[Finding] = field(default_factory=list)
     trees: list = field(default_factory=list)  # render.tree.Tree
 
 
-def render_fleet(doc: Document, command) -> FleetRender:
-    """Validate a fleet and, when every cluster is valid, render every cluster and the fleet folder; command (a
-    tree.Command) regenerates them."""
+def render_fleet(read, command) -> FleetRender:
+    """Render every cluster of a valid fleet (a gpuconf.intent.inputs.Input) and the fleet folder; command (a
+    tree.Command) regenerates them. No trees when the clusters disagree on what they share."""
     from .. import plan as P
     from .tree import render_tree
 
-    result = validate_fleet(doc)
-    rendered = FleetRender(result)
-    if not result.ok or result.fleet is None:
-        return rendered
+    rendered = FleetRender()
     plans = []
-    for cluster in result.clusters:
-        source = f"{doc.file}, cluster {cluster.name} ({' + '.join(cluster.sources)})"
-        built = P.build(cluster.validation.intent, source, cluster.document)
+    for cluster in read.clusters:
+        built = P.build(cluster.validation.intent, cluster.source, cluster.validation.document)
         plans.append(built)
         rendered.trees.append(render_tree(built, command))
-    coherence = _coherence(result, plans)
+    coherence = _coherence(read.clusters, plans)
     if coherence:
-        result.findings = sort_findings([*result.findings, *coherence])
-        rendered.trees = []
-        return rendered
-    fleet_tree = render_fleet_tree(result.fleet, plans, doc.file, command)
+        return FleetRender(sort_findings(coherence))
+    fleet_tree = render_fleet_tree(read.fleet, plans, read.file, command)
     if fleet_tree.files:
         rendered.trees.append(fleet_tree)
     return rendered
 
 
-def _coherence(result: FleetResult, plans: list) -> list[Finding]:
+def _coherence(clusters: list, plans: list) -> list[Finding]:
     """Argo CD clusters of one fleet share the ApplicationSet's namespace."""
     from . import gitops
 
-    argocd = [(c, p) for c, p in zip(result.clusters, plans) if p.intent.spec.delivery.tool == "argocd"]
+    argocd = [(c, p) for c, p in zip(clusters, plans) if p.intent.spec.delivery.tool == "argocd"]
     if not argocd:
         return []
     first = gitops.namespace_of(argocd[0][1])
@@ -58,8 +52,9 @@ def _coherence(result: FleetResult, plans: list) -> list[Finding]:
         namespace = gitops.namespace_of(plan)
         if namespace != first:
             loc = ("spec", "delivery", "namespace")
-            line, column = cluster.document.position(loc)
-            out.append(Finding(cluster.document.source(loc), line, column, ERROR, CODE_COHERENCE,
+            document = cluster.validation.document
+            line, column = document.position(loc)
+            out.append(Finding(document.source(loc), line, column, ERROR, CODE_COHERENCE,
                                dotted(loc), f"cluster {cluster.name} puts its Applications in {namespace!r}, "
                                             f"cluster {argocd[0][0].name} in {first!r}",
                                "the fleet's ApplicationSet and the Applications it generates share one namespace"))
