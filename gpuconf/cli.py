@@ -20,7 +20,9 @@ EXIT_MEANINGS = (
     (EXIT_USAGE, "usage or environment error. A command line click refuses (a missing file argument, an unknown flag "
                  "or command) prints the usage line, a `--help` hint and the error; every other case one line on "
                  "stderr naming the path or setting and the cause: an output folder or file that cannot be written or read; a cluster "
-                 "folder that holds files gpuconf did not write (`render`); for `audit` and `import`, nodes that cannot "
+                 "folder that holds files gpuconf did not write (`render`); a `--cluster` that the file does not declare, "
+                 "or a fleet without `--cluster` where a command needs one cluster (`audit`, `--nodes`, "
+                 "`--oc-mirror`); for `audit` and `import`, nodes that cannot "
                  "be read (not a NodeList, a kubeconfig that does not parse, a cluster unreachable or too slow, no "
                  "permission to list nodes)"),
     (EXIT_INTERNAL, "internal error: a bug in gpuconf (the message says so; never caused by the input or the environment)"),

@@ -254,3 +254,44 @@ def test_a_cluster_the_fleet_does_not_have_is_exit_2_with_a_did_you_mean(run, de
 def test_oc_mirror_of_a_fleet_needs_one_cluster(run):
     line = _one_line_exit_2(run("images", FLEET, "--oc-mirror", "4.20"))
     assert "--oc-mirror is about one of them; give --cluster NAME" in line
+
+
+# --- the CI example ----------------------------------------------------------------------------------------------
+
+
+def test_the_ci_examples_impact_steps_cover_every_cluster_of_a_fleet(tmp_path):
+    """examples/ci/github-actions.yml's impact steps, run with bash in a repository laid out as its header says: a
+    disruptive change in a fleet's base is posted for each cluster and fails the maintenance gate."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    repo, deployed = tmp_path / "repo", tmp_path / "deployed"
+    (repo / "intents").mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "single-pool.yaml", repo / "intents" / "lab.yaml")
+    shutil.copytree(ROOT / "examples" / "fleet", repo / "fleets" / "ml-fleet")
+    gpuconf = Path(sys.executable).parent / "gpuconf"
+    env = {**os.environ, "PATH": f"{gpuconf.parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run([str(gpuconf), "render", "intents/lab.yaml", "fleets/ml-fleet/fleet.yaml", "-o",
+                    str(deployed / "out")], cwd=repo, check=True, capture_output=True, env=env)
+    base = repo / "fleets" / "ml-fleet" / "base.yaml"
+    base.write_text(base.read_text(encoding="utf-8").replace('version: "595.91.07"', 'version: "580.95.05"'),
+                    encoding="utf-8")
+    workflow = yaml.safe_load((ROOT / "examples" / "ci" / "github-actions.yml").read_text(encoding="utf-8"))
+    steps = {step["name"]: step["run"] for step in workflow["jobs"]["gpuconf"]["steps"] if "run" in step}
+    [plan] = [run for run in steps.values() if "> impact.md" in run]
+    [gate] = [run for run in steps.values() if "--fail-on disruptive" in run]
+
+    done = subprocess.run(["bash", "-e", "-c", plan], cwd=repo, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    posted = (repo / "impact.md").read_text(encoding="utf-8")
+    assert "### fleets/ml-fleet/fleet.yaml" in posted
+    for name in CLUSTERS:
+        assert f"## Cluster {name} (fleets/ml-fleet/fleet.yaml)" in posted
+    gated = subprocess.run(["bash", "-e", "-c", gate], cwd=repo, capture_output=True, text=True, env=env)
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert gated.stdout.splitlines() == ["::error file=fleets/ml-fleet/fleet.yaml::disruptive impact: merge it in a "
+                                         "maintenance window, with the label maintenance"]
