@@ -295,3 +295,34 @@ def test_the_ci_examples_impact_steps_cover_every_cluster_of_a_fleet(tmp_path):
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert gated.stdout.splitlines() == ["::error file=fleets/ml-fleet/fleet.yaml::disruptive impact: merge it in a "
                                          "maintenance window, with the label maintenance"]
+
+
+def test_a_fleet_whose_base_is_missing_still_names_its_clusters(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fleet.yaml").write_text("apiVersion: gpuconf.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\n"
+                                         "spec: {base: nope.yaml, clusters: [{name: lab}]}\n", encoding="utf-8")
+    assert _one_line_exit_2(run("images", "fleet.yaml", "--cluster", "lap")) == \
+        "gpuconf: fleet.yaml has no cluster 'lap' (did you mean 'lab'?); its one cluster: lab"
+    named = run("diff", "fleet.yaml", "--cluster", "lab")
+    assert named.exit_code == 1
+    assert named.stdout == ("fleet.yaml:4:14: error GC401 spec.base: nope.yaml does not exist (hint: paths are "
+                            "relative to the fleet file)\n")
+
+
+def test_transition_warnings_of_a_fleet_cluster_point_into_its_overlay(run, deployed, tmp_path, monkeypatch):
+    """validate --against and diff --against judge each cluster's transition from its own deployed folder (GC372),
+    at the overlay's line."""
+    shutil.copytree(ROOT / "examples" / "fleet", tmp_path / "fleet")
+    overlay = tmp_path / "fleet" / "overlays" / "edge-lab.yaml"
+    text = overlay.read_text(encoding="utf-8")
+    overlay.write_text(text + "  driver:\n    upgrade:\n      waves: [[lab-l4]]\n", encoding="utf-8")
+    line = len(text.splitlines()) + 3
+    monkeypatch.chdir(tmp_path / "fleet")
+    checked = run("validate", "fleet.yaml", "--against", str(deployed))
+    assert checked.exit_code == 0
+    assert checked.stdout.startswith(f"overlays/edge-lab.yaml:{line}:7: warning GC372 spec.driver.upgrade.waves: ")
+    assert checked.stdout.count("GC372") == 1  # eu-prod and us-prod declare no waves
+    plans = json.loads(run("diff", "fleet.yaml", "--against", str(deployed), "--format", "json").stdout)["clusters"]
+    assert [(f["code"], f["file"], f["line"]) for f in plans["edge-lab"]["findings"]] == \
+        [("GC372", "overlays/edge-lab.yaml", line)]
+    assert plans["eu-prod"]["findings"] == plans["us-prod"]["findings"] == []

@@ -352,7 +352,8 @@ def merge_fleet(doc: Document) -> FleetResult:
                                        f"the fleet and one of its clusters are both named {fleet.metadata.name!r}",
                                        "the fleet's own files go to OUTPUT/<fleet name>/: rename the fleet"))
     base = _load(doc, ("spec", "base"), fleet.spec.base, result)
-    if base is None:
+    if base is None:  # the clusters are still named, so that --cluster can pick one
+        result.clusters = [ClusterResult(cluster.name, None) for cluster in fleet.spec.clusters]
         result.findings = sort_findings(result.findings)
         return result
     base_tree = _tree(base)

@@ -83,7 +83,7 @@ class Input:
         from ..catalog import suggest
 
         guess = suggest(name, names)
-        what = f"{len(names)} clusters" if self.is_fleet else "one cluster"
+        what = f"{len(names)} clusters" if len(names) > 1 else "one cluster"
         raise SelectionError(f"{self.file} has no cluster {name!r}" + (f" (did you mean {guess!r}?)" if guess else "")
                              + f"; its {what}: {', '.join(sorted(names))}")
 
