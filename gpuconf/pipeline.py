@@ -309,7 +309,7 @@ def deployed_reader(against: str):
     def read(name: str):
         from pathlib import Path
 
-        from .output.impact import Deployed
+        from .impact import Deployed
         from .output.writer import OutputError, read_tree
 
         folder = Path(against) / name
@@ -329,7 +329,7 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
     """
     from pathlib import Path
 
-    from .output.impact import count_live, impacts_markdown, impacts_text, plan_impacts
+    from .impact import count_live, impacts_markdown, impacts_text, plan_impacts
     from .output.treediff import compare_trees, diff_markdown, diff_text
     from .output.writer import OutputError, read_tree
 

@@ -16,7 +16,7 @@ import strategies as S
 from gpuconf import plan as P
 from gpuconf.intent.loader import load_text
 from gpuconf.intent.validate import validate_document
-from gpuconf.output.impact import KINDS, SEVERITIES, plan_impacts
+from gpuconf.impact import KINDS, ORDER, SEVERITIES, plan_impacts
 from gpuconf.output.treediff import compare_trees
 from gpuconf.output.writer import with_record
 from gpuconf.render.tree import Command, render_tree
@@ -595,6 +595,7 @@ def test_every_kind_has_a_case():
     """Each registered kind (and `none`) appears in some pair's expected impacts."""
     seen = {impact[0] for _, expected, _ in CASES.values() for impact in expected}
     assert set(KINDS) | {"none", "operand-restart", "object-change"} <= seen
+    assert sorted(ORDER) == sorted(KINDS), "every registered kind runs, in the planner's ORDER"
 
 
 def test_driver_upgrade_advice_fits_the_driver_mode():
@@ -612,7 +613,7 @@ def test_driver_upgrade_advice_fits_the_driver_mode():
 
 def test_the_window_is_the_readmes_formula():
     """The driver-upgrade window and the Flux HelmRelease timeout come from one function (gitops.rollout_seconds)."""
-    from gpuconf.output.impact import upgrade_window_minutes
+    from gpuconf.impact import upgrade_window_minutes
     from gpuconf.render.gitops import rollout_seconds
 
     policy = {"maxParallelUpgrades": 2, "maxUnavailable": "25%", "drain": {"enable": True, "timeoutSeconds": 600},

@@ -166,7 +166,7 @@ def impact_bench(tmp: str, runs: int) -> None:
     from contextlib import redirect_stdout
 
     import test_impact as T
-    from gpuconf.output.impact import plan_impacts
+    from gpuconf.impact import plan_impacts
     from gpuconf.output.treediff import compare_trees
     from gpuconf.output.writer import read_tree, write_tree
     from gpuconf.pipeline import deployed_reader, diff

@@ -1,6 +1,6 @@
 """Transition rules (GC370-GC379): warnings about the change from the cluster's folder as deployed to this intent,
 for the transitions users get wrong. They run only where there is a deployed folder to compare with (`validate
---against DIR`, `diff --against DIR`); the folder is read through report.json (gpuconf.output.impact.Deployed)."""
+--against DIR`, `diff --against DIR`); the folder is read through report.json (gpuconf.impact.Deployed)."""
 
 from __future__ import annotations
 

@@ -134,12 +134,11 @@ def chart_move(plan: P.Plan, target: str) -> dict:
                      f"one chart's facts hold are not compared (NFD {old.nfd_chart_version} -> {new.nfd_chart_version})")
     output = None
     if not has_errors(findings):
-        from ..render.tree import Command, render_tree
+        from ..impact.chart import rendered_on_both
         from .treediff import compare_trees
 
-        command = Command(plan.source, "out")
-        output = compare_trees(render_tree(plan, command).files, render_tree(new_plan, command).files,
-                               f"chart {old.version}", f"chart {target}")
+        before, after = rendered_on_both(plan, new_plan)
+        output = compare_trees(before, after, f"chart {old.version}", f"chart {target}")
     return {
         "cluster": plan.name, "source": plan.source, "from": old.version, "to": target,
         "defaults": defaults,

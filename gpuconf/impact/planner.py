@@ -1,0 +1,97 @@
+"""The planner: every impact kind over one Change, then what none of them explained (operand restarts, objects
+applied in place, and what gpuconf cannot classify), sorted into one ImpactPlan.
+
+The kinds run in ORDER; a new kind registers with `@impact_kind` in its consumer's module and takes its place in
+ORDER."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..output.treediff import DocumentDiff, TreeDiff
+from . import deviceplugin, driver, nodepools, nodes, quotas, workloads  # noqa: F401 (each registers its kinds)
+from .model import KINDS, SEVERITIES, Change, Impact, ImpactPlan, _names
+
+#: The impact kinds in the order they are looked for (a kind sees what the earlier ones explained).
+ORDER = ("operator-upgrade", "allocation-switch", "driver-mode-switch", "driver-upgrade", "device-plugin-restart",
+         "resource-rename", "mig-repartition", "config-key-removed", "node-replacement", "taint-change",
+         "pool-selection", "capacity-change", "probe-run")
+
+
+#: Kinds applied in place that stop or restart nothing on a GPU node: RBAC, namespaces, priorities, monitoring
+#: objects, queue objects (quota drops are capacity-change's), GitOps objects that are not the chart's version.
+QUIET_KINDS = frozenset({
+    "Namespace", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "WorkloadPriorityClass",
+    "ServiceMonitor", "PrometheusRule", "ConfigMap", "LocalQueue", "ClusterQueue", "ResourceFlavor", "ResourceQuota",
+    "Kustomization", "Application", "ApplicationSet", "AppProject", "HelmRelease", "HelmRepository", "OCIRepository",
+    "GitRepository", "OperatorGroup", "Subscription", "CatalogSource", "NodeOverlay", "LimitRange",
+    # DRA: a DeviceClass or claim template applies to claims made from now on; allocated claims keep their devices.
+    "DeviceClass", "ResourceClaimTemplate"})
+
+
+def _operand_restart(change: Change) -> list[Impact]:
+    values = [d for d in change.diff.documents if d.kind == "values"]
+    left = [c.path for d in values for c in d.changes if c.path not in change.values_claimed]
+    docs = change.documents(["ClusterPolicy", "NodeFeatureDiscovery"])
+    docs = [d for d in docs if not any(d in i.documents for i in change.impacts)]
+    if not left and not docs:
+        return []
+    shown = sorted({p.split(".")[0] for p in left}) + [d.title for d in docs]
+    return [Impact("operand-restart", "restart", list(change.new.pools),
+                   f"chart values change ({_names(shown)}): the operator updates its operand DaemonSets and their pods "
+                   "restart node by node; GPU workloads keep running",
+                   "nothing to drain; watch `kubectl get clusterpolicy` until it is ready again",
+                   nodes=change.pools_nodes(list(change.new.pools)), documents=(values if left else []) + docs)]
+
+
+def _object_change(change: Change) -> list[Impact]:
+    covered = {id(d) for i in change.impacts for d in i.documents}
+    quiet = [d for d in change.diff.documents if id(d) not in covered and (
+        d.kind in QUIET_KINDS or d.kind == "document" and d.file.endswith("kustomization.yaml"))]
+    if not quiet:
+        return []
+    return [Impact("object-change", "none", sorted({p for d in quiet if (p := change.pool_data(d))}),
+                   f"{len(quiet)} object(s) are updated in place ({_names(sorted({_title(d) for d in quiet})[:6])}"
+                   f"{', ...' if len(quiet) > 6 else ''}): no GPU pod, node or operand restarts",
+                   "nothing to drain", documents=quiet)]
+
+
+def _title(doc: DocumentDiff) -> str:
+    return doc.file if doc.kind in ("document", "file", "values") else doc.title
+
+
+def _unclassified(change: Change) -> list[Impact]:
+    covered = {id(d) for i in change.impacts for d in i.documents}
+    left = [d for d in change.diff.documents if id(d) not in covered]
+    if not left:
+        return []
+    return [Impact("unclassified", "restart", sorted({p for d in left if (p := change.pool_data(d))}),
+                   f"gpuconf cannot tell what changing {_names(_title(d) for d in left)} does to the cluster (a gap in "
+                   "gpuconf: please report it)", "review the document diff below by hand", documents=left)]
+
+
+#: Run after the kinds, in this order, on what they left.
+FALLBACKS: dict[str, Callable[[Change], list[Impact]]] = {
+    "operand-restart": _operand_restart, "object-change": _object_change, "unclassified": _unclassified}
+
+
+def plan_impacts(old: dict[str, str], new: dict[str, str], diff: TreeDiff) -> ImpactPlan:
+    """The impacts of replacing the folder `old` (relative path -> text) by the render `new`, given their diff."""
+    change = Change(old, new, diff)
+    for name in ORDER:
+        change.impacts += KINDS[name][1](change)
+    for fallback in FALLBACKS.values():
+        change.impacts += fallback(change)
+    if not change.impacts:
+        what = "no deployed object changes"
+        if diff.comments_only or any(old.get(f) != new.get(f) for f in ("REPORT.md", "report.json")):
+            what += " (only REPORT.md, report.json, comments or key order differ)"
+        change.impacts.append(Impact("none", "none", [], what + ": the sync changes nothing in the cluster",
+                                     "nothing to do"))
+    order = list(ORDER) + list(FALLBACKS) + ["none"]
+    change.impacts.sort(key=lambda i: (-SEVERITIES.index(i.severity), order.index(i.kind), i.pools))
+    for impact in change.impacts:
+        impact.documents = list({id(d): d for d in impact.documents}.values())
+        if impact.nodes is not None:
+            impact.nodes_from = "intent"
+    return ImpactPlan(change.impacts)

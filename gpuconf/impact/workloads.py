@@ -1,0 +1,107 @@
+"""What pods and Jobs see: the acceptance-probe Jobs that run on a sync, and the running pods counted on the
+nodes each impact touches (from the live cluster)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .model import POOL_LABEL, PROBE_COMPONENT, Change, Impact, ImpactPlan, _labelled_by, _names, _pool_of, impact_kind
+
+
+def _probe(job: Any) -> bool:
+    labels = ((job or {}).get("metadata") or {}).get("labels") or {}
+    return labels.get("app.kubernetes.io/component") == PROBE_COMPONENT
+
+
+def _hook(job: dict) -> str | None:
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    if "argocd.argoproj.io/hook" in annotations:
+        return f"an Argo CD {annotations['argocd.argoproj.io/hook']} hook, which runs on every sync"
+    if "helm.sh/hook" in annotations:
+        return f"a Helm {annotations['helm.sh/hook']} hook"
+    if annotations.get("kustomize.toolkit.fluxcd.io/force") == "enabled":
+        return "recreated by Flux when it changes"
+    return None
+
+
+def _scales(pool: dict) -> bool:
+    """A pool whose nodes come with demand: Karpenter's, or one report.json gives a minimum of 0 nodes."""
+    autoscaling = pool.get("autoscaling") if isinstance(pool.get("autoscaling"), dict) else {}
+    return _labelled_by(pool) == "karpenter" or 0 in (pool.get("minNodes"), autoscaling.get("minNodes"),
+                                                       autoscaling.get("min"))
+
+
+@impact_kind("probe-run", "probe Jobs run on this sync")
+def _probe_run(change: Change) -> list[Impact]:
+    applied = change.new.applied()
+    changed = [d for d in change.documents(["Job"]) if d.status != "removed" and _probe(change.new.data(d))]
+    runs: dict[str, tuple[str, dict]] = {}
+    if change.diff.documents:  # there is a sync: hooks run whether or not they changed
+        for key, (kind, name, _ns, data) in change.new.docs.items():
+            if kind == "Job" and _probe(data) and key[0] in applied and _hook(data) and "on every sync" in _hook(data):
+                runs[name] = (_hook(data), data)
+    for doc in changed:
+        data = change.new.data(doc)
+        if doc.file in applied and doc.name not in runs:
+            runs[doc.name] = (_hook(data) or ("a new Job" if doc.status == "added" else
+                                             "a changed Job (Jobs are immutable: delete the old one first)"), data)
+    impacts = []
+    removed = change.documents(["Job"], where=lambda d: d.status == "removed" or (
+        d.status == "changed" and not _probe(change.new.data(d)))) + [d for d in changed if d.file not in applied]
+    if runs:
+        pools = sorted({_pool_of(data) or "?" for _, data in runs.values()})
+        scaling = [p for p in pools if _scales(change.new.pools.get(p, {}))]
+        how = sorted({why for why, _ in runs.values()})
+        what = (f"{len(runs)} probe Job(s) run on this sync ({'; '.join(how)}), each taking a GPU of its pool for up "
+                "to 15 minutes")
+        if scaling:
+            what += f"; in pools that scale with demand ({_names(scaling)}) each launches a node when none is up"
+        impacts.append(Impact("probe-run", "none", pools, what,
+                              "nothing to drain; sync when the pools have a free GPU, or switch the probes off "
+                              "for pools that scale to zero",
+                              documents=changed + [d for d in removed if d in changed] + change.documents(
+                                  ["Job"], where=lambda d: d.name in runs and d not in changed)))
+    rest = [d for d in removed if d not in changed] + [d for d in changed if d.file not in applied]
+    was = change.old.applied()
+    for docs, what in (([d for d in rest if d.file in was], "are removed or no longer applied: nothing runs them on "
+                        "sync"), ([d for d in rest if d.file not in was], "that the sync never applied (run by hand) "
+                                  "change: nothing runs them on sync")):
+        if docs:
+            impacts.append(Impact("probe-run", "none", sorted({change.pool_data(d) or "?" for d in docs}),
+                                  f"{len(docs)} probe Job(s) {what}",
+                                  "run them by hand when you want the proof (the acceptance checklist in REPORT.md)",
+                                  documents=docs))
+    return impacts
+
+
+GPU_PREFIX = "nvidia.com/"
+
+
+def count_live(plan: ImpactPlan, nodes: Iterable[dict], pods: Iterable[dict] | None, nodes_source: str,
+               pods_source: str | None) -> None:
+    """Replace the declared node counts by the nodes that carry each impact's pool label, and count the running
+    pods with NVIDIA resource requests on them (the resources' own when an impact names them)."""
+    by_pool: dict[str, set[str]] = {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        pool = (meta.get("labels") or {}).get(POOL_LABEL)
+        if pool and meta.get("name"):
+            by_pool.setdefault(pool, set()).add(meta["name"])
+    running: list[tuple[str, set[str]]] = []
+    for pod in pods or []:
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        if status.get("phase") not in ("Running", "Pending") or not spec.get("nodeName"):
+            continue
+        asks = {r for c in spec.get("containers") or [] for part in ("limits", "requests")
+                for r in ((c.get("resources") or {}).get(part) or {}) if r.startswith(GPU_PREFIX)}
+        if asks:
+            running.append((spec["nodeName"], asks))
+    plan.nodes_source, plan.pods_source = nodes_source, pods_source
+    for impact in plan.impacts:
+        if not impact.pools:
+            continue
+        names = set().union(*(by_pool.get(p, set()) for p in impact.pools))
+        impact.nodes, impact.nodes_from = len(names), "cluster"
+        if pods is not None:
+            wanted = set(impact.resources) if impact.kind == "resource-rename" else None
+            impact.pods = sum(1 for node, asks in running if node in names and (wanted is None or asks & wanted))
