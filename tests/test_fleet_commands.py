@@ -326,3 +326,13 @@ def test_transition_warnings_of_a_fleet_cluster_point_into_its_overlay(run, depl
     assert [(f["code"], f["file"], f["line"]) for f in plans["edge-lab"]["findings"]] == \
         [("GC372", "overlays/edge-lab.yaml", line)]
     assert plans["eu-prod"]["findings"] == plans["us-prod"]["findings"] == []
+
+
+def test_against_values_of_a_fleet_compares_the_cluster_named(run, deployed):
+    values = str(deployed / "eu-prod" / "values.yaml")
+    line = _one_line_exit_2(run("diff", FLEET, "--against-values", values))
+    assert line.endswith(": --against-values is about one of them; give --cluster NAME")
+    same = run("diff", FLEET, "--against-values", values, "--cluster", "eu-prod")
+    assert same.exit_code == 0 and "no leaf differs" in same.stdout
+    other = run("diff", FLEET, "--against-values", values, "--cluster", "us-prod")
+    assert other.exit_code == 1 and "leaves differ" in other.stdout
