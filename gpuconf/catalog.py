@@ -107,6 +107,9 @@ class ChartFacts:
     #: values path -> {becomes, templates, when}: values the templates' `| default` replaces when empty
     helm_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
     nfd_app_version: str | None = None  # the NFD subchart's appVersion (its image's default tag), where known
+    #: crds/ file name -> {group, kind, scope, versions, fields}: the CRDs the chart ships (Helm never upgrades them)
+    crds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
+    crds_source: str = ""  # how the CRD facts are known
 
 
 # --- loading ---------------------------------------------------------------------------------------------------
@@ -390,6 +393,8 @@ def chart(version: str) -> ChartFacts | None:
         nfd_defaults_source=raw["nfdDefaultsSource"],
         helm_defaults=MappingProxyType(raw["helmDefaults"]),
         nfd_app_version=raw["nfdAppVersion"],
+        crds=MappingProxyType(raw["crds"]),
+        crds_source=raw["crdsSource"],
     )
 
 

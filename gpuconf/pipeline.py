@@ -229,8 +229,10 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
 
     if against is not None and to_chart is not None:
         raise UsageProblem("--against and --to-chart exclude each other")
-    if against is None and (fail_on is not None or live is not None):
-        raise UsageProblem("--fail-on, --nodes, --kubeconfig and --pods need --against DIR")
+    if against is None and live is not None:
+        raise UsageProblem("--nodes, --kubeconfig and --pods need --against DIR")
+    if against is None and to_chart is None and fail_on is not None:
+        raise UsageProblem("--fail-on needs --against DIR or --to-chart VERSION")
     if to_chart is not None and catalog.chart(to_chart) is None:
         raise UsageProblem(f"gpuconf has no facts for GPU Operator chart {to_chart!r} "
                            f"(known: {', '.join(catalog.chart_versions())})")
@@ -268,7 +270,7 @@ def _diff_cluster(tree, intent: str, fmt: str, against: str | None, to_chart: st
 
         move = chart_move(tree.plan, to_chart)
         text = move_json(move) if fmt == "json" else move_text(move, markdown=fmt == "markdown")
-        return Outcome(text, code=EXIT_FINDINGS if failed(move) else EXIT_OK)
+        return Outcome(text, code=EXIT_FINDINGS if failed(move, fail_on) else EXIT_OK)
     import json
 
     from .output.report import override_section, overrides_markdown, report_json, report_text
@@ -364,7 +366,7 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
     if fmt == "json":
         import json
 
-        body = {**result.as_dict(), "impacts": impacts.as_list(), "worst": impacts.worst,
+        body = {**result.as_dict(), "impacts": impacts.as_list(), "worst": impacts.worst, "chartMove": impacts.chart,
                 "nodesSource": impacts.nodes_source, "podsSource": impacts.pods_source,
                 "findings": [f.as_dict() for f in transitions]}
         text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

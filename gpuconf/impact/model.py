@@ -177,6 +177,8 @@ class ImpactPlan:
     impacts: list[Impact]
     nodes_source: str | None = None
     pods_source: str | None = None
+    #: a chart move's CRDs, NFD subchart, flipped defaults and removed keys (impact.chart.chart_section), or None
+    chart: dict[str, Any] | None = None
 
     @property
     def worst(self) -> str:

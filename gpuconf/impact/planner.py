@@ -10,6 +10,7 @@ from typing import Callable
 
 from ..output.treediff import DocumentDiff, TreeDiff
 from . import deviceplugin, driver, nodepools, nodes, quotas, workloads  # noqa: F401 (each registers its kinds)
+from .chart import advise, chart_section
 from .model import KINDS, SEVERITIES, Change, Impact, ImpactPlan, _names
 
 #: The impact kinds in the order they are looked for (a kind sees what the earlier ones explained).
@@ -94,4 +95,6 @@ def plan_impacts(old: dict[str, str], new: dict[str, str], diff: TreeDiff) -> Im
         impact.documents = list({id(d): d for d in impact.documents}.values())
         if impact.nodes is not None:
             impact.nodes_from = "intent"
-    return ImpactPlan(change.impacts)
+    section = chart_section(change.old, change.new)
+    advise(section, change.old, change.new, change.impacts)
+    return ImpactPlan(change.impacts, chart=section)

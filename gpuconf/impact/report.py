@@ -2,7 +2,41 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .model import ImpactPlan, _node_count
+
+
+def chart_lines(section: dict[str, Any] | None) -> list[str]:
+    """A chart move's CRDs, NFD subchart, flipped defaults and removed keys, one fact a line (none without a move)."""
+    if section is None:
+        return []
+    lines = [f"chart move {section['from']} -> {section['to']}:"]
+    if section.get("note"):
+        return lines + [section["note"]]
+    crds = section["crds"]
+    lines.append(f"CRDs that differ ({len(crds)}; Helm never upgrades a chart's crds/)" + (":" if crds else ": none"))
+    for c in crds:
+        what = {"new": "new kind", "dropped": "no longer shipped (Helm does not delete it: it stays)"}.get(
+            c["status"], "changed")
+        fields = "; ".join(part for part in (
+            ("fields added: " + ", ".join(c["added"])) if c["added"] else "",
+            ("fields removed: " + ", ".join(c["removed"])) if c["removed"] else "") if part)
+        lines.append(f"  {c['kind']} ({c['group']}, {c['file']}): {what}" + (f"; {fields}" if fields else ""))
+    if section.get("crdStep"):
+        lines.append(f"CRD step: {section['crdStep']}")
+    if section["nfd"]:
+        lines.append(f"NFD subchart {section['nfd']['from']} -> {section['nfd']['to']}: its master and worker "
+                     "restart with the new version; its own crds/ are not upgraded by Helm either")
+    flips = section["flippedDefaults"]
+    lines.append("defaults that flip" + (":" if flips else ": none"))
+    lines += [f"  {f['path']}: {str(f['old']).lower()} -> {str(f['new']).lower()} ({f['effect']}: {f['detail']})"
+              for f in flips]
+    removed = section["removedKeys"]
+    lines.append("values keys removed or renamed" + (":" if removed else ": none"))
+    lines += [f"  {r['path']}" + (f" -> {r['renamedTo']}" if r["renamedTo"] else " (removed)")
+              + (": values.yaml sets it" if r["setByValues"] else "") for r in removed]
+    return lines
 
 
 def impacts_text(plan: ImpactPlan, where: str) -> str:
@@ -13,6 +47,7 @@ def impacts_text(plan: ImpactPlan, where: str) -> str:
         lines.append(f"  {i.severity.upper()} {i.kind}" + (f" [{', '.join(i.pools)}]" if i.pools else "") + count)
         lines.append(f"    {i.message}")
         lines.append(f"    safe: {i.safe}")
+    lines += [f"  {line}" for line in chart_lines(plan.chart)]
     return "\n".join(lines) + "\n\n"
 
 
@@ -30,4 +65,8 @@ def impacts_markdown(plan: ImpactPlan, where: str) -> str:
         nodes = "?" if i.nodes is None else str(i.nodes) + (f" ({i.pods} GPU pods)" if i.pods is not None else "")
         lines.append(f"| {icon[i.severity]} {i.severity} | `{i.kind}` | {_cell(', '.join(i.pools)) or '-'} | {nodes} "
                      f"| {_cell(i.message)} | {_cell(i.safe)} |")
+    chart = chart_lines(plan.chart)
+    if chart:
+        lines += ["", f"### {chart[0].rstrip(':').capitalize()}", ""]
+        lines += [("  - " if line.startswith("  ") else "- ") + line.strip() for line in chart[1:]]
     return "\n".join(lines) + "\n\n"

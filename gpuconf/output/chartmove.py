@@ -132,13 +132,15 @@ def chart_move(plan: P.Plan, target: str) -> dict:
         missing = [f.version for f in (old, new) if NFD in f.free_form_map_paths]
         notes.append(f"gpuconf has no defaults of the NFD subchart of chart {', '.join(missing)}: NFD keys that only "
                      f"one chart's facts hold are not compared (NFD {old.nfd_chart_version} -> {new.nfd_chart_version})")
-    output = None
+    output = impacts = None
     if not has_errors(findings):
+        from ..impact import plan_impacts
         from ..impact.chart import rendered_on_both
         from .treediff import compare_trees
 
         before, after = rendered_on_both(plan, new_plan)
         output = compare_trees(before, after, f"chart {old.version}", f"chart {target}")
+        impacts = plan_impacts(before, after, output)
     return {
         "cluster": plan.name, "source": plan.source, "from": old.version, "to": target,
         "defaults": defaults,
@@ -148,14 +150,20 @@ def chart_move(plan: P.Plan, target: str) -> dict:
         "notes": notes,
         "findings": [f.as_dict() for f in findings],
         "output": output.as_dict() if output is not None else None,
+        "impacts": impacts.as_list() if impacts is not None else None,
+        "worst": impacts.worst if impacts is not None else None,
+        "chartMove": impacts.chart if impacts is not None else None,
         "_output": output,
+        "_impacts": impacts,
     }
 
 
-def failed(move: dict) -> bool:
-    """True when the intent would be invalid on the target chart, or an override path is unknown there."""
+def failed(move: dict, fail_on: str | None = None) -> bool:
+    """True when the intent would be invalid on the target chart, an override path is unknown there, or (with
+    fail_on) the move has an impact that severe."""
     return any(f["severity"] == "error" for f in move["findings"]) or any(
-        o["status"] == "invalid" for o in move["overrides"])
+        o["status"] == "invalid" for o in move["overrides"]) or (
+        move["_impacts"] is not None and move["_impacts"].fails(fail_on))
 
 
 def move_json(move: dict) -> str:
@@ -179,6 +187,12 @@ def move_text(move: dict, markdown: bool = False) -> str:
         lines.append(f"{item}the intent is on chart {move['to']} already: nothing to compare. Name the chart to move to; "
                      "`gpuconf catalog` lists the versions gpuconf has facts for.")
         return "\n".join(lines) + "\n"
+    if move["_impacts"] is not None:
+        from ..impact import impacts_markdown, impacts_text
+
+        where = f"{move['cluster']} when it moves to chart {move['to']}"
+        lines.append(impacts_markdown(move["_impacts"], where).rstrip("\n") if markdown else
+                     impacts_text(move["_impacts"], where).rstrip("\n"))
     lines.append(h(f"Base defaults that changed and matter to this intent ({len(move['defaults'])})"))
     for d in move["defaults"]:
         old = show(d["old"]) if d["oldPresent"] else "(absent)"
