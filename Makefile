@@ -2,17 +2,25 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+RUNTIME := $(VENV)/.runtime-stamp
 STAMP  := $(VENV)/.installed-stamp
 REFERENCE := examples/heterogeneous.yaml
 
 .PHONY: demo test bench schema golden reference mutation docs docs-serve docs-gen clean
 
-$(STAMP): pyproject.toml
+# Two stamps: `make demo` installs gpuconf with its runtime dependencies only (what a render needs, well under a
+# minute); every other target installs the test and documentation extras on top (PythonMonkey, mkdocs-material,
+# kubectl, shellcheck: minutes on a fresh clone).
+$(RUNTIME): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,docs]'
-	@touch $(STAMP)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
 
-demo: $(STAMP)  ## render the bundled reference example into ./out and print the summary
+$(STAMP): $(RUNTIME)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,docs]'
+	@touch $@
+
+demo: $(RUNTIME)  ## render the bundled reference example into ./out and print the summary
 	@$(BIN)/gpuconf render $(REFERENCE) -o out
 
 test: $(STAMP)  ## run the whole test suite

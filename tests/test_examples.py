@@ -95,3 +95,26 @@ def test_starter_intent_validates(run):
     from gpuconf.intent.validate import validate_document
 
     assert validate_document(load_text(result.stdout, "starter.yaml")).findings == []
+
+
+def test_make_demo_installs_the_runtime_dependencies_only_and_make_test_the_extras(tmp_path):
+    """A fresh clone's `make demo` installs what a render needs (issue 32: the extras took it to four minutes), and
+    `make test` adds the test and documentation extras; the README says which does what."""
+    import shutil
+    import subprocess
+
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)  # a clone without .venv: make -n lists every step it would run
+
+    def steps(target):
+        done = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stdout.splitlines() if " pip install " in line]
+
+    assert [line.split(" pip install ")[1] for line in steps("demo")] == [
+        "--quiet --disable-pip-version-check -e ."]
+    assert [line.split(" pip install ")[1] for line in steps("test")] == [
+        "--quiet --disable-pip-version-check -e .", "--quiet --disable-pip-version-check -e '.[test,docs]'"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "make demo   # bootstraps .venv, installs gpuconf with its runtime dependencies only" in readme
+    assert "make test   # bootstraps .venv, adds the test and documentation extras" in readme
