@@ -155,7 +155,7 @@ def _check_trees(trees: list, out: str, stdout: str) -> Outcome:
     from pathlib import Path
 
     from .output.summary import tree_diff
-    from .output.writer import inspect, with_record
+    from .output.writer import RECORD, inspect, orphans, with_record
 
     outcome = Outcome(stdout)
     for tree in trees:
@@ -167,6 +167,12 @@ def _check_trees(trees: list, out: str, stdout: str) -> Outcome:
             outcome.code = EXIT_FINDINGS
         else:
             outcome.stderr.append(f"{target}: up to date ({len(expected)} files)")
+    for folder in orphans(out, [tree.name for tree in trees]):
+        outcome.stdout += (f"{folder}/: gpuconf wrote it (its {RECORD} is there), but no given input renders "
+                           f"cluster {folder.name} (a renamed or deleted intent?): its next sync prunes what it "
+                           "delivered from that cluster; --check deletes nothing, remove the folder in the commit that "
+                           "retires the cluster\n")
+        outcome.code = EXIT_FINDINGS
     return outcome
 
 
@@ -340,13 +346,17 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
         return foreign
     target = Path(against) / tree.name
     if not target.is_dir():
-        raise UsageProblem(f"{target} does not exist: DIR must hold the rendered folder of cluster {tree.name}")
-    try:
-        existing = read_tree(target)
-    except OutputError as exc:
-        return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
-    result = compare_trees(existing, tree.files, str(target), intent)
-    impacts = plan_impacts(existing, tree.files, result)
+        from .impact.planner import cluster_added
+
+        result = compare_trees({}, tree.files, str(target), intent)
+        impacts = cluster_added(tree.name, tree.files, str(target))
+    else:
+        try:
+            existing = read_tree(target)
+        except OutputError as exc:
+            return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
+        result = compare_trees(existing, tree.files, str(target), intent)
+        impacts = plan_impacts(existing, tree.files, result)
     transitions = [f for f in findings or [] if f.code in TRANSITION_CODES]
     notes: list[str] = []
     if live is not None:

@@ -207,7 +207,7 @@ def test_diff_usage_errors(run, tmp_path):
     example = str(ROOT / "examples" / "heterogeneous.yaml")
     assert run("diff", example, "--to-chart", "v9.9.9").exit_code == 2
     assert run("diff", example, "--to-chart", "v26.3.3", "--against", str(tmp_path)).exit_code == 2
-    assert run("diff", example, "--against", str(tmp_path)).exit_code == 2  # no tmp_path/ml-prod
+    assert run("diff", example, "--against", str(tmp_path)).exit_code == 1  # no tmp_path/ml-prod: cluster-added
     assert run("diff", example, "--format", "yaml").exit_code == 2
 
 

@@ -195,6 +195,20 @@ def _read(path: str, size: int | None) -> bytes:
         raise environment_error(path, exc) from None
 
 
+def orphans(out: str | Path, names: Iterable[str]) -> list[Path]:
+    """The cluster folders under out that carry gpuconf's file record but are none of these names: the folders of a
+    renamed or deleted intent, which their next sync prunes from the cluster."""
+    root, keep = Path(out), set(names)
+    try:
+        children = sorted(os.scandir(root), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise environment_error(root, exc) from None
+    return [root / e.name for e in children if e.name not in keep and e.is_dir(follow_symlinks=False)
+            and os.path.isfile(os.path.join(e.path, RECORD)) and not os.path.islink(os.path.join(e.path, RECORD))]
+
+
 def read_tree(path: str | Path) -> dict[str, str]:
     """Every regular file below path (relative path -> text), the record included; empty when path is no folder."""
     folder = inspect(path)
