@@ -173,8 +173,8 @@ _request_timeout = click.option("--request-timeout", "timeout", type=click.Float
               help="Compare a fresh render with the rendered cluster folder DIR/<name>/: first the impact plan (what "
                    "syncing it does to running nodes and jobs), then the documents.")
 @click.option("--fail-on", "fail_on", type=click.Choice(["disruptive", "pending", "restart"]),
-              help="With --against: exit 1 exactly when an impact of this severity or worse is present (severities "
-                   "rise none < restart < pending < disruptive), 0 otherwise, even when documents differ.")
+              help="With --against or --to-chart: exit 1 exactly when an impact of this severity or worse is present "
+                   "(severities rise none < restart < pending < disruptive), 0 otherwise, even when documents differ.")
 @click.option("--nodes", "nodes_file", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="With --against: count each impact's nodes in this NodeList (`kubectl get nodes -o json`), by "
                    "their gpuconf.dev/pool label, instead of the declared counts.")

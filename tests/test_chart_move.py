@@ -111,3 +111,13 @@ def test_the_chart_facts_hold_each_versions_crds():
     assert "spec.driver.upgradePolicy.podDeletion" in old.crds[policy]["fields"]
     assert "spec.hostPaths.kubeletRootDir" in new.crds[policy]["fields"]
     assert "spec.hostPaths.kubeletRootDir" not in old.crds[policy]["fields"]
+
+
+def test_the_readme_links_the_chart_move_section_and_the_review_page_says_what_it_holds():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(docs/how-to/review.md#moving-to-another-chart-version)" in readme
+    review = (ROOT / "docs" / "how-to" / "review.md").read_text(encoding="utf-8")
+    assert "## Moving to another chart version\n" in review
+    for words in ("**CRDs that differ**", "kubectl apply\n  --server-side", "**The NFD subchart move**",
+                  "**Defaults that flip**", "**Values keys removed or renamed**", "the driver stays X"):
+        assert words in review, words
