@@ -738,6 +738,36 @@ def test_live_nodes_and_pods_replace_the_declared_counts(run, deployed, tmp_path
     assert "RESTART device-plugin-restart [notebooks-l4] (2 nodes)\n" in text
 
 
+def test_a_pending_pod_that_asks_for_a_renamed_resource_is_counted_and_named(run, deployed, tmp_path):
+    """Issue 27, item 5: a Pending pod no node has taken yet counts where what it asks for changes, and every impact
+    names its nodes and pods (namespace/name) in JSON, the first few in text."""
+    _, out, edited = deployed
+    nodes = [_node(f"a100-{n}", "infer-a100") for n in range(7)] + [_node("l4-a", "notebooks-l4")]
+    pending = _pod("waits-for-mig", "", {"nvidia.com/mig-2g.20gb": "1"}, phase="Pending")
+    del pending["spec"]["nodeName"]
+    pods = [pending, _pod("runs-mig", "a100-0", {"nvidia.com/mig-1g.10gb": "1"}),
+            _pod("other", "l4-a", {"nvidia.com/mig-2g.20gb": "1"}),
+            _pod("nb", "l4-a", {"nvidia.com/gpu": "1"}, phase="Pending")]
+    (tmp_path / "nodes.json").write_text(json.dumps({"kind": "NodeList", "items": nodes}), encoding="utf-8")
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "PodList", "items": pods}), encoding="utf-8")
+    _, after = mig_strategy_flip()
+    args = ("diff", edited(after), "--against", str(out), "--nodes", str(tmp_path / "nodes.json"), "--pods",
+            str(tmp_path / "pods.json"))
+    body = json.loads(run(*args, "--format", "json").stdout)
+    rename = next(i for i in body["impacts"] if i["kind"] == "resource-rename")
+    assert rename["podNames"] == ["research/runs-mig", "research/waits-for-mig"]
+    assert rename["pods"] == 2
+    assert rename["nodeNames"] == [f"a100-{n}" for n in range(7)] and rename["nodes"] == 7
+    text = run(*args).stdout
+    assert "    nodes: a100-0, a100-1, a100-2, a100-3, a100-4 (+2 more)\n" in text
+    assert "    pods: research/runs-mig, research/waits-for-mig\n" in text
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "NodeList", "items": nodes}), encoding="utf-8")
+    result = run(*args)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "pods.json: expected a PodList, the output of `kubectl get pods -A -o json`")
+
+
 def test_a_file_that_is_no_pod_list_is_a_usage_error(run, deployed, tmp_path):
     example, out, _ = deployed
     (tmp_path / "nodes.json").write_text(json.dumps({"kind": "NodeList", "items": []}), encoding="utf-8")

@@ -17,6 +17,10 @@ PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 MIG_LABEL = "nvidia.com/mig.config"
 PROBE_COMPONENT = "acceptance-probe"
 
+#: How many node and pod names an impact's JSON lists (its nodes and pods give the totals); text shows NAMES_SHOWN.
+NAMES_LISTED = 50
+NAMES_SHOWN = 5
+
 #: Pool driver modes of report.json, by who installs the driver.
 DRIVER_OWNER = {"cluster": "ClusterPolicy", "wave": "NVIDIADriver", "pool": "NVIDIADriver",
                 "preinstalled": "host"}
@@ -36,11 +40,14 @@ class Impact:
     nodes_from: str | None = None  # "intent" (declared counts) or "cluster" (nodes carrying the pool label)
     pods: int | None = None  # running pods with GPU requests on those nodes (with --pods)
     documents: list[DocumentDiff] = field(default_factory=list)  # the changed documents this explains
+    node_names: list[str] = field(default_factory=list)  # the nodes counted in the cluster (with --nodes)
+    pod_names: list[str] = field(default_factory=list)  # the pods counted, namespace/name (with --pods)
 
     def as_dict(self) -> dict:
-        """The JSON form."""
+        """The JSON form: nodes and pods are the totals, nodeNames and podNames the first NAMES_LISTED of them."""
         return {"kind": self.kind, "severity": self.severity, "pools": self.pools, "nodes": self.nodes,
                 "nodesFrom": self.nodes_from, "pods": self.pods, "resources": self.resources,
+                "nodeNames": self.node_names[:NAMES_LISTED], "podNames": self.pod_names[:NAMES_LISTED],
                 "message": self.message, "safe": self.safe,
                 "documents": [f"{d.file}: {d.title}" for d in self.documents]}
 

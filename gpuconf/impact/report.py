@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .model import ImpactPlan, _node_count
+from .model import NAMES_SHOWN, ImpactPlan, _node_count
+
+
+def _first(names: list[str], total: int | None) -> str:
+    """The first few names, and how many more."""
+    more = (total or len(names)) - NAMES_SHOWN
+    return ", ".join(names[:NAMES_SHOWN]) + (f" (+{more} more)" if more > 0 else "")
 
 
 def chart_lines(section: dict[str, Any] | None) -> list[str]:
@@ -47,6 +53,9 @@ def impacts_text(plan: ImpactPlan, where: str) -> str:
         lines.append(f"  {i.severity.upper()} {i.kind}" + (f" [{', '.join(i.pools)}]" if i.pools else "") + count)
         lines.append(f"    {i.message}")
         lines.append(f"    safe: {i.safe}")
+        for what, names, total in (("nodes", i.node_names, i.nodes), ("pods", i.pod_names, i.pods)):
+            if names:
+                lines.append(f"    {what}: {_first(names, total)}")
     lines += [f"  {line}" for line in chart_lines(plan.chart)]
     return "\n".join(lines) + "\n\n"
 
@@ -63,6 +72,10 @@ def impacts_markdown(plan: ImpactPlan, where: str) -> str:
              "| severity | kind | pools | nodes | what happens | how to do it safely |", "|---|---|---|---|---|---|"]
     for i in plan.impacts:
         nodes = "?" if i.nodes is None else str(i.nodes) + (f" ({i.pods} GPU pods)" if i.pods is not None else "")
+        if i.node_names:
+            nodes += f": {_first(i.node_names, i.nodes)}"
+        if i.pod_names:
+            nodes += f"; pods {_first(i.pod_names, i.pods)}"
         lines.append(f"| {icon[i.severity]} {i.severity} | `{i.kind}` | {_cell(', '.join(i.pools)) or '-'} | {nodes} "
                      f"| {_cell(i.message)} | {_cell(i.safe)} |")
     chart = chart_lines(plan.chart)

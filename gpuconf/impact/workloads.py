@@ -79,29 +79,45 @@ GPU_PREFIX = "nvidia.com/"
 
 def count_live(plan: ImpactPlan, nodes: Iterable[dict], pods: Iterable[dict] | None, nodes_source: str,
                pods_source: str | None) -> None:
-    """Replace the declared node counts by the nodes that carry each impact's pool label, and count the running
-    pods with NVIDIA resource requests on them (the resources' own when an impact names them)."""
+    """Replace the declared node counts by the nodes that carry each impact's pool label, and count the pods with
+    NVIDIA resource requests on them (the resources' own when an impact names them), naming each node and pod
+    (namespace/name). A Pending pod that no node has taken yet counts where what it asks for changes: it requests a
+    resource a resource-rename removes, or its nodeSelector names a pool the impact is about."""
     by_pool: dict[str, set[str]] = {}
     for node in nodes:
         meta = node.get("metadata") or {}
         pool = (meta.get("labels") or {}).get(POOL_LABEL)
         if pool and meta.get("name"):
             by_pool.setdefault(pool, set()).add(meta["name"])
-    running: list[tuple[str, set[str]]] = []
+    placed: list[tuple[str, set[str], str]] = []  # (node, resources asked for, namespace/name)
+    waiting: list[tuple[str | None, set[str], str]] = []  # (the pool its nodeSelector names, resources, name)
     for pod in pods or []:
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
-        if status.get("phase") not in ("Running", "Pending") or not spec.get("nodeName"):
+        phase = status.get("phase")
+        if phase not in ("Running", "Pending") or not spec.get("nodeName") and phase != "Pending":
             continue
         asks = {r for c in spec.get("containers") or [] for part in ("limits", "requests")
                 for r in ((c.get("resources") or {}).get(part) or {}) if r.startswith(GPU_PREFIX)}
-        if asks:
-            running.append((spec["nodeName"], asks))
+        selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
+        if not asks and POOL_LABEL not in selector:
+            continue
+        meta = pod.get("metadata") or {}
+        name = f"{meta.get('namespace') or 'default'}/{meta.get('name') or '?'}"
+        if spec.get("nodeName"):
+            if asks:
+                placed.append((spec["nodeName"], asks, name))
+        else:
+            waiting.append((selector.get(POOL_LABEL), asks, name))
     plan.nodes_source, plan.pods_source = nodes_source, pods_source
     for impact in plan.impacts:
         if not impact.pools:
             continue
         names = set().union(*(by_pool.get(p, set()) for p in impact.pools))
         impact.nodes, impact.nodes_from = len(names), "cluster"
+        impact.node_names = sorted(names)
         if pods is not None:
             wanted = set(impact.resources) if impact.kind == "resource-rename" else None
-            impact.pods = sum(1 for node, asks in running if node in names and (wanted is None or asks & wanted))
+            found = {name for node, asks, name in placed if node in names and (wanted is None or asks & wanted)}
+            found |= {name for pool, asks, name in waiting
+                      if (wanted is not None and asks & wanted) or (pool is not None and pool in impact.pools)}
+            impact.pods, impact.pod_names = len(found), sorted(found)
