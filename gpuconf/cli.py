@@ -166,12 +166,14 @@ _request_timeout = click.option("--request-timeout", "timeout", type=click.Float
 
 
 @main.command()
-@click.argument("intent", type=click.Path(exists=True, dir_okay=False))
+@click.argument("intents", metavar="[INPUT]...", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
               help="Output format.")
 @click.option("--against", type=click.Path(exists=True, file_okay=False),
               help="Compare a fresh render with the rendered cluster folder DIR/<name>/: first the impact plan (what "
-                   "syncing it does to running nodes and jobs), then the documents.")
+                   "syncing it does to running nodes and jobs), then the documents. The inputs are the clusters DIR "
+                   "holds: a folder there that none of them renders is cluster-removed (disruptive), an input with "
+                   "no folder cluster-added.")
 @click.option("--fail-on", "fail_on", type=click.Choice(["disruptive", "pending", "restart"]),
               help="With --against or --to-chart: exit 1 exactly when an impact of this severity or worse is present "
                    "(severities rise none < restart < pending < disruptive), 0 otherwise, even when documents differ.")
@@ -196,14 +198,18 @@ _request_timeout = click.option("--request-timeout", "timeout", type=click.Float
 @click.option("--values", "values", multiple=True, metavar="FILE", type=click.Path(exists=True, dir_okay=False),
               help="With --against-values: values files layered on INTENT's render, as a Helm release adds them.")
 @_cluster
-def diff(intent: str, fmt: str, against: str | None, fail_on: str | None, nodes_file: str | None,
+def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str | None, nodes_file: str | None,
          kubeconfig: str | None, context: str | None, timeout: float, pods_file: str | None, to_chart: str | None,
          warnings_as_errors: bool, against_values: tuple[str, ...], values: tuple[str, ...],
          cluster: str | None) -> None:
-    """The override report of INTENT: every value that differs from the chart's defaults, and why.
+    """The override report of each INPUT (an intent or a fleet): every value that differs from the chart's defaults,
+    and why.
 
     With --against DIR: the impact plan of syncing a fresh render over DIR/<name>/ (read from the folder alone,
-    not from the previous intent), then the document diff.
+    not from the previous intent), then the document diff. The inputs given are the clusters DIR holds: a cluster
+    folder there that none of them renders (a deleted or renamed intent) is cluster-removed, with what its removal
+    prunes; an input with no folder is cluster-added; a rename is both, paired when the pools match. With no INPUT,
+    every cluster folder under DIR is cluster-removed.
 
     Of a fleet file: each cluster's report (JSON: an object with one under clusters.<name>), or the one --cluster
     names; --nodes, --kubeconfig and --pods are one cluster's, so they need --cluster.
@@ -220,7 +226,9 @@ def diff(intent: str, fmt: str, against: str | None, fail_on: str | None, nodes_
             raise click.UsageError("--against-values compares values: not with --against, --to-chart or markdown")
         from .pipeline import diff_against_values
 
-        _finish(_selecting(diff_against_values, intent, against_values, values, fmt, cluster))
+        if len(intents) != 1:
+            raise click.UsageError("--against-values compares one INPUT's render")
+        _finish(_selecting(diff_against_values, intents[0], against_values, values, fmt, cluster))
     live = None
     if pods_file is not None and nodes_file is None and kubeconfig is None:
         raise click.UsageError("--pods needs --nodes or --kubeconfig (pods are counted on the pools' nodes)")
@@ -237,7 +245,7 @@ def diff(intent: str, fmt: str, against: str | None, fail_on: str | None, nodes_
             pods, pods_source = read_cluster_pods(kubeconfig, context, timeout), source
         live = Live(nodes, source, pods, pods_source, pods_optional=pods_file is None)
     try:
-        outcome = _selecting(run_diff, intent, fmt, against, to_chart, warnings_as_errors, fail_on, live, cluster)
+        outcome = _selecting(run_diff, intents, fmt, against, to_chart, warnings_as_errors, fail_on, live, cluster)
     except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
     if live is not None:

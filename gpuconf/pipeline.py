@@ -225,29 +225,70 @@ class Live:
     pods_optional: bool = False  # listed from the cluster unasked: a cluster that will not list them is a warning
 
 
-def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool,
-         fail_on: str | None = None, live: Live | None = None, cluster: str | None = None) -> Outcome:
+def diff(intents: list[str] | tuple[str, ...] | str, fmt: str, against: str | None, to_chart: str | None,
+         warnings_as_errors: bool, fail_on: str | None = None, live: Live | None = None,
+         cluster: str | None = None) -> Outcome:
     """`gpuconf diff`: the override report, a comparison with a rendered folder (--against) led by the impact plan,
-    or a chart move (--to-chart); of each cluster of a fleet, or the one cluster named. Raises UsageProblem for
-    arguments that cannot work together, SelectionError for a cluster the file does not have."""
+    or a chart move (--to-chart); of each cluster of each input (intents and fleets), or the one cluster named.
+
+    With --against, the inputs are the set of clusters the deployed output holds: a cluster folder there that no
+    input renders is `cluster-removed`, an input with no folder `cluster-added` (paired when they look like one
+    rename). Raises UsageProblem for arguments that cannot work together, SelectionError for a cluster the file does
+    not have."""
     from . import catalog
     from .render.tree import VerificationError
 
+    intents = [intents] if isinstance(intents, str) else list(intents)
     if against is not None and to_chart is not None:
         raise UsageProblem("--against and --to-chart exclude each other")
     if against is None and live is not None:
         raise UsageProblem("--nodes, --kubeconfig and --pods need --against DIR")
     if against is None and to_chart is None and fail_on is not None:
         raise UsageProblem("--fail-on needs --against DIR or --to-chart VERSION")
+    if not intents and against is None:
+        raise UsageProblem("give an INPUT (only --against DIR takes none: then every cluster folder under DIR is "
+                           "one that no input renders)")
+    if len(intents) > 1 and (live is not None or cluster is not None):
+        raise UsageProblem("--cluster, --nodes, --kubeconfig and --pods are about one cluster: give one INPUT")
     if to_chart is not None and catalog.chart(to_chart) is None:
         raise UsageProblem(f"gpuconf has no facts for GPU Operator chart {to_chart!r} "
                            f"(known: {', '.join(catalog.chart_versions())})")
     try:
-        rendered = render_any(intent, against if against else "out", deployed_reader(against) if against else None,
-                              cluster)
+        rendered = [(intent, render_any(intent, against if against else "out",
+                                        deployed_for=deployed_reader(against) if against else None, cluster=cluster))
+                    for intent in intents]
     except VerificationError as exc:
         return Outcome(stderr=[f"gpuconf: internal error: generated output failed verification: {exc}"],
                        code=EXIT_INTERNAL)
+    removed, renamed, notes = {}, {}, []
+    if against is not None:
+        from pathlib import Path
+
+        from .impact.clusterset import removed_folders, renames
+        from .output.writer import OutputError
+
+        if all(r.ok for _, r in rendered):
+            try:
+                removed = removed_folders(against, sorted({t.name for _, r in rendered for t in r.trees}))
+            except OutputError as exc:
+                return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
+            added = {t.name: t.files for _, r in rendered for _, t in r.clusters if not (Path(against) / t.name).is_dir()}
+            renamed = renames(removed, added)
+        else:
+            notes.append(f"gpuconf: an input is invalid, so the cluster folders under {against} that no input renders "
+                         "are not looked for")
+    renamed_from = {new: old for old, new in renamed.items()}
+    outcomes = [(intent, _diff_input(intent, r, fmt, against, to_chart, warnings_as_errors, fail_on, live,
+                                     renamed_from)) for intent, r in rendered]
+    if against is None and len(outcomes) == 1:
+        return outcomes[0][1]
+    return _diff_set(outcomes, removed, renamed, fmt, against, fail_on, notes)
+
+
+def _diff_input(intent: str, rendered, fmt: str, against: str | None, to_chart: str | None,
+                warnings_as_errors: bool, fail_on: str | None, live: Live | None,
+                renamed_from: dict[str, str]) -> Outcome:
+    """`gpuconf diff` of one input (an intent, or each cluster of a fleet)."""
     if not rendered.ok:
         from .findings import format_json, format_text
 
@@ -262,15 +303,57 @@ def diff(intent: str, fmt: str, against: str | None, to_chart: str | None, warni
     for chosen, tree in rendered.clusters:
         name = f"{intent}[{chosen.name}]" if rendered.fleet else intent
         outcomes.append((chosen.name, _diff_cluster(tree, name, fmt, against, to_chart, warnings_as_errors, fail_on,
-                                                    live, chosen.validation.findings)))
+                                                    live, chosen.validation.findings,
+                                                    renamed_from.get(chosen.name))))
     return by_cluster(outcomes, fmt, intent) if rendered.fleet else outcomes[0][1]
 
 
+def _diff_set(outcomes: list[tuple[str, Outcome]], removed: dict[str, dict[str, str]], renamed: dict[str, str],
+              fmt: str, against: str | None, fail_on: str | None, notes: list[str]) -> Outcome:
+    """The outcomes of several inputs, and the plan of each removed cluster folder, as one: JSON is the one input's
+    document (or {"inputs": {file: document}} of several) with `removedClusters` beside it; text and Markdown give
+    each input under a heading when there are several, then each removed cluster. The exit code is the highest."""
+    import json
+    from pathlib import Path
+
+    from .impact import impacts_markdown, impacts_text
+    from .impact.clusterset import cluster_removed
+
+    plans = {name: (str(Path(against) / name), cluster_removed(name, files, str(Path(against) / name),
+                                                               renamed.get(name)))
+             for name, files in sorted(removed.items())} if against is not None else {}
+    code = max([o.code for _, o in outcomes] + [
+        (EXIT_FINDINGS if plan.fails(fail_on) else EXIT_OK) if fail_on else EXIT_FINDINGS for _, plan in plans.values()])
+    stderr = list(dict.fromkeys([*notes, *(line for _, o in outcomes for line in o.stderr)]))
+    several = len(outcomes) != 1
+    if fmt == "json":
+        docs = {intent: json.loads(o.stdout) if o.stdout else None for intent, o in outcomes}
+        gone = {name: {"folder": where, "impacts": plan.as_list(), "worst": plan.worst}
+                for name, (where, plan) in plans.items()}
+        if several:
+            body = {"inputs": docs, "removedClusters": gone}
+        else:
+            body = next(iter(docs.values()))
+            if not isinstance(body, dict):  # an invalid input's findings: nothing was compared
+                return Outcome(outcomes[0][1].stdout, stderr, code)
+            body = {**body, "removedClusters": gone}
+        return Outcome(json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n", stderr, code)
+    if fmt == "markdown":
+        parts = [f"## {intent}\n\n{o.stdout}" if several else o.stdout for intent, o in outcomes]
+        parts += [f"## Cluster {name}: removed (`{where}`)\n\n{impacts_markdown(plan, where)}"
+                  for name, (where, plan) in plans.items()]
+    else:
+        parts = [f"=== {intent} ===\n{o.stdout}" if several else o.stdout for intent, o in outcomes]
+        parts += [f"=== cluster {name}: removed ({where}) ===\n{impacts_text(plan, where)}"
+                  for name, (where, plan) in plans.items()]
+    return Outcome("\n".join(p for p in parts if p), stderr, code)
+
+
 def _diff_cluster(tree, intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool,
-                  fail_on: str | None, live: Live | None, findings: list) -> Outcome:
+                  fail_on: str | None, live: Live | None, findings: list, renamed_from: str | None = None) -> Outcome:
     """`gpuconf diff` of one cluster's fresh render."""
     if against is not None:
-        return _diff_against(tree, intent, against, fmt, fail_on, live, findings)
+        return _diff_against(tree, intent, against, fmt, fail_on, live, findings, renamed_from)
     if to_chart is not None:
         from .output.chartmove import chart_move, failed, move_json, move_text
 
@@ -330,7 +413,7 @@ def deployed_reader(against: str):
 
 
 def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None = None,
-                  live: Live | None = None, findings: list | None = None) -> Outcome:
+                  live: Live | None = None, findings: list | None = None, renamed_from: str | None = None) -> Outcome:
     """A fresh render compared with the rendered folder AGAINST/<name>/: the impact plan, then the documents.
 
     Exit 1 when documents differ; with fail_on, exit 1 exactly when an impact of that severity or worse is present.
@@ -346,11 +429,17 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
         return foreign
     target = Path(against) / tree.name
     if not target.is_dir():
-        from .impact.planner import cluster_added
+        from .impact.clusterset import cluster_added
 
         result = compare_trees({}, tree.files, str(target), intent)
-        impacts = cluster_added(tree.name, tree.files, str(target))
+        impacts = cluster_added(tree.name, tree.files, str(target), renamed_from)
     else:
+        from .output.writer import RECORD
+
+        if not (target / RECORD).is_file():
+            return Outcome(stderr=[f"gpuconf: {target} was not written by gpuconf (it has no {RECORD}): DIR must hold "
+                                   "the cluster folders `gpuconf render -o DIR` wrote, or a Helm release's "
+                                   "values.yaml to compare as values"], code=EXIT_USAGE)
         try:
             existing = read_tree(target)
         except OutputError as exc:

@@ -288,13 +288,29 @@ def test_the_ci_examples_impact_steps_cover_every_cluster_of_a_fleet(tmp_path):
     done = subprocess.run(["bash", "-e", "-c", plan], cwd=repo, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     posted = (repo / "impact.md").read_text(encoding="utf-8")
-    assert "### fleets/ml-fleet/fleet.yaml" in posted
+    assert "## fleets/ml-fleet/fleet.yaml" in posted and "## intents/lab.yaml" in posted
     for name in CLUSTERS:
         assert f"## Cluster {name} (fleets/ml-fleet/fleet.yaml)" in posted
+    assert "removed" not in posted.split("## Cluster")[-1].splitlines()[0]  # every deployed folder is rendered
     gated = subprocess.run(["bash", "-e", "-c", gate], cwd=repo, capture_output=True, text=True, env=env)
     assert gated.returncode == 1, gated.stdout + gated.stderr
-    assert gated.stdout.splitlines() == ["::error file=fleets/ml-fleet/fleet.yaml::disruptive impact: merge it in a "
-                                         "maintenance window, with the label maintenance"]
+    lines = gated.stdout.splitlines()
+    assert lines[-1] == "::error::disruptive impact: merge it in a maintenance window, with the label maintenance"
+    assert "=== fleets/ml-fleet/fleet.yaml ===" in lines and any(
+        line.startswith("  DISRUPTIVE driver-upgrade") for line in lines), lines
+
+    # The intent deleted: one call with every input left names its deployed folder, and the gate fails on it.
+    base.write_text(base.read_text(encoding="utf-8").replace('version: "580.95.05"', 'version: "595.91.07"'),
+                    encoding="utf-8")
+    (repo / "intents" / "lab.yaml").unlink()
+    done = subprocess.run(["bash", "-e", "-c", plan], cwd=repo, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "## Cluster lab: removed (`../deployed/out/lab`)" in (repo / "impact.md").read_text(encoding="utf-8")
+    gated = subprocess.run(["bash", "-e", "-c", gate], cwd=repo, capture_output=True, text=True, env=env)
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert gated.stdout.splitlines()[-3:] == [
+        "=== cluster lab: removed (../deployed/out/lab) ===", "  DISRUPTIVE cluster-removed [l40s] (3 nodes)",
+        "::error::disruptive impact: merge it in a maintenance window, with the label maintenance"]
 
 
 def test_a_fleet_whose_base_is_missing_still_names_its_clusters(run, tmp_path, monkeypatch):

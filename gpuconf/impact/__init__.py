@@ -3,8 +3,9 @@ source) and the new render, never from the old intent.
 
 Sources of "before", each read the same way (`Deployed`: report.json with the pools, their labels, driver,
 resources and taints, the MIG strategy, the chart, the teams' quotas, the upgrade policy; values.yaml; every
-manifest): `folder` (a rendered folder as deployed) and `chart` (the same intent rendered on its current chart, for a
-chart move). A new source (the live installation, say) produces the files of one folder and hands them to the planner.
+manifest): `folder` (a rendered folder as deployed), `chart` (the same intent rendered on its current chart, for a
+chart move) and `clusterset` (the folders of the deployed output as a set: a folder no input renders is
+`cluster-removed`, an input with no folder `cluster-added`). A new source (the live installation, say) produces the files of one folder and hands them to the planner.
 
 Consumers, one module each, predict how one part of the cluster reacts: `driver` (the operator and its driver upgrade
 controller), `deviceplugin` (the device plugin and the MIG manager), `nodes` (node labels and taints), `nodepools`

@@ -98,17 +98,3 @@ def plan_impacts(old: dict[str, str], new: dict[str, str], diff: TreeDiff) -> Im
     section = chart_section(change.old, change.new)
     advise(section, change.old, change.new, change.impacts)
     return ImpactPlan(change.impacts, chart=section)
-
-
-def cluster_added(name: str, new: dict[str, str], where: str) -> ImpactPlan:
-    """The plan of a cluster that has no deployed folder yet: a new cluster (or the new name of a renamed one)."""
-    from .folder import Deployed
-
-    pools = list(Deployed(new).pools)
-    return ImpactPlan([Impact(
-        "cluster-added", "none", pools,
-        f"cluster {name} has no folder at {where}: the first sync installs the GPU Operator and everything the new "
-        f"folder holds ({len(new)} files); no workload that gpuconf knows of runs there yet. A renamed cluster is a "
-        "removal plus an addition: the old name's folder, which `gpuconf render --check` names, prunes the operator "
-        "from that cluster on its sync before this one installs it again",
-        "commit the new folder; if this is a rename, retire the old folder in the same maintenance window")])
