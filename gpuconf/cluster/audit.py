@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping
 
 from . import nodefacts as N
 from .. import plan as P
+from ..intent import hostnames
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 
@@ -187,7 +188,7 @@ class _Pool:
     resources: Mapping[str, int]
     driver_pin: str | None  # None: preinstalled (no pin; skew inside the pool is checked instead)
     sharing_labels: Mapping[str, str]
-    hostname: re.Pattern | None
+    hostname: Any  # RE2-compiled, searched as NFD's InRegexp does (gpuconf/intent/hostnames.py)
     machine: str | None  # the sanitised DMI product GFD publishes as gpu.machine
     node_labels: Mapping[str, str]
     mig: bool  # the pool's sharing has a MIG layout
@@ -251,7 +252,7 @@ def _pools(plan: P.Plan, strategy: str | None) -> list[_Pool]:
             taints=tuple((t.key, t.value, t.effect) for t in pool.taints),
             resources=dict(pp.capacity.per_node), driver_pin=pin,
             sharing_labels=_expected_sharing_labels(pp, plan.strategy),
-            hostname=re.compile(pool.match.hostname) if pool.match.hostname else None,
+            hostname=hostnames.compiled(pool.match.hostname) if pool.match.hostname else None,
             machine=N.sanitise(pool.match.dmi_product) if pool.match.dmi_product else None,
             node_labels=dict(pool.match.node_labels),
             mig=bool(layout), single_mig=single,

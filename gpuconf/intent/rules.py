@@ -269,8 +269,9 @@ def _product_label_claims(ctx: Context, loc: tuple, model: catalog.GpuModel,
 
 @rule("GC303", "pool selectors are disjoint")
 def pools_disjoint(ctx: Context) -> Iterator[Finding]:
-    """Two pools' selectors could match the same node (GPU model, node labels, hostname prefix, DMI product are
-    all considered)."""
+    """Two pools' selectors could match the same node (GPU model, node labels, hostname pattern, DMI product are
+    all considered). Hostname patterns overlap when some node name matches both as NFD matches them (Go's RE2,
+    anywhere in the name unless anchored): their automata intersect."""
     pools = ctx.intent.spec.pools
     models = [plan.gpu_model(ctx.intent, pool.gpu) for pool in pools]
     for i, j in sorted(_overlap_candidates(pools, models)):
@@ -323,6 +324,13 @@ def _could_overlap(a: Pool, b: Pool, ma: catalog.GpuModel | None, mb: catalog.Gp
         return False
     if a.match.dmi_product and b.match.dmi_product and a.match.dmi_product != b.match.dmi_product:
         return False
+    from .hostnames import could_share_a_name, re2_error
+
+    if any(p and re2_error(p) for p in (a.match.hostname, b.match.hostname)):
+        return False  # a pattern NFD cannot compile selects nothing; GC320 says so
+    shared = could_share_a_name(a.match.hostname, b.match.hostname)
+    if shared is not None:
+        return shared  # NFD's RE2 patterns as automata: some node name matches both, or none does
     pa, pb = _literal_prefix(a.match.hostname), _literal_prefix(b.match.hostname)
     if pa is not None and pb is not None and not (pa.startswith(pb) or pb.startswith(pa)):
         return False
@@ -346,18 +354,21 @@ def _literal_prefix(pattern: str | None) -> str | None:
 @rule("GC320", "labels, taints, selectors and hostname patterns are well formed")
 def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
     """Node-label selectors, the Prometheus selector's labels (they land on the PrometheusRule and the
-    ServiceMonitor), hostname regexes and `match` itself are well formed: label keys and values by Kubernetes'
-    own rules; the Prometheus selector may not take over gpuconf's own labels (`app.kubernetes.io/managed-by`,
+    ServiceMonitor), hostname regexes (Go's RE2 syntax, which NFD compiles them with) and `match` itself are well
+    formed: label keys and values by Kubernetes' own rules; the Prometheus selector may not take over gpuconf's own labels (`app.kubernetes.io/managed-by`,
     `gpuconf.dev/cluster`)."""
     for i, pool in enumerate(ctx.intent.spec.pools):
         yield from _label_findings(ctx, _pool_loc(i, "match", "nodeLabels"), pool.match.node_labels,
                                    "node.kubernetes.io/instance-type")
         if pool.match.hostname is not None:
-            try:
-                re.compile(pool.match.hostname)
-            except (re.error, OverflowError, RecursionError) as exc:  # huge repeats and deep nesting raise these
+            from .hostnames import re2_error
+
+            reason = re2_error(pool.match.hostname)
+            if reason is not None:
                 yield ctx.finding("GC320", _pool_loc(i, "match", "hostname"),
-                                  f"hostname pattern is not a valid regular expression: {exc}", None)
+                                  f"hostname pattern is not a regular expression NFD accepts (Go's RE2 syntax): "
+                                  f"{reason}", "RE2 has no lookarounds, backreferences or \\Z (use \\z or $); "
+                                  "NFD matches anywhere in the name unless the pattern starts with ^")
         if not (pool.match.pci_device or pool.match.node_labels or pool.match.hostname or pool.match.dmi_product):
             yield ctx.finding("GC320", _pool_loc(i, "match"), "match selects no nodes: give at least one criterion",
                               "pciDevice: true selects the nodes whose GPU is the pool's model")
@@ -1347,14 +1358,19 @@ def override_keeps_derived(ctx: Context) -> Iterator[Finding]:
             from ..findings import dotted
 
             where = f"{'.'.join(path)} from {dotted(change.origin)} (line {line})"
+            lost = _lost(path, parts, change.value, override.value)
+            if lost is None:
+                continue
             yield ctx.finding("GC342", ("spec", "overrides", i, "path"),
-                              f"replaces what gpuconf derives for {where}: {change.why}; {_lost(path, parts, change.value, override.value)}",
+                              f"replaces what gpuconf derives for {where}: {change.why}; {lost}",
                               "express it in the intent instead, or make the override keep what is lost",
                               severity=WARNING)
 
 
-def _lost(derived: tuple, override: tuple, derived_value: object, value: object) -> str:
-    """What an override loses of a derived value, or, when it loses nothing today, what it freezes."""
+def _lost(derived: tuple, override: tuple, derived_value: object, value: object) -> str | None:
+    """What an override loses of a derived value, or, when it loses nothing today, what it freezes; None when the
+    override's tolerations cover the derived ones with `operator: Exists` (it tolerates every taint of those keys,
+    today's and later ones)."""
     frozen = "nothing is lost today, but the override freezes it: later changes of the intent no longer reach it"
     if len(override) < len(derived):
         node, rest = value, derived[len(override):]
@@ -1369,7 +1385,14 @@ def _lost(derived: tuple, override: tuple, derived_value: object, value: object)
     if len(override) > len(derived):
         return f"lost: {'.'.join(derived)} = {_shown(derived_value)} (gpuconf no longer sets it at all)"
     if isinstance(derived_value, list) and isinstance(value, list):
-        missing = [item for item in derived_value if item not in value]
+        from ..render.values import uncovered
+
+        if derived[-1] == "tolerations":
+            missing = uncovered(derived_value, value)
+            if not missing and derived_value != value:
+                return None
+        else:
+            missing = [item for item in derived_value if item not in value]
         return f"lost: {_shown(missing)}" if missing else frozen
     return frozen if derived_value == value else f"lost: {_shown(derived_value)}"
 

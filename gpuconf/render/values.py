@@ -127,6 +127,29 @@ def build_values(plan: P.Plan) -> ValuesBuilder:
     return b
 
 
+def toleration_covers(broad: Any, narrow: Any) -> bool:
+    """Whether toleration broad tolerates every taint narrow does (Kubernetes' ToleratesTaint,
+    k8s.io/api/core/v1/toleration.go): equal, or operator Exists on narrow's key (an empty key: every key) and
+    effect (an empty effect: every effect), with no tolerationSeconds shorter than narrow's."""
+    if broad == narrow:
+        return True
+    if not isinstance(broad, dict) or not isinstance(narrow, dict) or broad.get("operator") != "Exists":
+        return False
+    if broad.get("key") not in (None, "", narrow.get("key")):
+        return False
+    if broad.get("effect") not in (None, "", narrow.get("effect")):
+        return False
+    seconds = broad.get("tolerationSeconds")
+    return seconds is None or seconds == narrow.get("tolerationSeconds")
+
+
+def uncovered(tolerations: Any, by: Any) -> list:
+    """The tolerations no toleration of `by` covers (toleration_covers)."""
+    if not isinstance(by, list):
+        return list(tolerations)
+    return [t for t in tolerations if not any(toleration_covers(o, t) for o in by)]
+
+
 def _tolerations(plan: P.Plan, b: ValuesBuilder) -> None:
     if not plan.tolerations:
         return
@@ -135,12 +158,13 @@ def _tolerations(plan: P.Plan, b: ValuesBuilder) -> None:
     names = ", ".join(p.name for p in tainted)
     defaults = plan.chart.defaults
     # Operand tolerations are one global list that replaces the chart's (gpu-operator-facts §4): keep the defaults.
+    # A toleration the chart's own `operator: Exists` on that key already covers is not added twice.
     ops = list(defaults["daemonsets"]["tolerations"])
-    b.set("daemonsets.tolerations", ops + [t for t in plan.tolerations if t not in ops],
+    b.set("daemonsets.tolerations", ops + uncovered(plan.tolerations, ops),
           f"operands must tolerate the taints of pool(s) {names}, or no driver or plugin ever runs there", origin)
     found, worker = lookup(defaults, (NFD, "worker", "tolerations"))
     base = list(worker) if found and isinstance(worker, list) else []
-    b.set((NFD, "worker", "tolerations"), base + [t for t in plan.tolerations if t not in base],
+    b.set((NFD, "worker", "tolerations"), base + uncovered(plan.tolerations, base),
           f"NFD's worker must run on the tainted pool(s) {names}, or nothing labels their GPUs", origin)
     if plan.nfd_taints:
         b.set((NFD, "master", "config", "enableTaints"), True,
