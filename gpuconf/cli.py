@@ -135,7 +135,15 @@ def _plural(n: int, word: str) -> str:
 @click.option("--delete-foreign", is_flag=True,
               help="Replace cluster folders even when they hold files gpuconf did not write, deleting those files "
                    "(without it, gpuconf refuses and names them).")
-def render(intents: tuple[str, ...], out: str, check: bool, delete_foreign: bool) -> None:
+@click.option("--attest", is_flag=True,
+              help="Also write each folder's attestation.intoto.json: an in-toto Statement (SLSA provenance v1) of "
+                   "every file written, the inputs' and gpuconf's data digests; `gpuconf verify` checks a folder "
+                   "against it.")
+@click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --attest: sign the statement as a DSSE envelope with this private key (PEM, unencrypted; "
+                   "Ed25519 or ECDSA P-256; needs gpuconf[sign]).")
+def render(intents: tuple[str, ...], out: str, check: bool, delete_foreign: bool, attest: bool,
+           sign_key: str | None) -> None:
     """Render each INTENT (a cluster intent or a fleet) into OUTPUT/<name>/. Atomic per folder and byte-stable.
 
     A fleet file renders every cluster it names, plus the fleet's ApplicationSet or Flux entry points. Nothing is
@@ -149,7 +157,51 @@ def render(intents: tuple[str, ...], out: str, check: bool, delete_foreign: bool
 
     if check and delete_foreign:
         raise click.UsageError("--check writes nothing; --delete-foreign is for a render that writes")
-    _finish(render(intents, out, check, delete_foreign))
+    signer = None
+    if sign_key is not None:
+        if not attest:
+            raise click.UsageError("--sign-key signs the attestation: give --attest too")
+        signer = _key(sign_key, private=True)
+    _finish(render(intents, out, check, delete_foreign, attest, signer))
+
+
+def _key(path: str, private: bool):
+    """A signer (private) or a public key read from path; exit 2 with the reason when it cannot be."""
+    from .output.signing import KeyProblem, load_public_key, load_signer
+
+    try:
+        return load_signer(path) if private else load_public_key(path)
+    except KeyProblem as exc:
+        click.echo(f"gpuconf: {exc}; nothing was written" if private else f"gpuconf: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+@main.command()
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--key", "key_file", type=click.Path(dir_okay=False), metavar="PUBLIC",
+              help="The public key (PEM) the envelope must be signed with (needs gpuconf[sign]); without it the "
+                   "signature is not checked.")
+def verify(folder: str, key_file: str | None) -> None:
+    """Check a rendered cluster FOLDER against its attestation.intoto.json: every file matches its digest, no file
+    is missing or unlisted (gpuconf's file record aside), and with --key the signature verifies.
+
+    Exit 0 verified; 1 naming each file or check that fails; 2 for a folder without an attestation, or a key that
+    cannot be read.
+    """
+    from .output.attest import NoAttestation, verdict_lines, verify_folder
+
+    key = _key(key_file, private=False) if key_file is not None else None
+    try:
+        verdict = verify_folder(folder, key)
+    except NoAttestation as exc:
+        click.echo(f"gpuconf: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    lines = verdict_lines(verdict)
+    click.echo("\n".join(lines[:-1]) + "\n" if len(lines) > 1 else "", nl=False)
+    for note in verdict.notes:
+        click.echo(f"gpuconf: note: {note}", err=True)
+    click.echo(lines[-1], err=True)
+    sys.exit(EXIT_OK if verdict.ok else EXIT_FINDINGS)
 
 
 _NODES_HELP = "A NodeList: the output of `kubectl get nodes -o json` (`-` reads standard input)."

@@ -78,6 +78,8 @@ class RenderedSet:
     trees: list = field(default_factory=list)  # gpuconf.render.tree.Tree
     clusters: list = field(default_factory=list)  # (gpuconf.intent.inputs.Cluster, its Tree) of the chosen clusters
     fleet: bool = False  # the input is a Fleet file
+    #: tree name -> the files it was rendered from, each (role, name, sha256): what `render --attest` records
+    inputs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -111,13 +113,27 @@ def render_any(path: str, out: str, deployed_for=None, cluster: str | None = Non
         [only] = read.clusters
         trees = [render_tree(P.build(only.validation.intent, only.source, only.validation.document), command)]
     by_name = {tree.name: tree for tree in trees}
-    return RenderedSet(name, findings, trees, [(c, by_name[c.name]) for c in chosen if trees], read.is_fleet)
+    return RenderedSet(name, findings, trees, [(c, by_name[c.name]) for c in chosen if trees], read.is_fleet,
+                       _inputs(read, trees))
 
 
-def render(intents: tuple[str, ...] | list[str], out: str, check: bool, delete_foreign: bool = False) -> Outcome:
+def _inputs(read, trees: list) -> dict[str, list[tuple[str, str, str]]]:
+    """Each tree's input files as (role, name, sha256): an intent; or a fleet file with the base and overlay of the
+    cluster (the fleet's own folder: with every base and overlay)."""
+    if not read.is_fleet:
+        return {tree.name: [("intent", read.file, read.digests[read.file])] for tree in trees}
+    fleet = [("fleet", read.file, read.digests[read.file])]
+    layers = {c.name: [("base" if i == 0 else "overlay", f, read.digests[f]) for i, f in enumerate(c.files)]
+              for c in read.clusters}
+    every = sorted({layer for files in layers.values() for layer in files}, key=lambda layer: layer[1])
+    return {tree.name: fleet + layers.get(tree.name, every) for tree in trees}
+
+
+def render(intents: tuple[str, ...] | list[str], out: str, check: bool, delete_foreign: bool = False,
+           attest: bool = False, signer=None) -> Outcome:
     """`gpuconf render`: every input rendered and verified; then, when all are valid and no two write the same
     folder, either compared with OUTPUT (--check) or written into it (refused when a folder holds files gpuconf did
-    not write, unless delete_foreign)."""
+    not write, unless delete_foreign). attest adds each folder's attestation (signed with signer when given)."""
     from pathlib import Path
 
     from .findings import format_text
@@ -140,28 +156,52 @@ def render(intents: tuple[str, ...] | list[str], out: str, check: bool, delete_f
                 return Outcome(findings, [f"gpuconf: {owners[tree.name]} and {r.file} both render "
                                           f"{Path(out) / tree.name}/; nothing was written"], EXIT_FINDINGS)
             owners[tree.name] = r.file
+    if attest or signer is not None:
+        _attest(intents, rendered, out, signer)
     trees = [tree for r in rendered for tree in r.trees]
     from .output.writer import OutputError
 
     try:
-        return _check_trees(trees, out, findings) if check else _write_trees(trees, out, findings, delete_foreign)
+        if check:
+            return _check_trees(trees, out, findings, unsigned=(attest or signer is not None) and signer is None)
+        return _write_trees(trees, out, findings, delete_foreign)
     except OutputError as exc:
         return Outcome(findings, [*_foreign_lines(exc), f"gpuconf: {exc}; nothing was written"], EXIT_USAGE)
 
 
-def _check_trees(trees: list, out: str, stdout: str) -> Outcome:
+def _attest(intents, rendered: list, out: str, signer) -> None:
+    """Add each tree's attestation (gpuconf/output/attest.py) to its files."""
+    from .output.attest import ATTESTATION, attestation_text, statement
+
+    for intent, r in zip(intents, rendered):
+        command = f"{render_command(intent, out)} --attest"
+        for tree in r.trees:
+            versions = [tree.plan.chart_version] if tree.plan is not None else []
+            doc = statement(tree.name, tree.files, command, r.inputs[tree.name], versions)
+            tree.files[ATTESTATION] = attestation_text(doc, signer)
+
+
+def _check_trees(trees: list, out: str, stdout: str, unsigned: bool = False) -> Outcome:
     """render --check: each folder compared byte for byte with a fresh render; exit 1 with the differences when
-    any is stale or holds files gpuconf did not write."""
+    any is stale or holds files gpuconf did not write. unsigned (--attest without a key): a folder's signed
+    attestation is up to date when its payload is the fresh statement (the signature is `gpuconf verify`'s)."""
     from pathlib import Path
 
+    from .output.attest import ATTESTATION, envelope_payload
     from .output.summary import tree_diff
     from .output.writer import RECORD, inspect, orphans, with_record
 
     outcome = Outcome(stdout)
     for tree in trees:
         target = Path(out) / tree.name
-        expected = with_record(tree.files)
-        difference = tree_diff(inspect(target), expected, str(target))
+        folder = inspect(target)
+        files = tree.files
+        present = folder.files.get(ATTESTATION)
+        if unsigned and present and envelope_payload(present.decode("utf-8", "replace")) == \
+                files[ATTESTATION].encode("utf-8"):
+            files = {**files, ATTESTATION: present.decode("utf-8")}
+        expected = with_record(files)
+        difference = tree_diff(folder, expected, str(target))
         if difference:
             outcome.stdout += difference
             outcome.code = EXIT_FINDINGS

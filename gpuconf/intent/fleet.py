@@ -300,6 +300,7 @@ class FleetResult:
     fleet: Fleet | None = None
     findings: list[Finding] = field(default_factory=list)
     clusters: list[ClusterResult] = field(default_factory=list)
+    digests: dict[str, str] = field(default_factory=dict)  # each base and overlay read: its name -> sha256 (hex)
 
 
 def _display(fleet_file: str, ref: str) -> tuple[Path, str]:
@@ -317,10 +318,12 @@ def _load(fleet_doc: Document, loc: tuple, ref: str, result: FleetResult) -> Doc
                                        f"{display} does not exist", "paths are relative to the fleet file"))
         return None
     try:
-        return load_file(path, display)
+        loaded = load_file(path, display)
     except LoadError as exc:
         result.findings.append(exc.finding)
         return None
+    result.digests[loaded.file] = loaded.digest
+    return loaded
 
 
 def merge_fleet(doc: Document) -> FleetResult:

@@ -45,6 +45,7 @@ class Input:
     findings: list[Finding] = field(default_factory=list)
     clusters: list[Cluster] = field(default_factory=list)
     fleet: object = None  # gpuconf.intent.fleet.Fleet, the fleet file's model
+    digests: dict[str, str] = field(default_factory=dict)  # every file read (the input, a fleet's base and overlays)
 
     @property
     def is_fleet(self) -> bool:
@@ -114,11 +115,13 @@ def read_input(path: str, display: str | None = None, deployed_for=None) -> Inpu
         return Input(exc.finding.file, findings=[exc.finding])
     if not is_fleet(doc):
         validation = validate_document(doc, deployed_for)
-        return Input(doc.file, clusters=[Cluster(_intent_name(validation, doc), validation, doc.file, (doc.file,))])
+        return Input(doc.file, clusters=[Cluster(_intent_name(validation, doc), validation, doc.file, (doc.file,))],
+                     digests={doc.file: doc.digest})
     from .fleet import merge_fleet
 
     merged = merge_fleet(doc)
-    read = Input(doc.file, FLEET_KIND, merged.findings, fleet=merged.fleet)
+    read = Input(doc.file, FLEET_KIND, merged.findings, fleet=merged.fleet,
+                 digests={doc.file: doc.digest, **merged.digests})
     for cluster in merged.clusters:
         document = cluster.document
         source = f"{doc.file}, cluster {cluster.name} ({' + '.join(cluster.sources)})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -51,6 +52,7 @@ class Document:
 
     file: str
     data: Any  # CommentedMap at the top for a valid intent
+    digest: str = ""  # sha256 (hex) of the bytes read: what `render --attest` records as the input's digest
 
     def position(self, loc: Sequence[str | int], point_at_key: bool = False) -> tuple[int, int]:
         """1-based (line, column) of the deepest node that exists along loc."""
@@ -159,7 +161,7 @@ def load_bytes(raw: bytes, name: str) -> Document:
                                  "save the file as UTF-8")) from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    return Document(name, _parse(text, name))
+    return Document(name, _parse(text, name), hashlib.sha256(raw).hexdigest())
 
 
 def load_text(text: str, name: str) -> Document:
