@@ -226,13 +226,15 @@ def _counted(layout: Mapping[str, int], names: Iterable[str]) -> str:
 
 
 #: The media-extension rule, as `gpuconf catalog --gpu` and GC306 explain it. A GPU has one optical-flow accelerator
-#: (OFA); a `+me` instance is the only kind that includes it (nvidia-smi mig -lgip on an H200: 7 NVDEC, 7 NVJPG and 1
-#: OFA in all; 1g.18gb has 1/1/0, 1g.18gb+me 1/1/1), and NVIDIA's MIG guide says of each +me profile that a single
-#: instance per GPU can include the media extensions. So a +me instance of any size may sit next to any other
-#: instances the placements allow (1g.18gb+me + 6 x 1g.18gb fills an H200 exactly), but only one per GPU. `+me.all`
-#: (RTX PRO 6000) also claims the media engines and counts as one.
+#: (OFA); of the instances smaller than the whole GPU only a `+me` one includes it (NVML's GPU-instance profiles on a
+#: real H200, tests/fixtures/h200-real/mig.json: ofaCount 1 for 1g.18gb+me and for the whole-GPU 7g.141gb, 0 for the
+#: rest), and NVIDIA's MIG guide says of each +me profile that a single instance per GPU can include the media
+#: extensions. So a +me instance of any size may sit next to any other instances the placements allow (1g.18gb+me +
+#: 6 x 1g.18gb fills an H200 exactly), but only one per GPU. `+me.all` (RTX PRO 6000) also claims the media engines
+#: and counts as one.
 MEDIA_RULE = ("at most one media-extension instance (+me, +me.all) per GPU: the GPU has one optical-flow "
-              "accelerator and only a +me instance includes it; otherwise +me instances place like the rest")
+              "accelerator, which the whole-GPU instance holds and, of the smaller ones, only a +me instance; "
+              "otherwise +me instances place like the rest")
 
 
 def _media_rule_violation(layout: Mapping[str, int]) -> tuple[str, str] | None:
@@ -480,6 +482,28 @@ def name_tokens(text: str) -> list[str]:
 def family_token(tokens: Iterable[str]) -> str | None:
     """The first token with a digit in it: the GPU's model number (A100, H100, L40S, V100S, 6000)."""
     return next((t for t in tokens if any(ch.isdigit() for ch in t)), None)
+
+
+def gfd_product(label: str, replicas: int = 1, renamed: bool = False, mig_profile: str | None = None) -> str:
+    """The nvidia.com/gpu.product GFD sets, from the model's own label (the NVML name with spaces joined by "-"):
+    "-MIG-<profile>" under the single MIG strategy, then "-SHARED" when the resource is replicated (time-slicing or
+    MPS) under its own name (GFD internal/lm/resource.go; measured on a real H200, tests/fixtures/h200-real/:
+    NVIDIA-H200, NVIDIA-H200-SHARED for time-slicing x4, NVIDIA-H200 again with renameByDefault)."""
+    parts = [label, *(("MIG", mig_profile) if mig_profile else ())]
+    if replicas > 1 and not renamed:
+        parts.append("SHARED")
+    return "-".join(parts)
+
+
+def gfd_products(model: GpuModel) -> list[tuple[str, str]]:
+    """(label, when) for every product label GFD gives the model's nodes, from its known labels."""
+    out: list[tuple[str, str]] = []
+    for label in model.product_labels:
+        out.append((label, "whole GPUs, or shared under the renamed resource"))
+        out.append((gfd_product(label, replicas=2), "time-slicing or MPS without renameByDefault"))
+        if model.mig_capable:
+            out.append((gfd_product(label, mig_profile="<profile>"), "the single MIG strategy"))
+    return out
 
 
 def model_names(model: GpuModel) -> tuple[str, ...]:

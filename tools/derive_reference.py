@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import json
 import os
 import re
@@ -35,6 +36,10 @@ COMMAND = "python tools/derive_reference.py"
 CURATED_MIG = "nvidia-formats/mig-catalog.curated.yaml"
 MIG_PARTED_DEFAULT = "nvidia-formats/mig-parted/config-default.yaml"
 H200_SMI = "gpu/h200-nvidia-smi-mig.txt"
+#: A real H200 node (gpu/h200-real/README.md): nvidia-smi -q, GFD v0.20.0's labels, NVML's GPU-instance profiles.
+H200_REAL_SMI = "gpu/h200-real/nvidia-smi-q.txt"
+H200_REAL_GFD = "gpu/h200-real/gfd-labels.txt"
+H200_REAL_MIG = "gpu/h200-real/mig.json"
 CP_CRD = "gpu-operator/v26.7.0/crds/nvidia.com_clusterpolicies.yaml"
 DCGM_METRICS = "dcgm-exporter/dcp-metrics-included.csv"
 
@@ -64,6 +69,7 @@ class ModelSpec:
     cc_evidence: str
     confidence: str = "medium"
     family: str | None = None  # only needed when compute_capability is unknown
+    products: tuple[str, ...] = ()  # GFD nvidia.com/gpu.product values read on real nodes
 
 
 # MIG-capable models. The PCI ids select one group of the curated catalogue (every id of a model must sit in the
@@ -103,10 +109,11 @@ MIG_MODELS: dict[str, ModelSpec] = {
     "PG506-96GB": ModelSpec(
         "NVIDIA PG506-232 96GB", ("0x20B610DE",), 96, "8.0",
         "pci.ids names 0x20B6 'GA100GL [PG506-232]': the GA100 chip, 8.0 as measured on A100"),
+    # Name, memory (143771 MiB) and product label as a real H200 reports them: _check_h200_real reads them back.
     "H200": ModelSpec(
-        "NVIDIA H200 141GB", ("0x233510DE",), 141, "9.0",
+        "NVIDIA H200", ("0x233510DE",), 140.4, "9.0",
         "nvidia-smi compute_cap 'NVIDIA H200, 9.0, 143771' (the memory total of gpu/h200-nvidia-smi-mig.txt)",
-        "high"),
+        "high", products=("NVIDIA-H200",)),
     "H200-NVL": ModelSpec(
         "NVIDIA H200 NVL", ("0x233B10DE",), 141, "9.0",
         "pci.ids names 0x233B 'GH100 [H200 NVL]': the GH100 chip, 9.0 as measured on H200"),
@@ -372,7 +379,7 @@ def _mig_model(model_id: str, spec: ModelSpec, group: dict[str, Any]) -> dict[st
     if len(full) != 1:
         raise DeriveError(f"{where}: expected one plain full-GPU profile, found {full}")
     full_gb = int(full[0].split(".")[1].removesuffix("gb"))
-    if spec.memory_gib is not None and spec.memory_gib < full_gb:
+    if spec.memory_gib is not None and math.ceil(spec.memory_gib) < full_gb:  # 140.4 GiB names a 141gb profile
         raise DeriveError(f"{model_id}: memory {spec.memory_gib} GiB is below its full-GPU profile ({full_gb} GB)")
     legacy = [str(item).split()[0] for item in group.get("legacy_profile_names", [])]
     return {
@@ -389,9 +396,11 @@ def _mig_model(model_id: str, spec: ModelSpec, group: dict[str, Any]) -> dict[st
         "pciDeviceIds": list(spec.pci_ids),
         "pciDevices": {pci: str(names[pci]) for pci in spec.pci_ids},
         "pciSubsystemIds": [],
-        "productLabels": [],
+        "productLabels": list(spec.products),
         "sources": [str(s) for s in _require(group, "sources", where)]
-        + [f"compute capability: {spec.cc_evidence}"],
+        + [f"compute capability: {spec.cc_evidence}"]
+        + ([f"name, memory and product label: {H200_REAL_SMI} (Product Name, FB Memory Total) and {H200_REAL_GFD} "
+            "(GFD v0.20.0 nvidia.com/gpu.product)"] if spec.products else []),
     }
 
 
@@ -570,6 +579,40 @@ def _check_h200(fixture: dict[str, Any], models: dict[str, dict[str, Any]]) -> N
         cat = model["migProfiles"][name]
         if (cat["maxInstances"], cat["starts"], cat["size"]) != (hw["instancesTotal"], hw["starts"], hw["size"]):
             raise DeriveError(f"{owner} {name}: catalogue {cat} disagrees with {H200_SMI} {hw}")
+
+
+def _check_h200_real(smi: str, gfd: str, mig: dict[str, Any], models: dict[str, dict[str, Any]]) -> None:
+    """Fail when the H200's name, memory, product label or MIG table disagree with the real node's readings."""
+    model = models["H200"]
+    name = re.search(r"^\s*Product Name\s*:\s*(.+?)\s*$", smi, re.M)
+    total = re.search(r"FB Memory Usage\s*\n\s*Total\s*:\s*(\d+) MiB", smi)
+    labels = dict(line.split("=", 1) for line in gfd.splitlines() if "=" in line)
+    if not name or not total:
+        raise DeriveError(f"{H200_REAL_SMI}: Product Name or FB Memory Total not found")
+    if model["name"] != name.group(1):
+        raise DeriveError(f"H200: name {model['name']!r} is not the GPU's own {name.group(1)!r} ({H200_REAL_SMI})")
+    if model["memoryGiB"] != round(int(total.group(1)) / 1024, 1) or labels.get("nvidia.com/gpu.memory") != total.group(1):
+        raise DeriveError(f"H200: memory {model['memoryGiB']} GiB is not {total.group(1)} MiB ({H200_REAL_SMI}, "
+                          f"{H200_REAL_GFD})")
+    # GFD's product label is the NVML name with spaces joined by "-" (internal/lm/resource.go).
+    if model["productLabels"] != [labels.get("nvidia.com/gpu.product")] or \
+            labels.get("nvidia.com/gpu.product") != "-".join(name.group(1).split()):
+        raise DeriveError(f"H200: product labels {model['productLabels']} are not GFD's "
+                          f"{labels.get('nvidia.com/gpu.product')!r} ({H200_REAL_GFD})")
+    (device,) = mig["devices"]
+    table = {p["name"].removeprefix("MIG "): p for p in device["gpu_instance_profiles_by_index"] if p.get("name")}
+    if set(table) != set(model["migProfiles"]):
+        raise DeriveError(f"H200: profiles {sorted(model['migProfiles'])} are not NVML's {sorted(table)} "
+                          f"({H200_REAL_MIG})")
+    for profile, hw in table.items():
+        cat = model["migProfiles"][profile]
+        starts = [start for start, _ in hw["placements"]]
+        sizes = {size for _, size in hw["placements"]}
+        if (cat["maxInstances"], cat["starts"], {cat["size"]}) != (hw["instanceCount"], starts, sizes):
+            raise DeriveError(f"H200 {profile}: catalogue {cat} disagrees with NVML ({H200_REAL_MIG}) {hw}")
+    with_ofa = sorted(p for p, hw in table.items() if hw["ofaCount"])
+    if with_ofa != ["1g.18gb+me", "7g.141gb"]:  # gpuconf/catalog.py MEDIA_RULE says which instances hold the OFA
+        raise DeriveError(f"H200: the instances with an optical-flow accelerator are {with_ofa} ({H200_REAL_MIG})")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1293,10 +1336,12 @@ def derive(reference: Path) -> dict[str, bytes]:
     models = build_gpus(ref.yaml(CURATED_MIG), ref.yaml(MIG_PARTED_DEFAULT), ref.text(EXTRA_GPUS))
     fixture = parse_h200_smi(ref.text(H200_SMI))
     _check_h200(fixture, models)
+    _check_h200_real(ref.text(H200_REAL_SMI), ref.text(H200_REAL_GFD), json.loads(ref.text(H200_REAL_MIG)), models)
     crd_spec = _crd_spec(ref.yaml(CP_CRD))
     outputs: dict[str, bytes] = {}
     gpus = {
-        "generated": _header(ref.take(CURATED_MIG, MIG_PARTED_DEFAULT, H200_SMI, EXTRA_GPUS),
+        "generated": _header(ref.take(CURATED_MIG, MIG_PARTED_DEFAULT, H200_SMI, H200_REAL_SMI, H200_REAL_GFD,
+                                      H200_REAL_MIG, EXTRA_GPUS),
                              "gpuconf's GPU catalogue, keyed by the model ids users write in an intent."),
         "notes": {
             "memoryGiB": "nominal board memory as NVIDIA names the part (80 for an 80GB part); nvidia-smi reports "

@@ -582,6 +582,12 @@ def mig_profiles_exist(ctx: Context) -> Iterator[Finding]:
                         _equivalent_profile(other, model)
                     if twin is not None:
                         hint = f"did you mean 'all-{twin.replace('+', '.')}'? {_profile_hint(other, model)}"
+                if prof.mig.preset == "all-enabled":
+                    # mig-manager generates it: MIG mode on, no instances (mig-parted generate-config on an H200).
+                    hint = ("all-enabled is MIG mode on with no instances: write layout: {} for that, or a preset "
+                            "with instances such as all-balanced")
+                elif prof.mig.preset == "all-disabled":
+                    hint = "all-disabled is MIG off: give the pool a sharing profile without mig (exclusive: {})"
                 yield ctx.finding("GC305", (*base, "preset"),
                                   f"preset {prof.mig.preset!r} does not exist on {model.id} (used by pool {pool.name!r})",
                                   hint)

@@ -63,7 +63,7 @@ def catalog_text(gpu_id: str | None) -> str | None:
     lines.append(f"  memory: {f'{model.memory_gib:g}' if model.memory_gib is not None else '?'} GiB, "
                  f"compute capability {model.compute_capability or '?'}, family {model.family}")
     if model.product_labels:
-        lines.append(f"  GFD product label: {', '.join(model.product_labels)}")
+        lines.append("  GFD product labels: " + "; ".join(f"{label} ({when})" for label, when in catalog.gfd_products(model)))
     lines.append(f"  confidence: {model.confidence}")
     if model.mig_capable:
         rows = [("profile", "slices", "max", "placements")]
