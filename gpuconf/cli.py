@@ -52,6 +52,13 @@ class _Group(click.Group):
             raise _internal(exc) from None
 
 
+def _error(text: str) -> None:
+    """An error message of gpuconf on stderr; no line of it starts a CI log's workflow command (term_lines)."""
+    from .escape import term_lines
+
+    click.echo(term_lines(text), err=True)
+
+
 def _internal(exc: BaseException) -> SystemExit:
     """Say that exc is a bug in gpuconf; the SystemExit to raise."""
     click.echo(f"gpuconf: internal error: {type(exc).__name__}: {exc}", err=True)
@@ -314,7 +321,7 @@ def _selecting(command, *args):
     try:
         return command(*args)
     except SelectionError as exc:
-        click.echo(f"gpuconf: {exc}", err=True)
+        _error(f"gpuconf: {exc}")
         sys.exit(EXIT_USAGE)
 
 
@@ -334,7 +341,7 @@ def _written(write, path: str, text: str) -> None:
     try:
         write(path, text)
     except OutputError as exc:
-        click.echo(f"gpuconf: {exc}", err=True)
+        _error(f"gpuconf: {exc}")
         sys.exit(EXIT_USAGE)
 
 
@@ -435,7 +442,7 @@ def _threshold(value: str):
 def _notes(nodes) -> None:
     """The node source's own lines (the Kubernetes client's warnings, said once in gpuconf's words)."""
     for note in getattr(nodes, "notes", ()):
-        click.echo(f"gpuconf: {note}", err=True)
+        _error(f"gpuconf: {note}")
 
 
 
@@ -487,7 +494,7 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_fi
         validation, result = _selecting(audit_path, intent, nodes, source, max_unavailable, slices, cluster)
     except NodeSourceError as exc:
         _notes(nodes)
-        click.echo(f"gpuconf: {exc}", err=True)
+        _error(f"gpuconf: {exc}")
         sys.exit(EXIT_USAGE)
     _notes(nodes)
     if result is None:
@@ -558,12 +565,12 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
         try:
             cluster = read_cluster_config(kubeconfig, context, timeout)
         except InputError as exc:
-            click.echo(f"gpuconf: {exc}", err=True)
+            _error(f"gpuconf: {exc}")
             sys.exit(EXIT_USAGE)
         adopting = adopting or bool(cluster.values)
         if not adopting:
             for note in cluster.notes:
-                click.echo(f"gpuconf: note: {note}", err=True)
+                _error(f"gpuconf: note: {note}")
     if not adopting:
         _write_draft(output, draft.text, draft.describe())
         sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in draft.findings) else EXIT_OK)
@@ -578,7 +585,7 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
         adopted = import_values(values, sets, configmaps, chart_version, name, draft.text if draft else None, gpu,
                                 nodes_chart, cluster, set_strings)
     except InputError as exc:
-        click.echo(f"gpuconf: {exc}", err=True)
+        _error(f"gpuconf: {exc}")
         sys.exit(EXIT_USAGE)
     except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
@@ -607,7 +614,7 @@ def _draft_from_nodes(nodes_file: str | None, kubeconfig: str | None, context: s
         draft = draft_intent(nodes, source, name)
     except NodeSourceError as exc:
         _notes(nodes)
-        click.echo(f"gpuconf: {exc}", err=True)
+        _error(f"gpuconf: {exc}")
         sys.exit(EXIT_USAGE)
     _notes(nodes)
     if not draft.pools:

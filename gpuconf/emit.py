@@ -12,10 +12,12 @@ import re
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .escape import shell_word, single_line  # noqa: F401 - the YAML comment's and the shell's escaping
+
 #: Keys that conventionally lead a Kubernetes document or a config file; the rest follow in sorted order.
 K8S_TOP = ("version", "apiVersion", "kind", "metadata", "spec", "data", "rules", "roleRef", "subjects")
 # go-yaml v2 also reads y/Y/n/N as booleans and base-60 numbers such as 1:20:30.
-_EXTRA_QUOTE = re.compile(r"^(?:[yYnN]|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)$")
+_EXTRA_QUOTE = re.compile(r"(?:[yYnN]|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)")
 
 
 @lru_cache(maxsize=1)
@@ -30,7 +32,7 @@ def needs_quotes(text: str) -> bool:
     """True when a YAML 1.1 or 1.2 reader would not read the bare text back as this string."""
     from ruamel.yaml.nodes import ScalarNode
 
-    if _EXTRA_QUOTE.match(text):
+    if _EXTRA_QUOTE.fullmatch(text):
         return True
     return any(str(r.resolve(ScalarNode, text, (True, False))) != "tag:yaml.org,2002:str" for r in _resolvers())
 
@@ -205,46 +207,3 @@ def dump_all(documents: Sequence[Mapping[str, Any]]) -> str:
 def header(lines: Iterable[str]) -> str:
     """A comment block for the top of a generated file, one comment line per line (see single_line)."""
     return "".join(f"# {single_line(line)}\n" if line else "#\n" for line in lines)
-
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escaped(ch: str) -> str:
-    """A character that is not printable as an escape that bash's $'...' reads back as the same character."""
-    if ch in _ESCAPES:
-        return _ESCAPES[ch]
-    code = ord(ch)
-    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8 (Python's surrogateescape)
-        return f"\\x{code - 0xDC00:02x}"
-    if code < 0x80:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
-
-def single_line(text: str) -> str:
-    """Text that stays on its comment line: every character a YAML reader, an editor or a terminal could take as a
-    line break (\\n, \\r, U+0085, U+2028, U+2029, \\v, \\f, ...) or that is not printable (controls, U+FEFF,
-    bytes of undecodable file names) is written as an escape such as \\n or \\u2028.
-
-    YAML 1.1 readers (PyYAML, go-yaml v2) end a comment at U+0085, U+2028 and U+2029 too; what follows would be
-    read as YAML.
-    """
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else _escaped(ch) for ch in text)
-
-
-_SHELL_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
-
-
-def shell_word(text: str) -> str:
-    """text as one word of a POSIX shell command line that fits on one line: bare when it needs no quoting,
-    single-quoted when it is printable, otherwise bash's $'...' with escapes (a path with a newline stays one
-    line, and pasting it into bash gives the same path back)."""
-    if _SHELL_SAFE.fullmatch(text):
-        return text
-    if text.isprintable():
-        return "'" + text.replace("'", "'\"'\"'") + "'"
-    special = {"\\": "\\\\", "'": "\\'"}
-    return "$'" + "".join(special.get(ch, ch) if ch.isprintable() else _escaped(ch) for ch in text) + "'"

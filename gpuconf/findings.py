@@ -24,10 +24,14 @@ class Finding:
     hint: str | None = field(default=None, compare=False)
 
     def text(self) -> str:
-        """Render as one line: FILE:LINE:COL: severity CODE path: message (hint: ...)."""
+        """Render as one line: FILE:LINE:COL: severity CODE path: message (hint: ...), escaped for a terminal or a
+        CI log (term_text: a file name or a value cannot break the line or start a workflow command)."""
+        from .escape import term_text
+
         where = f" {self.path}:" if self.path else ":"
         tail = f" (hint: {self.hint})" if self.hint else ""
-        return f"{self.file}:{self.line}:{self.column}: {self.severity} {self.code}{where} {self.message}{tail}"
+        return term_text(f"{self.file}:{self.line}:{self.column}: {self.severity} {self.code}{where} {self.message}"
+                         f"{tail}")
 
     def as_dict(self) -> dict:
         """Render as the JSON object documented in docs/reference/findings.md."""

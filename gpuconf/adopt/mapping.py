@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import catalog
+from ..escape import term_text
 from ..findings import dotted
 from . import sources as S
 
@@ -103,14 +104,15 @@ class Adopted:
                 "notes": self.notes, "draftValid": not self.errors}
 
     def summary(self) -> list[str]:
-        """The text summary for stderr: counts, then every dropped and changed path."""
+        """The text summary for stderr: counts, then every dropped and changed path; each value escaped for a
+        terminal or a CI log (term_text: a line break in a value cannot start a line of its own)."""
         counts = self.counts()
         lines = [f"gpuconf: {len(self.settings)} values paths: " +
                  ", ".join(f"{counts[o]} {o}" for o in OUTCOMES) + f" (target chart {self.chart_version})"]
         for s in self.settings:
             if s.outcome in ("dropped", "changed"):
-                lines.append(f"  {s.outcome} {dotted(s.path)} ({s.source}): {s.why}")
-        lines += [f"gpuconf: note: {n}" for n in self.notes]
+                lines.append(f"  {s.outcome} {term_text(dotted(s.path))} ({term_text(s.source)}): {term_text(s.why)}")
+        lines += [f"gpuconf: note: {term_text(n)}" for n in self.notes]
         return lines
 
 

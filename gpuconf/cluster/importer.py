@@ -35,7 +35,7 @@ from . import nodefacts as N
 from ..intent.model import KUBERNETES_VERSIONS
 from ..intent.starter import SCHEMA_FILE
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 #: NFD's PCI label with the device field (deviceLabelFields [class, vendor, device] or [vendor, device]).
 _NFD_DEVICE = re.compile(r"feature\.node\.kubernetes\.io/pci-(?:[0-9a-f]{4}_)?10de_([0-9a-f]{4})\.present")
 #: The operator's record of which NVIDIADriver drives a node (gpu-operator-facts §7): `default` is the chart's own,
@@ -383,7 +383,7 @@ class Importer:
         used: set[str] = set()
         for g in sorted(groups, key=lambda g: (-len(g.nodes), sorted(g.nodes)[0])):
             candidates = []
-            if g.pool_label and DNS_LABEL.match(g.pool_label) and len(g.pool_label) <= 63:
+            if g.pool_label and DNS_LABEL.fullmatch(g.pool_label) and len(g.pool_label) <= 63:
                 candidates.append(g.pool_label)
             if g.node_group:
                 candidates.append(_dns(g.node_group[1]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..escape import md_code, md_text
 from .model import NAMES_SHOWN, ImpactPlan, _node_count
 
 
@@ -60,24 +61,20 @@ def impacts_text(plan: ImpactPlan, where: str) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def impacts_markdown(plan: ImpactPlan, where: str) -> str:
     """The impacts as a short Markdown table, fit for a pull-request comment."""
     icon = {"disruptive": "🔴", "pending": "🟠", "restart": "🟡", "none": "⚪"}
     lines = [f"## gpuconf impact plan: worst `{plan.worst}`", "",
-             f"What syncing this change does to `{where}` ({len(plan.impacts)} impact(s)).", "",
+             f"What syncing this change does to {md_code(where, table=False)} ({len(plan.impacts)} impact(s)).", "",
              "| severity | kind | pools | nodes | what happens | how to do it safely |", "|---|---|---|---|---|---|"]
     for i in plan.impacts:
         nodes = "?" if i.nodes is None else str(i.nodes) + (f" ({i.pods} GPU pods)" if i.pods is not None else "")
         if i.node_names:
-            nodes += f": {_first(i.node_names, i.nodes)}"
+            nodes += f": {md_text(_first(i.node_names, i.nodes))}"
         if i.pod_names:
-            nodes += f"; pods {_first(i.pod_names, i.pods)}"
-        lines.append(f"| {icon[i.severity]} {i.severity} | `{i.kind}` | {_cell(', '.join(i.pools)) or '-'} | {nodes} "
-                     f"| {_cell(i.message)} | {_cell(i.safe)} |")
+            nodes += f"; pods {md_text(_first(i.pod_names, i.pods))}"
+        lines.append(f"| {icon[i.severity]} {i.severity} | `{i.kind}` | {md_text(', '.join(i.pools)) or '-'} | {nodes} "
+                     f"| {md_text(i.message)} | {md_text(i.safe)} |")
     chart = chart_lines(plan.chart)
     if chart:
         lines += ["", f"### {chart[0].rstrip(':').capitalize()}", ""]

@@ -384,7 +384,7 @@ def _check_name(doc: Document, fleet: Fleet, result: FleetResult) -> None:
     intent). A cluster's name is checked as metadata.name of its merged intent, at the cluster's line."""
     from .rules import DNS1123_LABEL, NAME_HINT
 
-    if not DNS1123_LABEL.match(fleet.metadata.name):
+    if not DNS1123_LABEL.fullmatch(fleet.metadata.name):
         line, column = doc.position(("metadata", "name"))
         result.findings.append(Finding(doc.file, line, column, ERROR, "GC301", "metadata.name",
                                        f"{fleet.metadata.name!r} is not a valid name", NAME_HINT))

@@ -408,7 +408,7 @@ def aks_node_pools(ctx: Context) -> Iterator[Finding]:
         name = pool.match.node_labels.get(aks["agentPoolLabel"])
         if name is None:
             continue
-        if not re.match(aks["nodePoolName"]["pattern"], name):  # gke-aks-facts §b: the service's rule
+        if not re.fullmatch(aks["nodePoolName"]["pattern"], name):  # gke-aks-facts §b: the service's rule
             yield ctx.finding("GC386", _pool_loc(i, "match", "nodeLabels", aks["agentPoolLabel"]),
                               f"AKS refuses node pool name {name!r}: a Linux node pool's name is 1 to 12 lower-case "
                               "letters and digits, starting with a letter", "rename the agent pool, e.g. "

@@ -14,9 +14,9 @@ from ..findings import ERROR, WARNING, Finding
 from .loader import Document
 from .model import ClusterIntent, Pool
 
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 NAME_HINT = "use lower-case letters, digits and '-', starting and ending with a letter or digit"
 #: Upstream MPS limit per GPU (k8s-device-plugin cmd/mps-control-daemon/mps/device.go): 48 clients from compute
 #: capability 7.5 on, 16 below.
@@ -113,11 +113,11 @@ def names_are_dns_labels(ctx: Context) -> Iterator[Finding]:
         named.append((("spec", "teams", i, "name"), team.name, False))
         named += [(("spec", "teams", i, "namespaces", j), ns, False) for j, ns in enumerate(team.namespaces)]
     for loc, name, at_key in named:
-        if not DNS1123_LABEL.match(name):
+        if not DNS1123_LABEL.fullmatch(name):
             yield ctx.finding("GC301", loc, f"{name!r} is not a valid name", NAME_HINT, at_key=at_key)
     for i, secret in enumerate(spec.operator.image_pull_secrets):
         # Secret names are DNS subdomains (dots allowed), unlike namespaces.
-        if len(secret) > 253 or not DNS1123_SUBDOMAIN.match(secret):
+        if len(secret) > 253 or not DNS1123_SUBDOMAIN.fullmatch(secret):
             yield ctx.finding("GC301", ("spec", "operator", "imagePullSecrets", i), f"{secret!r} is not a valid "
                               "secret name", "use lower-case letters, digits, '-' and '.'")
 
@@ -435,15 +435,15 @@ def _qualified_name_problem(key: str) -> str | None:
     prefix, _, name = key.rpartition("/")
     if "/" in key and not prefix:
         return "has an empty prefix"
-    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
         return "has an invalid prefix (must be a DNS subdomain)"
-    if not name or len(name) > 63 or not LABEL_NAME.match(name):
+    if not name or len(name) > 63 or not LABEL_NAME.fullmatch(name):
         return "has an invalid name part (at most 63 letters, digits, '-', '_' or '.')"
     return None
 
 
 def _label_value_ok(value: str) -> bool:
-    return value == "" or (len(value) <= 63 and bool(LABEL_NAME.match(value)))
+    return value == "" or (len(value) <= 63 and bool(LABEL_NAME.fullmatch(value)))
 
 
 # --- sharing ----------------------------------------------------------------------------------------------------
@@ -1719,9 +1719,9 @@ def _renders_default_nvidiadriver(intent: ClusterIntent) -> bool:
 
 
 #: A label selector requirement: key, !key, key=value, key==value, key!=value, key in (...), key notin (...).
-_SELECTOR_REQUIREMENT = re.compile(r"^\s*(?:(!)\s*(?P<absent>[^\s=!(),]+)|(?P<key>[^\s=!(),]+)\s*"
+_SELECTOR_REQUIREMENT = re.compile(r"\s*(?:(!)\s*(?P<absent>[^\s=!(),]+)|(?P<key>[^\s=!(),]+)\s*"
                                    r"(?:(?P<op>==|!=|=)\s*(?P<value>[^\s=!(),]*)|\s+(?P<set>in|notin)\s*"
-                                   r"\((?P<values>[^()]*)\))?)\s*$")
+                                   r"\((?P<values>[^()]*)\))?)\s*")
 
 
 def selector_problem(selector: str) -> str | None:
@@ -1737,7 +1737,7 @@ def selector_problem(selector: str) -> str | None:
             current += ch
     parts.append(current)
     for part in parts:
-        match = _SELECTOR_REQUIREMENT.match(part)
+        match = _SELECTOR_REQUIREMENT.fullmatch(part)
         if match is None:
             return f"{part.strip()!r} is not a requirement (key, !key, key=value, key!=value, key in (a,b))"
         key = match.group("absent") or match.group("key")

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator
 
 from .. import __version__, catalog
 from .. import plan as P
-from ..emit import single_line
+from ..escape import md_code, md_comment, md_text, single_line
 from ..findings import Finding, dotted
 from ..render.values import lookup
 
@@ -1187,43 +1187,6 @@ def _bytecode_cache():
                 pass
 
     return BytecodeCache(str(directory))
-
-
-def md_comment(text: Any) -> str:
-    """Text inside an HTML comment on one line: nothing in it ends the line or the comment."""
-    return single_line(str(text)).replace("-->", "--&gt;")
-
-
-#: Every line break a reader may see: what str.splitlines() splits at (\r\n, \n, \r, \v, \f, \x1c-\x1e, U+0085,
-#: U+2028, U+2029). Markdown breaks only at \n and \r, but editors and terminals show the others as new lines.
-_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-#: What starts Markdown or HTML inline: HTML's three as entities; Markdown's punctuation (emphasis, code, links and
-#: images, strikethrough, GitHub's math, the table's pipe, the escape itself) backslash-escaped. Block syntax
-#: (`#`, `-`, `1.`) needs nothing: free text never starts a line of REPORT.md.
-_MD_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;",
-                             **{ch: "\\" + ch for ch in "\\`*_[]|~$"}})
-
-
-def md_text(text: Any) -> str:
-    """Free text as Markdown that shows exactly that text, on one line of REPORT.md (a table cell or a list item).
-
-    Nothing in it becomes markup: raw HTML (`<script>`), links (`[x](javascript:...)`, `<javascript:...>`),
-    emphasis and code show as typed. Every kind of line break becomes `<br>`; other characters that are not
-    printable are written as escapes such as \\x1b (see single_line).
-    """
-    return "<br>".join([single_line(line.translate(_MD_ESCAPES)) for line in _LINE_BREAK.split(str(text))])
-
-
-def md_code(text: Any) -> str:
-    """Inline code on one line that survives backticks and table pipes inside the text: the fence is one backtick
-    longer than the longest run of them in the text; characters that are not printable are escaped (single_line)."""
-    text = single_line(str(text))
-    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
-    # CommonMark strips one space from each end of a code span whose text begins and ends with one (and is not all
-    # spaces): a pad keeps the text's own (` : ` stays " : "), and keeps a backtick off the fence.
-    pad = " " if text.startswith("`") or text.endswith("`") or (
-        text.startswith(" ") and text.endswith(" ") and text.strip(" ")) else ""
-    return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
 
 
 # A table cell that lists several values puts each on a line of its own. The filters below build such cells in

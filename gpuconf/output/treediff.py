@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..escape import md_code, md_fence, md_html, md_text, term_text
 from ..findings import dotted
 from .writer import RECORD
 
@@ -200,38 +201,41 @@ def compare_trees(old: dict[str, str], new: dict[str, str], old_root: str, new_s
 
 
 def diff_text(diff: TreeDiff) -> str:
-    """The semantic diff, then the unified diff."""
+    """The semantic diff, then the unified diff; every value and line of the folder's files is escaped for a
+    terminal or a CI log (term_text)."""
     lines = []
     for doc in diff.documents:
-        lines.append(f"{doc.status} {doc.file}: {doc.title}")
-        lines += [f"  {c.text()}" for c in doc.changes]
+        lines.append(f"{doc.status} {term_text(doc.file)}: {term_text(doc.title)}")
+        lines += [f"  {term_text(c.text())}" for c in doc.changes]
     if diff.comments_only:
-        lines.append(f"comments only (headers, `# via` lines): {', '.join(diff.comments_only)}")
+        lines.append(f"comments only (headers, `# via` lines): {', '.join(map(term_text, diff.comments_only))}")
     counts = {s: sum(1 for d in diff.documents if d.status == s) for s in ("added", "removed", "changed")}
     if diff.equal:
-        lines.append(f"{diff.old_root}: no document differs from a fresh render of {diff.new_source}")
+        lines.append(f"{term_text(diff.old_root)}: no document differs from a fresh render of "
+                     f"{term_text(diff.new_source)}")
     else:
         lines.append(f"{len(diff.documents)} document(s) differ: {counts['added']} added, {counts['removed']} removed, "
                      f"{counts['changed']} changed")
-    return "\n".join(lines) + "\n" + diff.unified
+    unified = "".join(term_text(line) + "\n" for line in diff.unified.splitlines())
+    return "\n".join(lines) + "\n" + unified
 
 
 def diff_markdown(diff: TreeDiff, folded: bool = False) -> str:
     """The semantic diff as Markdown (for a pull-request comment), with the unified diff in a fenced block; folded
-    puts it all in a <details> block (under the impact plan's table)."""
-    lines = [f"## Rendered output against `{diff.old_root}`", ""]
+    puts it all in a <details> block (under the impact plan's table). Every value is escaped (md_code, md_text)."""
+    lines = [f"## Rendered output against {md_code(diff.old_root, table=False)}", ""]
     if folded:
-        lines = ["<details><summary>Rendered documents against <code>" + diff.old_root.replace("<", "&lt;")
-                 + "</code></summary>", ""]
+        lines = [f"<details><summary>Rendered documents against <code>{md_html(diff.old_root)}</code></summary>", ""]
     if diff.equal:
-        lines.append(f"No document differs from a fresh render of `{diff.new_source}`.")
+        lines.append(f"No document differs from a fresh render of {md_code(diff.new_source, table=False)}.")
     for doc in diff.documents:
-        lines.append(f"- **{doc.status}** `{doc.file}`: {doc.title}")
-        lines += [f"  - `{c.text()}`" for c in doc.changes]
+        lines.append(f"- **{doc.status}** {md_code(doc.file, table=False)}: {md_text(doc.title)}")
+        lines += [f"  - {md_code(c.text(), table=False)}" for c in doc.changes]
     if diff.comments_only:
-        lines.append(f"- comments only (headers, `# via` lines): {', '.join(f'`{p}`' for p in diff.comments_only)}")
+        lines.append("- comments only (headers, `# via` lines): "
+                     + ", ".join(md_code(p, table=False) for p in diff.comments_only))
     if diff.unified:
-        fence = "````" if "```" in diff.unified else "```"
+        fence = md_fence(diff.unified)
         lines += ["", f"{fence}diff", diff.unified.rstrip("\n"), fence]
     if folded:
         lines += ["", "</details>"]

@@ -131,12 +131,12 @@ def requirements(model_id: str, gpus: int, match: dict[str, str],
 CAPACITY_TYPES = ("on-demand", "spot", "reserved")
 #: A NodePool's name is a DNS-1123 subdomain that is also the value of karpenter.sh/nodepool on its nodes (a label
 #: value: at most 63 characters); its EC2NodeClass and NodeOverlay share it.
-NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+NAME_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def name_problem(name: str) -> str | None:
     """Why Karpenter (the API server) refuses this NodePool name, or None."""
-    if len(name) > 63 or not NAME_PATTERN.match(name):
+    if len(name) > 63 or not NAME_PATTERN.fullmatch(name):
         return ("a NodePool name is a DNS-1123 subdomain (lower-case alphanumerics, '-' and '.') of at most 63 "
                 "characters, since it is also the karpenter.sh/nodepool label value of its nodes")
     return None

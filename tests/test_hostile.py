@@ -1,0 +1,127 @@
+"""Hostile input, round four (issue 29): what a pull request from a stranger can make gpuconf do in CI."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import re
+
+import gpuconf
+
+
+def _modules():
+    for info in pkgutil.walk_packages(gpuconf.__path__, "gpuconf."):
+        yield importlib.import_module(info.name)
+
+
+def test_no_pattern_of_gpuconf_is_anchored_with_a_dollar_that_matches_before_a_final_newline():
+    """Item 2: `$` matches before a final "\\n", so `re.match(r"^name$", "l40s\\n")` passes a pool name that breaks
+    every object it names. Names, labels and taints are checked with full matches (re.fullmatch or \\Z)."""
+    anchored = sorted(f"{module.__name__}.{name}" for module in _modules() for name, value in vars(module).items()
+                      if isinstance(value, re.Pattern) and re.search(r"(?<!\\)\$\)*\Z", value.pattern))
+    # The one left is no check: the YAML emitter's scanner of its own lines (kept ends), where `$` is the line's end.
+    assert anchored == ["gpuconf.emit._KEY_LINE"]
+
+
+# --- item 1: Markdown of a pull-request comment ------------------------------------------------------------------
+
+HOSTILE_MD = "/opt` <img src=x onerror=alert(1)> [click me](https://evil.example) @octocat </details> <!--"
+#: The HTML tags gpuconf's own Markdown writes: the folded diff's <details> and the cells' line breaks.
+OWN_HTML = {"<details>", "<summary>", "<code>", "</code>", "</summary>", "</details>", "<br>"}
+
+
+def _markdown_tokens(text: str) -> list:
+    from markdown_it import MarkdownIt
+
+    tokens = []
+    for token in MarkdownIt("commonmark").enable(["table"]).parse(text):
+        tokens.append(token)
+        tokens += token.children or []
+    return tokens
+
+
+def _html_and_links(tokens: list) -> list[str]:
+    """Every HTML tag or comment a reader's browser would see and every link, but gpuconf's own tags."""
+    found = []
+    for token in tokens:
+        if token.type in ("html_inline", "html_block"):
+            found += [tag for tag in re.findall(r"<[^>]*>?", token.content) if tag not in OWN_HTML]
+        if token.type in ("link_open", "image"):
+            found.append(token.type)
+    return found
+
+
+def test_a_hostile_override_value_stays_inside_its_code_span_in_diff_markdown(run, tmp_path, monkeypatch):
+    """Item 1: the value closed the inline code with its backtick, and its unclosed `<!--` hid every later table of
+    the comment the CI example posts. It shows as typed now, in a code span whose fence is longer than its backtick,
+    and the unified diff's fence is longer than any backtick run of the files."""
+    from conftest import ROOT
+
+    monkeypatch.chdir(tmp_path)
+    assert run("render", str(ROOT / "examples" / "single-pool.yaml"), "-o", "out").exit_code == 0
+    intent = tmp_path / "intent.yaml"
+    intent.write_text((ROOT / "examples" / "single-pool.yaml").read_text(encoding="utf-8") +
+                      "  overrides:\n    - path: toolkit.installDir\n"
+                      f"      value: {json.dumps(HOSTILE_MD)}\n"
+                      "      why: the hosts keep the toolkit under /opt for the audit trail\n", encoding="utf-8")
+    result = run("diff", str(intent), "--against", "out", "--format", "markdown")
+    assert result.exit_code == 1, result.output  # the folder differs
+    tokens = _markdown_tokens(result.stdout)
+    assert _html_and_links(tokens) == []
+    codes = [t.content for t in tokens if t.type == "code_inline"]
+    assert f'toolkit: (absent) -> {{"installDir": {json.dumps(HOSTILE_MD)}}}' in codes
+    [fence] = [t for t in tokens if t.type == "fence"]
+    assert fence.info == "diff" and f"+  installDir: {HOSTILE_MD}\n" in fence.content
+    assert result.stdout.rstrip("\n").endswith("</details>")
+
+
+def test_the_impact_tables_cells_show_pod_names_and_messages_as_typed():
+    """Item 1: the impact table's cells only had their pipes escaped; a pod name read from --pods or the cluster
+    (or any text of a cell) with Markdown or HTML in it shows as typed now (md_text)."""
+    from gpuconf.impact import impacts_markdown
+    from gpuconf.impact.model import Impact, ImpactPlan
+
+    impact = Impact("driver-upgrade", "disruptive", ["l40s"], HOSTILE_MD, "drain | then sync", nodes=1, pods=1,
+                    node_names=["gpu-1"], pod_names=[f"ml/{HOSTILE_MD}"])
+    text = impacts_markdown(ImpactPlan([impact]), "out/lab")
+    tokens = _markdown_tokens(text)
+    assert _html_and_links(tokens) == []
+    row = [t for t in tokens if t.type == "inline"][-6:]
+    shown = ["".join(c.content for c in cell.children) for cell in row]
+    assert shown == ["🔴 disruptive", "driver-upgrade", "l40s", f"1 (1 GPU pods): gpu-1; pods ml/{HOSTILE_MD}",
+                     HOSTILE_MD, "drain | then sync"]
+
+
+# --- item 10: workflow commands in a CI log ----------------------------------------------------------------------
+
+WORKFLOW_COMMAND = "1\n::error title=gpuconf::all checks passed, safe to merge"
+
+
+def _log_commands(text: str) -> list[str]:
+    """The lines a CI log reads as commands: GitHub Actions' `::name ...::` and Azure Pipelines' `##[...]`,
+    `##vso[...]` after leading blanks."""
+    return [line for line in text.splitlines() if line.lstrip().startswith(("::", "##"))]
+
+
+def test_a_value_printed_on_stderr_cannot_start_a_workflow_command(run, tmp_path):
+    """Item 10: import printed the value raw on stderr, and its second line became an annotation of the run."""
+    values = tmp_path / "values.yaml"
+    values.write_text(f"driver:\n  version: {json.dumps(WORKFLOW_COMMAND)}\n", encoding="utf-8")
+    result = run("import", "--values", str(values), "-o", str(tmp_path / "intent.yaml"))
+    assert result.exit_code == 0, result.output
+    assert _log_commands(result.stderr) == []
+    [line] = [line for line in result.stderr.splitlines() if line.startswith("  changed driver.version")]
+    assert line == (f"  changed driver.version ({values}:2): Helm read the unquoted 1\\n::error title=gpuconf::all "
+                    "checks passed, safe to merge as a number; carried over from "
+                    f"{values}:2 as the string \"1\\n::error title=gpuconf::all checks passed, safe to merge\" "
+                    "(the same image tag text)")
+
+
+def test_a_finding_whose_file_name_is_a_workflow_command_is_escaped():
+    """Item 10: a finding's line starts with its file's name, which a fleet's overlay list can give."""
+    from gpuconf.findings import Finding
+
+    finding = Finding("::error title=x::ok.yaml", 3, 5, "error", "GC301", "metadata.name", "'a\\n' is bad", "fix\nit")
+    assert finding.text() == "\\x3a:error title=x::ok.yaml:3:5: error GC301 metadata.name: 'a\\n' is bad (hint: fix\\nit)"
+    assert _log_commands(finding.text()) == []
