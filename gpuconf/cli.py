@@ -649,8 +649,10 @@ def _write_draft(output: str | None, text: str, describe: str) -> None:
 @click.option("--oc-mirror", "oc_mirror", metavar="OPENSHIFT_VERSION",
               help="Print oc-mirror's ImageSetConfiguration (v2) for an OpenShift cluster of this minor version "
                    "(e.g. 4.20): the GPU Operator's bundle of the pinned chart, the NFD Operator, every image by tag.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="json: one object listing each image with its source and the clusters that pull it, and the notes.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "cyclonedx"]), default="text", show_default=True,
+              help="json: one object listing each image with its source and the clusters that pull it, and the notes; "
+                   "cyclonedx: a CycloneDX 1.6 JSON BOM, each image a container component with its pkg:oci purl "
+                   "(needs gpuconf[sbom]).")
 @_cluster
 def images(intent: str, driver_os: tuple[str, ...], pairs: bool, oc_mirror: str | None, fmt: str,
            cluster: str | None) -> None:
@@ -665,8 +667,8 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool, oc_mirror: str 
 
     if pairs and oc_mirror is not None:
         raise click.UsageError("give --pairs or --oc-mirror, not both")
-    if fmt == "json" and (pairs or oc_mirror is not None):
-        raise click.UsageError("--format json lists every image with its source: not with --pairs or --oc-mirror")
+    if fmt != "text" and (pairs or oc_mirror is not None):
+        raise click.UsageError(f"--format {fmt} lists every image with its source: not with --pairs or --oc-mirror")
     _finish(_selecting(list_images, intent, tuple(driver_os), pairs, oc_mirror, cluster, fmt))
 
 

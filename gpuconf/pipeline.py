@@ -574,6 +574,15 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool = False, oc_mirr
         for ref in found.references:
             pulled.setdefault(ref, []).append(name)
     references = sorted(pulled)
+    if fmt == "cyclonedx":
+        from .output.sbom import MissingLibrary, bom_text
+
+        try:
+            text = bom_text([(ref, sources[ref], sorted(pulled[ref])) for ref in references],
+                            [n.removeprefix("gpuconf: note: ") for n in notes])
+        except MissingLibrary as exc:
+            return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
+        return Outcome(text, notes)
     if fmt == "json":
         import json
 
