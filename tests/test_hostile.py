@@ -7,6 +7,8 @@ import json
 import pkgutil
 import re
 
+import pytest
+
 import gpuconf
 
 
@@ -125,3 +127,34 @@ def test_a_finding_whose_file_name_is_a_workflow_command_is_escaped():
     finding = Finding("::error title=x::ok.yaml", 3, 5, "error", "GC301", "metadata.name", "'a\\n' is bad", "fix\nit")
     assert finding.text() == "\\x3a:error title=x::ok.yaml:3:5: error GC301 metadata.name: 'a\\n' is bad (hint: fix\\nit)"
     assert _log_commands(finding.text()) == []
+
+
+# --- item 7: huge numbers -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("number, shown", [
+    ("9" * 4400, "99999999999999999999...99999999 (4400 characters)"),
+    ("0x" + "f" * 3700, "0xffffffffffffffffff...ffffffff (3702 characters)"),
+    ("99999999999999999999", "99999999999999999999 (20 characters)"),
+])
+def test_an_integer_beyond_int64_in_a_values_file_is_an_input_error_not_a_crash(run, tmp_path, number, shown):
+    """Item 7: Python converts no more than 4,300 digits to or from text, so import exited 3 (hex: when it printed
+    the value); Helm's reader keeps no integer beyond int64 either. Exit 2, the number's position, nothing written."""
+    values = tmp_path / "values.yaml"
+    values.write_text(f"driver:\n  version: {number}\n", encoding="utf-8")
+    result = run("import", "--values", str(values), "-o", str(tmp_path / "intent.yaml"))
+    assert (result.exit_code, result.stderr) == (2, f"gpuconf: {values}:2:12: {shown} is an integer beyond int64, "
+                                                    "which no Kubernetes field or Helm value holds\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["values.yaml"]
+
+
+def test_a_set_value_of_4400_digits_is_a_string_as_helm_has_it(run, tmp_path):
+    """Item 7: --set's number past int64 is ParseInt's range error in Helm's strvals, so the string stays."""
+    values = tmp_path / "values.yaml"
+    values.write_text("driver: {}\n", encoding="utf-8")
+    result = run("import", "--values", str(values), "--set", "driver.version=" + "9" * 4400, "--report",
+                 str(tmp_path / "report.json"), "-o", str(tmp_path / "intent.yaml"))
+    assert result.exit_code == 0, result.stderr
+    [setting] = [s for s in json.loads((tmp_path / "report.json").read_text())["settings"]
+                 if s["path"] == "driver.version"]
+    assert setting["value"] == "9" * 4400

@@ -96,6 +96,7 @@ def _documents(text: str, name: str) -> list[tuple[Any, Any]]:
                 node = loader.get_node()
                 if node is None:
                     continue
+                _no_big_numbers(node, name)
                 value = loader.construct_document(node)
                 if value is not None:
                     out.append((value, node))
@@ -109,6 +110,25 @@ def _documents(text: str, name: str) -> list[tuple[Any, Any]]:
         raise InputError(f"{name}: not YAML that Helm reads: {type(exc).__name__}: "
                          f"{' '.join(str(exc).split())[:200]}") from None
     return out
+
+
+def _no_big_numbers(node: Any, name: str) -> None:
+    """Refuse an integer beyond int64 (InputError at its position): Helm's reader (go-yaml) keeps none, and Python
+    neither reads nor writes one of more than 4,300 decimal digits (the loader's GC114, for values files)."""
+    import yaml
+
+    from ..intent.loader import _INTEGER, _beyond_int64, _big_number
+
+    todo = [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            todo += [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+        elif node.tag == "tag:yaml.org,2002:int" and _INTEGER.fullmatch(node.value) and _beyond_int64(node.value):
+            mark = node.start_mark
+            raise InputError(f"{name}:{mark.line + 1}:{mark.column + 1}: {_big_number(node.value)}")
 
 
 def _json_key(key: Any) -> str:

@@ -66,7 +66,9 @@ def typed(text: str, strings: bool = False) -> Any:
         return 0
     if text and text[0] != "0":
         body = text[1:] if text[0] in "+-" else text
-        if body.isascii() and body.isdigit():
+        # 19 digits hold every int64; longer text is ParseInt's range error, so a string, as in Helm (and Python
+        # converts no more than 4,300 digits).
+        if body.isascii() and body.isdigit() and len(body) <= 19:
             value = int(text)
             if -_INT64 <= value < _INT64:
                 return value

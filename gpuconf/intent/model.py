@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import (BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, ValidationInfo, WithJsonSchema,
-                      field_validator, model_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, ValidationInfo,
+                      WithJsonSchema, field_validator, model_validator)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -34,7 +34,28 @@ MAX_LABELS = 64  # node labels, taints, Prometheus selector labels, metadata lab
 
 Name = Annotated[str, Field(min_length=1, max_length=63, description="A DNS-1123 label: lower-case alphanumerics and '-'.")]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
-Count = Annotated[int, Field(ge=1)]
+#: The integer types of the fields gpuconf's values end up in (issue 29, item 7): an intent's number is refused
+#: where its consumer could not hold it, instead of rendering an object the API server or the controller refuses.
+#: Kubernetes counts (an IntOrString's int, replicas, a node count) are int32; Go's `int` fields of the operator's
+#: CRDs are int64; a Go time.Duration (the drain timeout the upgrade controller multiplies by time.Second, every
+#: duration Karpenter and Prometheus parse) is int64 nanoseconds.
+INT32_MAX = 2 ** 31 - 1
+INT64_MAX = 2 ** 63 - 1
+DURATION_SECONDS_MAX = INT64_MAX // 10 ** 9
+_DURATION_UNITS = {"ms": 10 ** 6, "s": 10 ** 9, "m": 60 * 10 ** 9, "h": 3600 * 10 ** 9}
+
+
+def _go_duration(value: str) -> str:
+    """A duration such as 1h30m that a Go time.Duration holds (Karpenter's and Prometheus's parsers refuse longer)."""
+    total = sum(int(n) * _DURATION_UNITS[unit] for n, unit in re.findall(r"([0-9]+)(ms|s|m|h)", value))
+    if total > INT64_MAX:
+        raise PydanticCustomError("duration_range", f"is longer than a Go duration holds (at most "
+                                                    f"{INT64_MAX // _DURATION_UNITS['h']}h)")
+    return value
+
+
+GoDuration = AfterValidator(_go_duration)
+Count = Annotated[int, Field(ge=1, le=INT32_MAX)]
 Subject = Annotated[str, Field(
     pattern=r"^((group|user):\S+|serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-.a-z0-9]*[a-z0-9])?)$",
     description="An RBAC subject: group:NAME, user:NAME or serviceaccount:NAMESPACE:NAME.",
@@ -260,7 +281,8 @@ class Drain(Strict):
 
     enable: bool = Field(True, description="Drain the node (evict all pods) before the driver upgrade.")
     force: bool = Field(False, description="Also evict pods not managed by a controller.")
-    timeout_seconds: int = Field(300, ge=0, description="Give up draining after this many seconds (0 = never).")
+    timeout_seconds: int = Field(300, ge=0, le=DURATION_SECONDS_MAX,
+                                 description="Give up draining after this many seconds (0 = never).")
     delete_empty_dir: bool = Field(False, description="Evict pods using emptyDir volumes (their data is lost).")
     pod_selector: Optional[NonEmpty] = Field(None, description="Label selector of the pods to drain; default all.",
                                              examples=["app.kubernetes.io/component=training"])
@@ -270,7 +292,8 @@ class PodDeletion(Strict):
     """How GPU pods are removed before their driver is replaced."""
 
     force: bool = Field(False, description="Delete GPU pods not managed by a controller.")
-    timeout_seconds: int = Field(300, ge=0, description="Give up after this many seconds (0 = never).")
+    timeout_seconds: int = Field(300, ge=0, le=DURATION_SECONDS_MAX,
+                                 description="Give up after this many seconds (0 = never).")
     delete_empty_dir: bool = Field(False, description="Delete GPU pods using emptyDir volumes.")
 
 
@@ -278,20 +301,23 @@ class WaitForCompletion(Strict):
     """Jobs that must finish before a node's driver is replaced."""
 
     pod_selector: NonEmpty = Field(description="Label selector of the pods to wait for.")
-    timeout_seconds: int = Field(0, ge=0, description="Stop waiting after this many seconds (0 = forever).")
+    timeout_seconds: int = Field(0, ge=0, le=DURATION_SECONDS_MAX,
+                                 description="Stop waiting after this many seconds (0 = forever).")
 
 
 def _max_unavailable(value: Any) -> Union[int, str]:
     # A plain validator instead of a Union keeps the error to one clear line instead of one per union member.
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX:  # an IntOrString
         return value
     if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit() and 0 <= int(value[:-1]) <= 100:
         return value
-    raise PydanticCustomError("max_unavailable", "must be a node count (>= 0) or a percentage such as \"25%\"")
+    raise PydanticCustomError("max_unavailable", "must be a node count (0 to 2147483647) or a percentage such as "
+                                                 "\"25%\"")
 
 
 MaxUnavailable = Annotated[Any, PlainValidator(_max_unavailable), WithJsonSchema({
-    "oneOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": r"^(100|[1-9]?[0-9])%$"}],
+    "oneOf": [{"type": "integer", "minimum": 0, "maximum": INT32_MAX},
+              {"type": "string", "pattern": r"^(100|[1-9]?[0-9])%$"}],
     "description": "Nodes that may be unavailable at once during the upgrade: a count or a percentage such as \"25%\".",
 })]
 
@@ -303,7 +329,7 @@ class Rollout(Strict):
     """A driver upgrade in progress: the target version and how many waves run it already."""
 
     version: DriverVersion = Field(description="The driver version the waves move to.")
-    wave: int = Field(ge=0, description="Waves 1..wave run the target version; the later ones keep spec.driver.version. "
+    wave: int = Field(ge=0, le=INT32_MAX, description="Waves 1..wave run the target version; the later ones keep spec.driver.version. "
                                         "Raise it by one per reviewed commit; revert the commit to roll a wave back.")
 
 
@@ -311,7 +337,7 @@ class Upgrade(Strict):
     """Driver upgrade policy: how each node is upgraded, and the waves pools upgrade in."""
 
     auto_upgrade: bool = Field(True, description="Let the operator roll driver changes out node by node.")
-    max_parallel: int = Field(1, ge=0, description="Nodes upgraded at once (0 = unlimited), per NVIDIADriver in "
+    max_parallel: int = Field(1, ge=0, le=INT32_MAX, description="Nodes upgraded at once (0 = unlimited), per NVIDIADriver in "
                                                    "per-pool mode.")
     max_unavailable: MaxUnavailable = "25%"
     drain: Optional[Drain] = Field(None, description="Drain settings; omit to keep the chart default (no drain).")
@@ -366,7 +392,7 @@ class Mps(Strict):
                                                       "the device plugin's own default is false.")
 
 
-MigLayout = Annotated[Dict[NonEmpty, Annotated[int, Field(ge=1)]], Field(max_length=MAX_LABELS)]
+MigLayout = Annotated[Dict[NonEmpty, Annotated[int, Field(ge=1, le=INT32_MAX)]], Field(max_length=MAX_LABELS)]
 
 
 class Mig(Strict):
@@ -416,7 +442,7 @@ class Taint(Strict):
 
 # Karpenter's NodePool fields (karpenter-facts §d; the NodePool CRD's patterns and enums).
 KarpenterDuration = Annotated[str, Field(pattern=r"^(([0-9]+(s|m|h))+|Never)$",
-                                         description="A duration such as 30m, 720h or 1h30m, or Never.")]
+                                         description="A duration such as 30m, 720h or 1h30m, or Never."), GoDuration]
 CAPACITY_TYPES = ("on-demand", "spot", "reserved")
 
 
@@ -430,7 +456,7 @@ class DisruptionBudget(Strict):
         examples=[["Drifted"]])
     schedule: Optional[NonEmpty] = Field(None, description="Cron schedule when the budget starts (with duration).",
                                          examples=["0 9 * * mon-fri"])
-    duration: Optional[Annotated[str, Field(pattern=r"^([0-9]+(m|h))+$")]] = Field(
+    duration: Optional[Annotated[str, Field(pattern=r"^([0-9]+(m|h))+$"), GoDuration]] = Field(
         None, description="How long the budget lasts from each schedule, e.g. 8h (with schedule).", examples=["8h"])
 
     @model_validator(mode="after")
@@ -480,7 +506,7 @@ class KarpenterPool(Strict):
     expire_after: KarpenterDuration = Field(
         "Never", description="Replace nodes this long after launch, forcefully (budgets and do-not-disrupt do not "
                              "hold it): gpuconf's default Never keeps long training jobs (Karpenter's is 720h).")
-    termination_grace_period: Optional[Annotated[str, Field(pattern=r"^([0-9]+(s|m|h))+$")]] = Field(
+    termination_grace_period: Optional[Annotated[str, Field(pattern=r"^([0-9]+(s|m|h))+$"), GoDuration]] = Field(
         None, description="How long a draining node waits for its pods before Karpenter deletes it.")
     capacity_types: List[Literal[CAPACITY_TYPES]] = Field(  # type: ignore[valid-type]
         default_factory=list, max_length=3,
@@ -504,9 +530,9 @@ class Pool(Strict):
     name: Name
     gpu: NonEmpty = Field(description="GPU model id from the catalogue (gpuconf schema lists them).")
     gpus_per_node: int = Field(ge=1, le=16, description="GPUs in each node.")
-    nodes: int = Field(ge=1, description="Number of nodes in the pool; with minNodes, the most it scales to (quotas "
+    nodes: int = Field(ge=1, le=INT32_MAX, description="Number of nodes in the pool; with minNodes, the most it scales to (quotas "
                                          "and capacity count these).")
-    min_nodes: Optional[int] = Field(None, ge=0, description="The fewest nodes an autoscaled pool keeps (0: it "
+    min_nodes: Optional[int] = Field(None, ge=0, le=INT32_MAX, description="The fewest nodes an autoscaled pool keeps (0: it "
                                                               "scales to zero); absent: the pool has `nodes` nodes.")
     match: Match = Field(description="How the pool's nodes are recognised.")
     sharing: Name = Field("exclusive", description="Name of a sharing profile; `exclusive` is always defined.")
@@ -606,7 +632,8 @@ class Monitoring(Strict):
     """DCGM exporter scraping and alerts."""
 
     service_monitor: bool = Field(True, description="Create the DCGM exporter ServiceMonitor (needs the Prometheus Operator CRDs).")
-    interval: Optional[Annotated[str, Field(pattern=r"^[0-9]+(ms|s|m|h)$")]] = Field(None, description="Scrape interval, e.g. 30s.")
+    interval: Optional[Annotated[str, Field(pattern=r"^[0-9]+(ms|s|m|h)$"), GoDuration]] = Field(
+        None, description="Scrape interval, e.g. 30s.")
     prometheus_selector: Dict[NonEmpty, str] = Field(default_factory=dict, max_length=MAX_LABELS, description="Labels your Prometheus selects ServiceMonitors and rules by.")
     alerts: Optional[Alerts] = Field(None, description="Alert thresholds; omit for no PrometheusRule.")
 
@@ -738,7 +765,7 @@ QUANTITY = quantity.UNSIGNED
 
 
 def _quantity(value: Any) -> Union[int, str]:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX:  # an IntOrString
         return value
     if isinstance(value, str) and re.fullmatch(QUANTITY, value) and quantity.is_quantity(value):
         return value  # fullmatch: `$` also matches before a newline
