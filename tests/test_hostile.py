@@ -135,17 +135,25 @@ def test_a_finding_whose_file_name_is_a_workflow_command_is_escaped():
 @pytest.mark.parametrize("number, shown", [
     ("9" * 4400, "99999999999999999999...99999999 (4400 characters)"),
     ("0x" + "f" * 3700, "0xffffffffffffffffff...ffffffff (3702 characters)"),
-    ("99999999999999999999", "99999999999999999999 (20 characters)"),
+    ("1" + "0" * 309, "10000000000000000000...00000000 (310 characters)"),
 ])
 def test_an_integer_beyond_int64_in_a_values_file_is_an_input_error_not_a_crash(run, tmp_path, number, shown):
     """Item 7: Python converts no more than 4,300 digits to or from text, so import exited 3 (hex: when it printed
-    the value); Helm's reader keeps no integer beyond int64 either. Exit 2, the number's position, nothing written."""
+    the value); Helm reads an integer beyond float64 as a string. Exit 2, the number's position, nothing written."""
     values = tmp_path / "values.yaml"
     values.write_text(f"driver:\n  version: {number}\n", encoding="utf-8")
     result = run("import", "--values", str(values), "-o", str(tmp_path / "intent.yaml"))
-    assert (result.exit_code, result.stderr) == (2, f"gpuconf: {values}:2:12: {shown} is an integer beyond int64, "
-                                                    "which no Kubernetes field or Helm value holds\n")
+    assert (result.exit_code, result.stderr) == (2, f"gpuconf: {values}:2:12: {shown} is an integer beyond float64's "
+                                                    "range: Helm reads it as a string, and no Kubernetes field holds "
+                                                    "it\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["values.yaml"]
+
+
+def test_an_integer_helm_reads_as_a_float_is_still_imported(run, tmp_path):
+    """Item 7: 2**64 + 1 is past int64 but a float64 to Helm: the bound is float64's range, not int64's."""
+    values = tmp_path / "values.yaml"
+    values.write_text("driver:\n  version: 18446744073709551617\n", encoding="utf-8")
+    assert run("import", "--values", str(values), "-o", str(tmp_path / "intent.yaml")).exit_code == 0
 
 
 def test_a_set_value_of_4400_digits_is_a_string_as_helm_has_it(run, tmp_path):

@@ -113,11 +113,11 @@ def _documents(text: str, name: str) -> list[tuple[Any, Any]]:
 
 
 def _no_big_numbers(node: Any, name: str) -> None:
-    """Refuse an integer beyond int64 (InputError at its position): Helm's reader (go-yaml) keeps none, and Python
+    """Refuse an integer beyond float64's range (InputError at its position): Helm reads it as a string, and Python
     neither reads nor writes one of more than 4,300 decimal digits (the loader's GC114, for values files)."""
     import yaml
 
-    from ..intent.loader import _INTEGER, _beyond_int64, _big_number
+    from ..intent.loader import _INTEGER, _big_number, _too_big
 
     todo = [node]
     while todo:
@@ -126,7 +126,7 @@ def _no_big_numbers(node: Any, name: str) -> None:
             todo += [part for pair in node.value for part in pair]
         elif isinstance(node, yaml.SequenceNode):
             todo += node.value
-        elif node.tag == "tag:yaml.org,2002:int" and _INTEGER.fullmatch(node.value) and _beyond_int64(node.value):
+        elif node.tag == "tag:yaml.org,2002:int" and _INTEGER.fullmatch(node.value) and _too_big(node.value):
             mark = node.start_mark
             raise InputError(f"{name}:{mark.line + 1}:{mark.column + 1}: {_big_number(node.value)}")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -44,7 +45,7 @@ TITLES = {
     CODE_KEY: "mapping key that is not a plain string (number, boolean, date, list, or a << merge key)",
     CODE_NUMBER: "integer that YAML 1.1 and 1.2 read differently (a leading zero, 0x, 0o, 0b, underscores)",
     CODE_TRUNCATED: "more findings than gpuconf reports for one intent (the rest are counted)",
-    CODE_BIG_NUMBER: "integer beyond int64, which no reader of the rendered files (Kubernetes, Helm) keeps",
+    CODE_BIG_NUMBER: "integer beyond float64's range, which no reader of the rendered files (Kubernetes, Helm) holds",
 }
 
 
@@ -254,7 +255,7 @@ class _Composer:
                     # A YAML 1.1 merge key: ruamel and PyYAML merge it, a YAML 1.2 reader sees a literal "<<" key.
                     raise _Refusal(CODE_KEY, event.start_mark, "YAML merge keys (<<) are not allowed",
                                    "write the merged keys out in full")
-                if plain and _INTEGER.fullmatch(event.value) and _beyond_int64(event.value):
+                if plain and _INTEGER.fullmatch(event.value) and _too_big(event.value):
                     raise _Refusal(CODE_BIG_NUMBER, event.start_mark, _big_number(event.value),
                                    "no field of an intent takes a number that large; quote it if it is text")
                 if plain and _NUMBER_FORMS.fullmatch(event.value):
@@ -328,30 +329,33 @@ _NUMBER_FORMS = re.compile(r"[-+]?(0[0-9_]+|0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB
 
 #: A plain integer of any of YAML's forms (decimal, 0x, 0o, 0b, leading zeros, underscores).
 _INTEGER = re.compile(r"[-+]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*)")
-#: The range of a Kubernetes integer field (int64) and of an integer Helm keeps (go-yaml's int64).
-INT64 = (-2 ** 63, 2 ** 63 - 1)
+#: The largest integer any reader of gpuconf's files holds: Helm reads its values' numbers as float64 (go-yaml's
+#: ParseFloat, then JSON), and takes a larger one for a string; no Kubernetes field holds more than int64.
+FLOAT64_MAX = int(sys.float_info.max)
 
 
 def _integer(text: str) -> int | None:
-    """The value of a plain integer in any of _INTEGER's forms, None when it is far beyond int64 (more digits than
-    Python converts to or from decimal text)."""
+    """The value of a plain integer in any of _INTEGER's forms, None when it has more digits than any float64 (and
+    than Python converts to or from decimal text: 4,300)."""
     sign, digits = ("-" if text[0] == "-" else ""), text.lstrip("+-").replace("_", "")
     base = {"0x": 16, "0o": 8, "0b": 2}.get(digits[:2].lower(), 10)
     digits = (digits[2:] if base != 10 else digits).lstrip("0") or "0"
-    if len(digits) > 64:  # 64 binary digits hold an int64 in any base
+    if len(digits) > 1100:  # 1,024 binary digits hold a float64's range in any base
         return None
     return int(sign + digits, base)
 
 
-def _beyond_int64(text: str) -> bool:
+def _too_big(text: str) -> bool:
+    """True for an integer beyond float64's range."""
     value = _integer(text)
-    return value is None or not INT64[0] <= value <= INT64[1]
+    return value is None or abs(value) > FLOAT64_MAX
 
 
 def _big_number(text: str) -> str:
-    """The message for an integer beyond int64: its start and its length, never its decimal digits."""
+    """The message for an integer beyond float64: its start and its length, never its decimal digits."""
     shown = text if len(text) <= 40 else f"{text[:20]}...{text[-8:]}"
-    return f"{shown} ({len(text)} characters) is an integer beyond int64, which no Kubernetes field or Helm value holds"
+    return (f"{shown} ({len(text)} characters) is an integer beyond float64's range: Helm reads it as a string, and no "
+            "Kubernetes field holds it")
 
 
 def _number_problem(text: str) -> tuple[str, str]:
