@@ -759,6 +759,25 @@ def write_nodelist(path: Path, plan, images: int = 25) -> int:
     return path.stat().st_size
 
 
+def write_podlist(path: Path, node_names: list[str], count: int) -> int:
+    """Write a PodList of count running pods, one GPU each, spread over the nodes in turn, in the teams' namespaces
+    (for large benchmarks: the fields `kubectl get pods -A -o json` gives that the impact plan reads, on one line as
+    `-o json | jq -c` writes it); returns its size."""
+    namespaces = ("research", "product-inference", "research-batch")
+    with open(path, "w", encoding="utf-8") as out:
+        out.write('{"apiVersion":"v1","items":[')
+        for i in range(count):
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": f"train-{i:06d}-{_h(i)[:5]}", "namespace": namespaces[i % len(namespaces)]},
+                   "spec": {"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "1"},
+                                                                          "requests": {"nvidia.com/gpu": "1"}}}],
+                            "nodeName": node_names[i % len(node_names)]},
+                   "status": {"phase": "Running"}}
+            out.write(("," if i else "") + json.dumps(pod, separators=(",", ":"), sort_keys=True))
+        out.write('],"kind":"List","metadata":{"resourceVersion":""}}\n')
+    return path.stat().st_size
+
+
 def scaled_intent(example: str, nodes: dict[str, int]) -> str:
     """examples/<example>.yaml with its pools' node counts replaced."""
     import re

@@ -44,3 +44,14 @@ def test_without_helm_the_render_bench_says_why_there_is_no_ratio(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == (
         "  helm template: no `helm` binary (--helm PATH, or helm on PATH), so no side-by-side ratio")
+
+
+def test_the_impact_bench_times_a_driver_change_on_a_generated_cluster_with_its_pods(tmp_path):
+    """`--impact-only NODES:PODS` (issue 27: the full bench runs 5,200 nodes and 200,000 pods): one line, whose
+    figures come from a whole `gpuconf diff --against --nodes --pods` process that found the disruptive impact."""
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--impact-only", "20:300", "--runs", "1"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    [line] = done.stdout.splitlines()
+    assert re.fullmatch(r"impact plan 20 nodes, 300 pods\s+[0-9.]+ ms  whole process \([0-9]+ ms CPU\), peak "
+                        r"RSS [0-9]+ MiB; a driver change, NodeList [0-9]+ MB, PodList [0-9]+ MB of JSON", line), line

@@ -775,7 +775,20 @@ def test_a_file_that_is_no_pod_list_is_a_usage_error(run, deployed, tmp_path):
     result = run("diff", str(example), "--against", str(out), "--nodes", str(tmp_path / "nodes.json"), "--pods",
                  str(tmp_path / "pods.json"))
     assert result.exit_code == 2
-    assert "pods.json: not JSON" in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"gpuconf: {tmp_path / 'pods.json'}: expected a JSON PodList, the output of `kubectl get pods -A -o json` "
+        "(YAML? use `kubectl get pods -A -o json`)"]
+    for text, reason in ((b'{"kind": "PodList", "items": [{"kind": "Pod", "spec": []}]}', "item 0 is not a Pod"),
+                         (b'{"items": [1]}', "item 0 is not a Pod"), (b'{"kind": "PodList", "items": [', "not a valid "
+                                                                      "pod list (character 31)"),
+                         (b'{"items": [], "kind": "ConfigMap"}', "expected a PodList, got kind 'ConfigMap'"),
+                         (b'\xff', "not UTF-8 text")):
+        (tmp_path / "pods.json").write_bytes(text)
+        result = run("diff", str(example), "--against", str(out), "--nodes", str(tmp_path / "nodes.json"), "--pods",
+                     str(tmp_path / "pods.json"))
+        assert result.exit_code == 2, text
+        [line] = result.stderr.strip().splitlines()
+        assert reason in line and "Traceback" not in result.output, line
 
 
 # --- properties over random intents -----------------------------------------------------------------------------

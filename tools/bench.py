@@ -1,6 +1,7 @@
 """Benchmarks: a whole render of the largest example against bare Python and `helm template` (when helm is on PATH:
 `--chart DIR`), start-up cost of the CLI, validation time of generated large intents, and the audit of generated
-clusters of 1,000 and 10,000 nodes (`make bench`; `--render-only` for the first alone).
+clusters of 1,000 and 10,000 nodes, and the impact plan of a driver change on 5,200 nodes with 200,000 pods (`make
+bench`; `--render-only` for the first alone, `--impact-only NODES:PODS` for the last).
 
 Timings are medians of several runs on this machine; nothing here asserts a time, it only reports.
 """
@@ -114,7 +115,13 @@ def main() -> None:
     parser.add_argument("--helm", help="the helm binary for `helm template` (default: helm on PATH)")
     parser.add_argument("--render-only", action="store_true",
                         help="only the whole-process render against bare Python (and helm), then stop")
+    parser.add_argument("--impact-only", metavar="NODES:PODS",
+                        help="only the impact plan of a driver change on a generated cluster of that size, then stop")
     args = parser.parse_args()
+    if args.impact_only:
+        nodes, _, pods = args.impact_only.partition(":")
+        impact_scale_bench(int(nodes), int(pods), args.runs)
+        return
 
     from generate import big_intent_text
 
@@ -156,6 +163,7 @@ def main() -> None:
                   f"in process, {whole * 1000:.0f} ms whole process")
         _render_benchmarks(gpuconf, tmp, args.runs, big_intent_text)
         impact_bench(tmp, args.runs)
+    impact_scale_bench(5_200, 200_000, 3)
 
 
 def impact_bench(tmp: str, runs: int) -> None:
@@ -287,6 +295,68 @@ def _audit_process(intent: Path, nodes: Path, runs: int) -> tuple[float, int]:
     return statistics.median(samples), rss
 
 
+def _peak_process(args: list[str], runs: int, ok: tuple[int, ...] = (0,)) -> tuple[float, float, int]:
+    """Median wall and CPU seconds and the peak RSS (KiB) of a whole gpuconf process with these arguments."""
+    import resource
+
+    probe = ("import atexit, resource, sys\n"
+             "def peak():\n"
+             "    try:\n"
+             "        with open('/proc/self/status') as f:\n"
+             "            return next(int(l.split()[1]) for l in f if l.startswith('VmHWM:'))\n"
+             "    except (OSError, StopIteration):\n"
+             "        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+             "atexit.register(lambda: print('maxrss', peak(), file=sys.stderr))\n"
+             "from gpuconf.entry import prepare\nprepare()\n"  # as the gpuconf command starts
+             "from gpuconf.cli import main\nmain()")
+    walls, cpus, rss = [], [], 0
+    for _ in range(runs):
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", probe, *args], check=False, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
+        assert done.returncode in ok, done.stderr[-2000:]
+        rss = max(rss, int(done.stderr.rsplit("maxrss ", 1)[1]))
+    return statistics.median(walls), statistics.median(cpus), rss
+
+
+def impact_scale_bench(nodes: int, pods: int, runs: int) -> None:
+    """`gpuconf diff --against --nodes --pods` of a driver change on a generated cluster of NODES GPU nodes with a
+    PodList of PODS running GPU pods (issue 27: 5,200 nodes and 200,000 pods in at most 3 s and 300 MB)."""
+    import nodelists
+
+    from gpuconf import plan as P
+    from gpuconf.intent.validate import validate_path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        counts = {"train-h100": nodes * 6 // 10, "infer-a100": nodes // 5}
+        counts["notebooks-l4"] = nodes - sum(counts.values())
+        before = Path(tmp) / "before.yaml"
+        before.write_text(nodelists.scaled_intent("heterogeneous", counts), encoding="utf-8")
+        result = validate_path(before)
+        plan = P.build(result.intent, str(before), result.document)
+        subprocess.run([sys.executable, "-m", "gpuconf", "render", str(before), "-o", str(Path(tmp) / "out")],
+                       check=True, capture_output=True)
+        after = Path(tmp) / "after.yaml"
+        text = before.read_text(encoding="utf-8")
+        assert 'version: "595.91.07"' in text
+        after.write_text(text.replace('version: "595.91.07"', 'version: "580.126.20"', 1), encoding="utf-8")
+        node_file, pod_file = Path(tmp) / "nodes.json", Path(tmp) / "pods.json"
+        node_size = nodelists.write_nodelist(node_file, plan, images=2)
+        names = [spec.name for spec in nodelists.specs(plan) if spec.pool is not None]  # the GPU nodes
+        pod_size = nodelists.write_podlist(pod_file, names, pods)
+        wall, cpu, rss = _peak_process(["diff", str(after), "--against", str(Path(tmp) / "out"), "--nodes",
+                                        str(node_file), "--pods", str(pod_file), "--fail-on", "disruptive"],
+                                       runs, ok=(1,))
+        label = f"impact plan {nodes:,} nodes, {pods:,} pods"
+        print(f"{label:<44} {wall * 1000:8.1f} ms  whole process ({cpu * 1000:.0f} ms CPU), peak RSS "
+              f"{rss / 1024:.0f} MiB; a driver change, NodeList {node_size / 1e6:.0f} MB, PodList "
+              f"{pod_size / 1e6:.0f} MB of JSON")
+
+
 def audit_bench(runs: int) -> None:
     """`gpuconf audit` of generated clusters of 1,000 and 10,000 nodes (kubectl's JSON layout, realistic labels)."""
     import nodelists
@@ -326,5 +396,5 @@ def audit_bench(runs: int) -> None:
 
 if __name__ == "__main__":
     main()
-    if "--render-only" not in sys.argv:
+    if "--render-only" not in sys.argv and "--impact-only" not in sys.argv:
         audit_bench(7)

@@ -41,7 +41,10 @@ class NodeListReader:
     """Iterates over the Node objects of a NodeList (or kubectl's `List`, or a single Node) read from a byte stream.
 
     After iteration, `header` holds the list's other top-level fields (kind, apiVersion, metadata with `continue`).
+    A subclass reads another kind's list (PodListReader).
     """
+
+    ITEM, LIST, NOUN, COMMAND = "Node", "NodeList", "node list", "`kubectl get nodes -o json`"
 
     def __init__(self, stream: IO[bytes], source: str) -> None:
         self.source = source
@@ -68,8 +71,7 @@ class NodeListReader:
         try:
             text = self._decoder.decode(data or b"", final=not data)
         except UnicodeDecodeError:
-            raise NodeSourceError(f"{self.source}: not UTF-8 text (expected the output of "
-                                  "`kubectl get nodes -o json`)") from None
+            raise NodeSourceError(f"{self.source}: not UTF-8 text (expected the output of {self.COMMAND})") from None
         if not data:
             self._eof = True
         if self._pos:
@@ -112,9 +114,9 @@ class NodeListReader:
                     continue
                 raise self._error(exc.msg + self._too_large(), self._consumed + exc.pos) from None
             except RecursionError:  # the C decoder recurses per nesting level: a Node is a few levels deep
-                raise self._error("JSON nested too deeply to be a Node") from None
+                raise self._error(f"JSON nested too deeply to be a {self.ITEM}") from None
             except ValueError as exc:  # int() refuses numbers of more than 4,300 digits
-                raise self._error(f"a number no Node holds ({_one_line(str(exc)).split(';')[0]})") from None
+                raise self._error(f"a number no {self.ITEM} holds ({_one_line(str(exc)).split(';')[0]})") from None
             # A number (or literal) that ends exactly at the buffer's end may go on in the next chunk.
             if end == len(self._buf) and self._grow(start_size):
                 continue
@@ -135,21 +137,20 @@ class NodeListReader:
 
     def _too_large(self) -> str:
         if len(self._buf) - self._pos > MAX_VALUE:
-            return f"; no complete value within {MAX_VALUE >> 20} MiB (a Node is far smaller)"
+            return f"; no complete value within {MAX_VALUE >> 20} MiB (a {self.ITEM} is far smaller)"
         return ""
 
     def _error(self, message: str, offset: int | None = None) -> NodeSourceError:
         offset = self._consumed + self._pos if offset is None else offset
-        return NodeSourceError(f"{self.source}: not a valid node list (character {offset + 1}): {message}")
+        return NodeSourceError(f"{self.source}: not a valid {self.NOUN} (character {offset + 1}): {message}")
 
     # -- structure ------------------------------------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[dict]:
         first = self._peek()
         if first != "{":
-            hint = " (YAML? use `kubectl get nodes -o json`)" if first and first not in "[" else ""
-            raise NodeSourceError(f"{self.source}: expected a JSON NodeList, the output of "
-                                  f"`kubectl get nodes -o json`{hint}")
+            hint = f" (YAML? use {self.COMMAND})" if first and first not in "[" else ""
+            raise NodeSourceError(f"{self.source}: expected a JSON {self.LIST}, the output of {self.COMMAND}{hint}")
         self._pos += 1
         items = False
         if self._peek() == "}":
@@ -168,17 +169,17 @@ class NodeListReader:
                 if self._expect(",}", "',' or '}'") == "}":
                     break
         if self._peek():
-            raise self._error("unexpected text after the node list")
+            raise self._error(f"unexpected text after the {self.NOUN}")
         kind = self.header.get("kind")
         if not items:
-            if kind == "Node":  # `kubectl get node NAME -o json`
+            if kind == self.ITEM:  # `kubectl get node NAME -o json`
                 self._check(self.header, 0)
                 yield self.header
                 return
-            raise NodeSourceError(f"{self.source}: no `items`: expected a NodeList (`kubectl get nodes -o json`)"
+            raise NodeSourceError(f"{self.source}: no `items`: expected a {self.LIST} ({self.COMMAND})"
                                   + (f", got kind {kind!r}" if kind else ""))
-        if kind not in (None, "List", "NodeList"):
-            raise NodeSourceError(f"{self.source}: expected a NodeList, got kind {kind!r}")
+        if kind not in (None, "List", self.LIST):
+            raise NodeSourceError(f"{self.source}: expected a {self.LIST}, got kind {kind!r}")
 
     def _check(self, item: dict, index: int) -> None:
         problem = check_node(item)
@@ -188,6 +189,10 @@ class NodeListReader:
             raise NodeSourceError(f"{self.source}: {which}: {problem}; expected the output of "
                                   "`kubectl get nodes -o json`")
 
+    def _not_item(self, item: Any, index: int) -> NodeSourceError:
+        what = item.get("kind") if isinstance(item, dict) else type(item).__name__
+        return NodeSourceError(f"{self.source}: item {index} is a {what}, not a {self.ITEM}")
+
     def _items(self) -> Iterator[dict]:
         self._expect("[", "'[' (items is a list)")
         if self._peek() == "]":
@@ -196,9 +201,8 @@ class NodeListReader:
         index = 0
         while True:
             item = self._value()
-            if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
-                what = item.get("kind") if isinstance(item, dict) else type(item).__name__
-                raise NodeSourceError(f"{self.source}: item {index} is a {what}, not a Node")
+            if not isinstance(item, dict) or item.get("kind", self.ITEM) != self.ITEM:
+                raise self._not_item(item, index)
             self._check(item, index)
             yield item
             index += 1
@@ -221,26 +225,32 @@ def read_nodes_file(path: str) -> Iterator[dict]:
         yield from NodeListReader(stream, path)
 
 
-def read_pods_file(path: str) -> Iterator[dict]:
-    """The pods of a `kubectl get pods -A -o json` file (a PodList, or kubectl's List of Pods); raises
-    NodeSourceError, when iterated, for a file that is not one."""
-    import json
+class PodListReader(NodeListReader):
+    """Iterates over the Pods of a PodList (`kubectl get pods -A -o json`, a PodList or kubectl's List), streamed as
+    nodes are: a 200,000-pod cluster's listing is some 50 MB of JSON, and only the pods being counted are kept."""
 
+    ITEM, LIST, NOUN, COMMAND = "Pod", "PodList", "pod list", "`kubectl get pods -A -o json`"
+
+    def _check(self, item: dict, index: int) -> None:
+        if not isinstance(item.get("spec", {}), dict) or not isinstance(item.get("metadata", {}), dict) or \
+                not isinstance(item.get("status", {}), dict):
+            raise NodeSourceError(f"{self.source}: item {index} is not a Pod; expected {self.COMMAND}")
+
+    def _not_item(self, item: Any, index: int) -> NodeSourceError:
+        if isinstance(item, dict) and isinstance(item.get("kind"), str):  # another kind's list, a NodeList say
+            return NodeSourceError(f"{self.source}: expected a PodList, the output of {self.COMMAND}")
+        return NodeSourceError(f"{self.source}: item {index} is not a Pod; expected {self.COMMAND}")
+
+
+def read_pods_file(path: str) -> Iterator[dict]:
+    """Stream the pods of a `kubectl get pods -A -o json` file; raises NodeSourceError, when iterated, for a file
+    that is not one."""
     try:
-        with open(path, "rb") as stream:
-            data = json.load(stream)
+        stream = open(path, "rb")  # noqa: SIM115 - closed below, also when the consumer stops early
     except OSError as exc:
         raise NodeSourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (ValueError, RecursionError) as exc:
-        raise NodeSourceError(f"{path}: not JSON ({exc}); expected the output of `kubectl get pods -A -o json`") \
-            from None
-    items = data.get("items") if isinstance(data, dict) else None
-    if not isinstance(items, list) or data.get("kind") not in (None, "List", "PodList"):
-        raise NodeSourceError(f"{path}: expected a PodList, the output of `kubectl get pods -A -o json`")
-    for index, item in enumerate(items):
-        if not isinstance(item, dict) or item.get("kind", "Pod") != "Pod" or not isinstance(item.get("spec", {}), dict):
-            raise NodeSourceError(f"{path}: item {index} is not a Pod; expected `kubectl get pods -A -o json`")
-        yield item
+    with stream:
+        yield from PodListReader(stream, path)
 
 
 # --- a live cluster ----------------------------------------------------------------------------------------------

@@ -3,9 +3,12 @@ nodes each impact touches (from the live cluster)."""
 
 from __future__ import annotations
 
+import heapq
+
 from typing import Any, Iterable
 
-from .model import POOL_LABEL, PROBE_COMPONENT, Change, Impact, ImpactPlan, _labelled_by, _names, _pool_of, impact_kind
+from .model import (NAMES_LISTED, POOL_LABEL, PROBE_COMPONENT, Change, Impact, ImpactPlan, _labelled_by, _names, _pool_of,
+                    impact_kind)
 
 
 def _probe(job: Any) -> bool:
@@ -89,23 +92,30 @@ def count_live(plan: ImpactPlan, nodes: Iterable[dict], pods: Iterable[dict] | N
         pool = (meta.get("labels") or {}).get(POOL_LABEL)
         if pool and meta.get("name"):
             by_pool.setdefault(pool, set()).add(meta["name"])
-    placed: list[tuple[str, set[str], str]] = []  # (node, resources asked for, namespace/name)
-    waiting: list[tuple[str | None, set[str], str]] = []  # (the pool its nodeSelector names, resources, name)
+    on_node: dict[str, list[tuple[frozenset[str], str]]] = {}  # node -> (resources asked for, namespace/name)
+    waiting: list[tuple[str | None, frozenset[str], str]] = []  # (the pool its nodeSelector names, resources, name)
+    shared: dict[frozenset[str], frozenset[str]] = {}  # one object per distinct set of resources asked for
     for pod in pods or []:
         spec, status = pod.get("spec") or {}, pod.get("status") or {}
         phase = status.get("phase")
-        if phase not in ("Running", "Pending") or not spec.get("nodeName") and phase != "Pending":
+        node = spec.get("nodeName")
+        if phase not in ("Running", "Pending") or not node and phase != "Pending":
             continue
-        asks = {r for c in spec.get("containers") or [] for part in ("limits", "requests")
-                for r in ((c.get("resources") or {}).get(part) or {}) if r.startswith(GPU_PREFIX)}
+        found: set[str] = set()
+        for container in spec.get("containers") or ():
+            resources = container.get("resources") or {}
+            for part in (resources.get("limits"), resources.get("requests")):
+                if part:
+                    found.update(r for r in part if r.startswith(GPU_PREFIX))
         selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
-        if not asks and POOL_LABEL not in selector:
+        if not found and POOL_LABEL not in selector:
             continue
+        asks = shared.setdefault(frozenset(found), frozenset(found))
         meta = pod.get("metadata") or {}
         name = f"{meta.get('namespace') or 'default'}/{meta.get('name') or '?'}"
-        if spec.get("nodeName"):
+        if node:
             if asks:
-                placed.append((spec["nodeName"], asks, name))
+                on_node.setdefault(node, []).append((asks, name))
         else:
             waiting.append((selector.get(POOL_LABEL), asks, name))
     plan.nodes_source, plan.pods_source = nodes_source, pods_source
@@ -114,10 +124,11 @@ def count_live(plan: ImpactPlan, nodes: Iterable[dict], pods: Iterable[dict] | N
             continue
         names = set().union(*(by_pool.get(p, set()) for p in impact.pools))
         impact.nodes, impact.nodes_from = len(names), "cluster"
-        impact.node_names = sorted(names)
+        impact.node_names = heapq.nsmallest(NAMES_LISTED, names)
         if pods is not None:
             wanted = set(impact.resources) if impact.kind == "resource-rename" else None
-            found = {name for node, asks, name in placed if node in names and (wanted is None or asks & wanted)}
-            found |= {name for pool, asks, name in waiting
-                      if (wanted is not None and asks & wanted) or (pool is not None and pool in impact.pools)}
-            impact.pods, impact.pod_names = len(found), sorted(found)
+            counted = {name for node in names for asks, name in on_node.get(node, ())
+                       if wanted is None or asks & wanted}
+            counted |= {name for pool, asks, name in waiting
+                        if (wanted is not None and asks & wanted) or (pool is not None and pool in impact.pools)}
+            impact.pods, impact.pod_names = len(counted), heapq.nsmallest(NAMES_LISTED, counted)
