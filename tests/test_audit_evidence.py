@@ -407,7 +407,8 @@ def test_a_driver_off_its_pin_says_whether_an_upgrade_failed():
     node = NL._set_driver("570.195.03")(nodes_of("train-h100")[0], plan())
     del labels(node)["nvidia.com/gpu-driver-upgrade-state"]
     (f,) = findings(node, "GA108")
-    assert f.evidence == {"nvidia.com/cuda.driver-version.full": "570.195.03", "expected": pin}
+    assert f.evidence == {"nvidia.com/cuda.driver-version.full": "570.195.03", "expected": pin,
+                          "pinnedBy": "pool train-h100's driver"}
     assert (f.severity, f.hint) == ("error", "check the driver daemon set (or NVIDIADriver) that owns the node")
     failed = NL._set_driver("570.195.03", "upgrade-failed")(nodes_of("train-h100")[0], plan())
     (f,) = findings(failed, "GA108")

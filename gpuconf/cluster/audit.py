@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from . import nodefacts as N
@@ -55,6 +55,7 @@ TITLES = {
     "GA120": "a pool node carries a NoExecute taint its pool does not declare (warning: NoSchedule)",
     "GA121": "GFD's nvidia.com/gpu.count is not what the pool expects (warning: more, or while MIG is reconfigured)",
     "GA122": "more of a pool's nodes are NotReady or cordoned than --max-unavailable allows",
+    "GA123": "(warning) the first sync is pending: no node of a pool carries the labels the render sets yet",
     "GA130": "(DRA) the driver publishes fewer devices of a pool's DeviceClass on a Ready pool node than the pool "
              "promises, or none (no ResourceSlice); warning: more",
 }
@@ -187,6 +188,7 @@ class _Pool:
     taints: tuple[tuple[str, str, str], ...]
     resources: Mapping[str, int]
     driver_pin: str | None  # None: preinstalled (no pin; skew inside the pool is checked instead)
+    driver_origin: str  # where the pin comes from: the intent, the pool, or the chart's default
     sharing_labels: Mapping[str, str]
     hostname: Any  # RE2-compiled, searched as NFD's InRegexp does (gpuconf/intent/hostnames.py)
     machine: str | None  # the sanitised DMI product GFD publishes as gpu.machine
@@ -198,6 +200,8 @@ class _Pool:
     operand_labels: tuple[str, ...]  # ... and those labels
     drivers: dict[str, list[str]] = field(default_factory=dict)  # preinstalled pools: version -> nodes
     down: list[str] = field(default_factory=list)  # nodes NotReady or cordoned
+    labelled: Counter = field(default_factory=Counter)  # rendered label key -> matched nodes carrying it (any value)
+    checked: list[list[Drift]] = field(default_factory=list)  # each matched node's findings, counted in finish()
 
     @property
     def name(self) -> str:
@@ -239,6 +243,9 @@ def _pools(plan: P.Plan, strategy: str | None) -> list[_Pool]:
         expected = {r: n * pool.nodes for r, n in pp.capacity.per_node.items()}
         report = PoolReport(pp.name, pool.gpu, pool.gpus_per_node, P.sharing_kind(pp.profile), pool.nodes, expected)
         pin = None if pp.driver == "preinstalled" else default_driver if pp.driver == "cluster" else pp.driver
+        pinned_by = ("the intent's spec.driver.version" if plan.intent.spec.driver.version else
+                     f"chart {plan.chart.version}'s default driver (the intent pins none)") \
+            if pp.driver == "cluster" else f"pool {pp.name}'s driver"
         layout = P.mig_layout(pp.profile, pp.model) or {}
         single = bool(layout) and strategy == "single"
         if plan.intent.spec.cluster.allocation == "dra":
@@ -250,7 +257,7 @@ def _pools(plan: P.Plan, strategy: str | None) -> list[_Pool]:
         out.append(_Pool(
             plan=pp, report=report, labels=dict(pp.labels),
             taints=tuple((t.key, t.value, t.effect) for t in pool.taints),
-            resources=dict(pp.capacity.per_node), driver_pin=pin,
+            resources=dict(pp.capacity.per_node), driver_pin=pin, driver_origin=pinned_by,
             sharing_labels=_expected_sharing_labels(pp, plan.strategy),
             hostname=hostnames.compiled(pool.match.hostname) if pool.match.hostname else None,
             machine=N.sanitise(pool.match.dmi_product) if pool.match.dmi_product else None,
@@ -371,21 +378,12 @@ class Auditor:
         found = self._check(pool, node, model)
         report = pool.report
         report.matched += 1
-        if any(f.severity in (ERROR, WARNING) for f in found):
-            report.drifting += 1
-            result.drifting += 1
-        elif found:
-            report.unavailable += 1
-            result.unavailable += 1
-        else:
-            report.healthy += 1
-            result.healthy += 1
+        pool.checked.append(found)  # counted healthy, drifting or unavailable in finish(), after GA123
         if node.is_ready and not node.cordoned:
             published = self._device_counts(pool, node) if self.slices is not None else {}
             for resource in pool.resources:
                 report.advertised[resource] += (published.get(resource, 0) if self.slices is not None
                                                 else node.units(resource) or 0)
-        result.findings.extend(found)
 
     def _unmatched(self, node: N.NodeFacts, model: str | None) -> Drift:
         same_model = [p.name for p in self.pools if model is not None and p.plan.model.id == model]
@@ -440,6 +438,8 @@ class Auditor:
         wrong: dict[str, tuple[str, str]] = {}
         for k, v in pool.labels.items():
             actual = labels.get(k)
+            if actual is not None:
+                pool.labelled[k] += 1
             if actual == v or (k == N.DEPLOY_DRIVER and actual == N.DRIVER_PREINSTALLED):
                 continue  # pre-installed: what the driver manager writes on finding the host driver, same as false
             if actual is None:
@@ -452,9 +452,7 @@ class Auditor:
                 "re-apply the pool's " + self._label_source(pool))
         if wrong:
             add(ERROR, "GA104", f"wrong value of {', '.join(sorted(wrong))}",
-                {k: {"actual": a, "expected": e} for k, (a, e) in sorted(wrong.items())},
-                "a hand-set label overrides the rendered one: `kubectl label node --overwrite` it back, or fix the "
-                "intent if the node is right")
+                {k: {"actual": a, "expected": e} for k, (a, e) in sorted(wrong.items())}, _wrong_hint(wrong))
         # The operator's state labels: which operands run on the node.
         causes += self._operands(pool, node, mig_state, upgrade_state, add)
         # Taints.
@@ -485,7 +483,12 @@ class Auditor:
             causes.append("GA116")
         # GFD's GPU count: GPUs the driver sees now, whatever the kubelet still advertises.
         count = labels.get(N.GFD_COUNT)
-        if count is not None and count != str(pool.gpu_count):
+        # A MIG layout the node was never given (its mig.config is not the pool's: GA103/GA104 or the pending first
+        # sync say so) leaves whole GPUs, which is no GPU lost.
+        unapplied = pool.mig and labels.get(P.MIG_LABEL) != pool.plan.mig_key
+        if unapplied and count == str(pool.plan.pool.gpus_per_node):
+            causes.append("GA104" if P.MIG_LABEL in labels else "GA103")
+        elif count is not None and count != str(pool.gpu_count):
             got = node.label_int(N.GFD_COUNT)
             severity = WARNING if (got is not None and got > pool.gpu_count) or in_flux else ERROR
             what = "MIG devices" if pool.single_mig else "GPUs"
@@ -512,7 +515,9 @@ class Auditor:
                 pending = upgrade_state not in (None, N.UPGRADE_DONE, N.UPGRADE_FAILED)
                 if upgrade_state is not None:
                     evidence[N.UPGRADE_STATE] = upgrade_state
-                add(WARNING if pending else ERROR, "GA108", f"driver {version}, pool pins {pool.driver_pin}",
+                evidence["pinnedBy"] = pool.driver_origin
+                add(WARNING if pending else ERROR, "GA108", f"driver {version}, {pool.driver_origin} is "
+                    f"{pool.driver_pin}",
                     evidence,
                     "the operator's driver upgrade is under way" if pending else
                     "the driver upgrade failed (GA116)" if upgrade_state == N.UPGRADE_FAILED else
@@ -533,6 +538,15 @@ class Auditor:
             add(ERROR, "GA111", f"mig.strategy is {strategy}, the cluster's is {self.strategy}",
                 {N.GFD_MIG_STRATEGY: strategy, "expected": self.strategy},
                 "the ClusterPolicy's mig.strategy differs from the rendered values: re-sync the chart")
+        elif strategy is None and self.strategy not in (None, "none") and N.GFD_PRODUCT in labels:
+            # GFD publishes mig.strategy under single and mixed only: no label is GFD's default, none, which
+            # advertises no MIG resources (real H200: tests/fixtures/h200-real/gfd-labels.txt).
+            add(ERROR if pool.mig else WARNING, "GA111",
+                f"no mig.strategy label: GFD runs with strategy none, the cluster's is {self.strategy}",
+                {N.GFD_MIG_STRATEGY: None, "expected": self.strategy},
+                ("strategy none advertises no MIG resources, so the pool's MIG devices are never offered: "
+                 if pool.mig else "") + "the node's GFD does not run with the ClusterPolicy's mig.strategy (a "
+                "GFD deployed outside the operator?): re-sync the chart, then restart gpu-feature-discovery there")
         # Sharing labels GFD derived from the device-plugin config the node runs.
         off = {k: {"actual": labels[k], "expected": v} for k, v in pool.sharing_labels.items()
                if k in labels and labels[k] != v}
@@ -768,11 +782,57 @@ class Auditor:
 
     # -- the pools ----------------------------------------------------------------------------------------------
 
+    def _first_sync(self, pool: _Pool) -> None:
+        """Labels the render sets that no node of the pool carries, gpuconf.dev/pool among them: gpuconf has not been
+        applied there yet, which is not drift. One GA123 warning for the pool, with what applies them, replaces those keys in every node's
+        GA103; GA103 stays for the labels some nodes carry and others lost."""
+        if not pool.checked:
+            return
+        pending = {k: v for k, v in pool.labels.items() if not pool.labelled[k]}
+        if P.POOL_LABEL not in pending:
+            return  # some node carries gpuconf's own pool label: the render reached the pool, and lost labels drift
+        names: list[str] = []
+        for found in pool.checked:
+            for i, drift in enumerate(found):
+                if drift.code != "GA103":
+                    continue
+                names.append(drift.node)
+                lost = {k: v for k, v in drift.evidence["expected"].items() if k not in pending}
+                if not lost:
+                    del found[i]
+                else:
+                    found[i] = replace(drift, message=f"missing label{'s' if len(lost) > 1 else ''} "
+                                       f"{', '.join(sorted(lost))} (other nodes of the pool carry them)",
+                                       evidence={**drift.evidence, "expected": dict(sorted(lost.items()))})
+                break
+        from ..render.nodes import kubectl_label
+
+        source = self._label_source(pool)
+        selector = dict(pool.node_labels) if not pool.nfd else None
+        command = kubectl_label(pending, nodes=None if selector else sorted(names), selector=selector)
+        count = len(pool.checked)
+        self.result.findings.append(Drift(
+            WARNING, "GA123", "", pool.name,
+            f"first sync pending: none of the pool's {count} node{'s' if count != 1 else ''} carries "
+            f"{', '.join(sorted(pending))} yet (gpuconf's render has not been applied)",
+            {"labels": dict(sorted(pending.items())), "nodes": count, "source": source, "command": command},
+            f"sync the rendered folder: {source} sets them"
+            + (" on every node, existing ones included" if pool.nfd else " on nodes created from now on")
+            + f"; to label the nodes there now: {command}"))
+
     def finish(self) -> AuditResult:
         """Pool-level checks (node counts, driver skew), then the findings in a stable order."""
         result = self.result
         for pool in self.pools:
             report = pool.report
+            self._first_sync(pool)
+            for found in pool.checked:
+                kind = "drifting" if any(f.severity in (ERROR, WARNING) for f in found) else \
+                    "unavailable" if found else "healthy"
+                setattr(report, kind, getattr(report, kind) + 1)
+                setattr(result, kind, getattr(result, kind) + 1)
+                result.findings.extend(found)
+            pool.checked = []
             if report.matched != report.declared:
                 fewer = report.matched < report.declared
                 result.findings.append(Drift(
@@ -808,6 +868,19 @@ class Auditor:
         result.findings.sort(key=lambda f: (order.get(f.pool, len(order) + (f.pool == MULTI)), f.node, f.code,
                                             f.message))
         return result
+
+
+def _wrong_hint(wrong: Mapping[str, tuple[str, str]]) -> str:
+    """GA104's hint: the operator's own preset and a config from before gpuconf explain a value as well as a hand."""
+    fix = ("`kubectl label node --overwrite` it back once the render is synced, or fix the intent if the node is "
+           "right (`gpuconf diff --against-installation` shows what the sync changes on the node)")
+    mig = wrong.get(P.MIG_LABEL)
+    if mig is not None and mig[0] == P.MIG_DISABLED:
+        return (f"{P.MIG_DISABLED} is the operator's own preset on MIG-capable nodes without a mig.config label, so "
+                "the render's MIG config has not reached the node (a sync labels it, and mig-manager then "
+                f"repartitions the GPUs); {fix}")
+    return ("a value the render does not set: a config from before gpuconf (a render not applied yet) or a hand-set "
+            f"label; {fix}")
 
 
 def _taint(t: tuple[str, str, str]) -> str:

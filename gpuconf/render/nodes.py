@@ -135,6 +135,22 @@ def node_templates(plan: P.Plan) -> dict[str, dict | str]:
     return out
 
 
+def kubectl_label(labels: dict[str, str], nodes: list[str] | None = None, selector: dict[str, str] | None = None,
+                  shown: int = 10) -> str:
+    """The `kubectl label` command that puts labels on existing nodes now: by name (the first `shown`, then
+    `...`), or by the label selector the nodes share; --overwrite so a value set by hand gives way."""
+    import shlex
+
+    if selector:
+        target = ["nodes", "-l", ",".join(f"{k}={v}" for k, v in sorted(selector.items()))]
+    else:
+        names = list(nodes or ())
+        target = ["node", *names[:shown]] + ([f"...({len(names) - shown} more)"] if len(names) > shown else [])
+    pairs = [f"{k}={v}" for k, v in sorted(labels.items())]
+    return " ".join(shlex.quote(word) if not word.startswith("...(") else word
+                    for word in ["kubectl", "label", *target, "--overwrite", *pairs])
+
+
 def label_sources(plan: P.Plan) -> dict[str, str]:
     """Pool name -> what puts the pool's labels on its nodes, as REPORT.md and the audit name it (all pools at
     once: the node templates are rendered one time, not once per pool)."""
