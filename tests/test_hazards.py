@@ -1,0 +1,140 @@
+"""The known-hazards table (profiles/hazards.json) and the checks that read it (issue 30)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuconf import hazards as H
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CURATED = REPO_ROOT / "tools" / "reference" / "hazards.yaml"
+
+
+def _derive():
+    spec = importlib.util.spec_from_file_location("derive_hazards", REPO_ROOT / "tools" / "derive_hazards.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- the table -----------------------------------------------------------------------------------------------
+
+
+def test_committed_table_is_what_the_script_derives_from_the_curated_file() -> None:
+    derive = _derive()
+    data = derive.derive_bytes(CURATED)
+    assert data == derive.derive_bytes(CURATED)  # byte-stable
+    assert (REPO_ROOT / "profiles" / "hazards.json").read_bytes() == data, \
+        "profiles/hazards.json is stale: run python tools/derive_hazards.py"
+
+
+def test_the_table_has_at_least_25_cited_entries() -> None:
+    table = H.table()
+    assert len(table["hazards"]) >= 25
+    for entry in table["hazards"]:
+        assert entry["sources"], entry["id"]
+        for src in entry["sources"]:
+            assert src["page"] in ("release-notes.rst", "platform-support.rst") and src["line"] > 0 and src["words"]
+    assert table["generated"]["inputs"]["tools/reference/hazards.yaml"].startswith("sha256:")
+
+
+def _reference(tmp_path: Path) -> Path:
+    """A reference folder holding the two pages as the curated file saw them, rebuilt from its own citations:
+    each cited line holds its words, so verify() passes; the hashes are made to match."""
+    derive = _derive()
+    curated, _ = derive.load_curated(CURATED)
+    pages: dict[str, dict[int, str]] = {}
+    for entry in curated["hazards"]:
+        for src in entry["sources"]:
+            line = pages.setdefault(src["page"], {}).setdefault(src["line"], "")
+            pages[src["page"]][src["line"]] = line + " " + " ".join(str(w) for w in src["words"])
+    for value in curated["validatedDrivers"].values():
+        for src in value["sources"]:
+            pages.setdefault(src["page"], {})[src["line"]] = " ".join(src["words"])
+    docs = tmp_path / "gpu-operator" / "docs"
+    docs.mkdir(parents=True)
+    for page, lines in pages.items():
+        text = "".join((lines.get(n, "") + "\n") for n in range(1, max(lines) + 1))
+        (docs / page).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_verify_accepts_lines_that_hold_their_words_and_names_one_that_does_not(tmp_path: Path) -> None:
+    import hashlib
+
+    derive = _derive()
+    curated, _ = derive.load_curated(CURATED)
+    ref = _reference(tmp_path)
+    for page in curated["pages"]:
+        curated["pages"][page] = "sha256:" + hashlib.sha256((ref / "gpu-operator/docs" / page).read_bytes()).hexdigest()
+    assert derive.verify(curated, ref, None) == ["chart rules (no --charts folder given)"]
+    notes = ref / "gpu-operator/docs/release-notes.rst"
+    lines = notes.read_text(encoding="utf-8").splitlines()
+    lines[818] = "For drivers 570.124.06 and 570.133.20"  # line 819 loses two of its versions
+    notes.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    curated["pages"]["release-notes.rst"] = "sha256:" + hashlib.sha256(notes.read_bytes()).hexdigest()
+    with pytest.raises(derive.DeriveError, match=r"hazard driver-570-mig-with-whole-gpus: release-notes.rst:819 "
+                                                 r"does not say '570.148.08'"):
+        derive.verify(curated, ref, None)
+    curated["pages"]["release-notes.rst"] = "sha256:" + "0" * 64
+    with pytest.raises(derive.DeriveError, match="the page changed; re-check every line cited from it"):
+        derive.verify(curated, ref, None)
+
+
+def test_verify_checks_each_chart_rule_against_the_chart_template(tmp_path: Path) -> None:
+    derive = _derive()
+    curated, _ = derive.load_curated(CURATED)
+    curated["hazards"], curated["validatedDrivers"], curated["pages"] = [], {}, {}
+    rule = curated["chartRules"][0]
+    folder = tmp_path / "v26.7.0" / "gpu-operator" / "templates"
+    folder.mkdir(parents=True)
+    template = folder / "validations.yaml"
+    template.write_text('{{- if and .Values.clusterPolicy.deployCR .Values.gpuCluster.deployCR }}\n'
+                        '{{ fail "clusterPolicy.deployCR and gpuCluster.deployCR cannot both be true" }}\n', "utf-8")
+    curated["chartRules"] = [rule]
+    assert derive.verify(curated, tmp_path, tmp_path) == []
+    template.write_text('{{- if .Values.clusterPolicy.deployCR }}\n'
+                        '{{ fail "clusterPolicy.deployCR and gpuCluster.deployCR cannot both be true" }}\n', "utf-8")
+    with pytest.raises(derive.DeriveError, match="does not read gpuCluster.deployCR"):
+        derive.verify(curated, tmp_path, tmp_path)
+
+
+def test_build_refuses_an_unknown_condition_and_a_short_table() -> None:
+    derive = _derive()
+    curated, digest = derive.load_curated(CURATED)
+    curated["hazards"][0]["appliesTo"]["gpu"] = ["A100-80GB"]
+    with pytest.raises(derive.DeriveError, match=r"unknown condition 'gpu' \(known: arch, charts"):
+        derive.build(curated, digest)
+    curated, digest = derive.load_curated(CURATED)
+    curated["hazards"] = curated["hazards"][:24]
+    with pytest.raises(derive.DeriveError, match="the table has 24 hazards; the issue asks for at least 25"):
+        derive.build(curated, digest)
+
+
+def test_script_check_mode_passes_on_the_committed_table(tmp_path: Path, capsys) -> None:
+    derive = _derive()
+    ref = _reference(tmp_path)
+    # The committed hashes are of the real pages; against the stand-in pages the check must say the page changed.
+    assert derive.main(["--reference", str(ref), "--check"]) == 2
+    assert "the page changed" in capsys.readouterr().err
+
+
+# --- matching ----------------------------------------------------------------------------------------------------
+
+
+def test_version_ranges_compare_numerically() -> None:
+    assert H.version_key("570.148.08") < H.version_key("570.172.08") < H.version_key("580")
+    assert H.version_key("v1.17.0-ubuntu20.04") == (1, 17, 0)
+    hazard = next(h for h in H.hazards() if h.id == "rtx-pro-6000-driver-floor")
+    assert H.judge(hazard, H.Facts(gpu="RTX-PRO-6000", driver="570.172.08")).applies
+    assert not H.judge(hazard, H.Facts(gpu="RTX-PRO-6000", driver="575.57.08")).applies
+    undecided = H.judge(hazard, H.Facts(gpu="RTX-PRO-6000"))
+    assert not undecided.applies and undecided.unknown == ("drivers",)
