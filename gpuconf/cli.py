@@ -49,6 +49,11 @@ class _Group(click.Group):
             click.echo(f"gpuconf: {where}{exc.strerror or exc}", err=True)
             sys.exit(EXIT_USAGE)
         except Exception as exc:  # a bug in gpuconf, never the user's input
+            from .render.imagelock import LockError
+
+            if isinstance(exc, LockError):  # spec.operator.imageLock, read wherever a plan is built
+                click.echo(f"gpuconf: {exc}; nothing was written", err=True)
+                sys.exit(EXIT_USAGE)
             raise _internal(exc) from None
 
 

@@ -236,6 +236,7 @@ class Plan:
     per_pool_drivers: bool
     tolerations: tuple[dict, ...]
     document: object = None  # the loaded Document, for source positions in comments and reports
+    image_lock: object = None  # gpuconf.render.imagelock.Lock: spec.operator.imageLock, read
 
     @functools.cached_property
     def pool_by_name(self) -> Mapping[str, PoolPlan]:
@@ -469,8 +470,17 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
         mig_configs=dict(sorted(mig_configs.items())),
         per_pool_drivers=any(p.driver not in ("cluster", "preinstalled") for p in pools),
         tolerations=tuple(tolerations[k] for k in sorted(tolerations)),
-        document=document,
+        document=document, image_lock=_image_lock(intent, document),
     )
+
+
+def _image_lock(intent: ClusterIntent, document: object):
+    """The intent's image lock, read (raises imagelock.LockError), or None without one."""
+    if intent.spec.operator.image_lock is None:
+        return None
+    from .render.imagelock import lock_path, read_lock
+
+    return read_lock(lock_path(intent, document))
 
 
 # --- team queues (Kueue): shared by the rules, the renderer and the report ----------------------------------------

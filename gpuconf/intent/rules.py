@@ -44,6 +44,7 @@ class Context:
     # GC370-GC379 of `validate --against` and `diff --against`; None: nothing to compare with.
     deployed_for: Callable[[str], object] | None = None
     _deployed: object = field(init=False, default=False)
+    found: list = field(init=False, default_factory=list)  # the findings of the rules that ran before this one
 
     def __post_init__(self) -> None:
         self.strategy = plan.mig_strategy(self.intent)
@@ -80,7 +81,7 @@ def rule(code: str, title: str) -> Callable[[Callable[[Context], Iterator[Findin
 def check(intent: ClusterIntent, doc: Document, deployed_for: Callable[[str], object] | None = None) -> list[Finding]:
     """Run every rule over the intent and collect all findings (with deployed_for, the transition rules too)."""
     ctx = Context(intent, doc, deployed_for)
-    out: list[Finding] = []
+    out: list[Finding] = ctx.found
     for r in RULES:
         out.extend(r.check(ctx))
     return out
@@ -1797,3 +1798,4 @@ def rule_codes() -> list[tuple[str, str]]:
 from . import platform_rules  # noqa: E402,F401  - registers the platform rules (GC345-GC348) into RULES
 from . import dra_rules  # noqa: E402,F401  - registers the DRA rules (GC430-GC438) into RULES
 from . import transitions  # noqa: E402,F401  - registers the transition rules (GC370-GC379) into RULES
+from . import lock_rules  # noqa: E402,F401  - registers the image lock's rules (GC450-GC451) into RULES, last

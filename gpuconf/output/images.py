@@ -104,16 +104,12 @@ def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os:
             if _block(merged, key).get("enabled"):
                 add(_block(_block(merged, key), "driverManager"))
     driver = _block(merged, "driver")
-    drivers: list[tuple[str, str, str]] = []
+    drivers = driver_images(merged, documents)
+    pinned = [d for d in drivers if "sha256:" in d[2]]  # the operator appends no OS tag to a digest (imagelock.py)
+    refs.update(reference(*d) for d in pinned)
+    drivers = [d for d in drivers if d not in pinned]
     if driver.get("enabled"):
         add(_block(driver, "manager"))  # k8s-driver-manager, the driver pods' init container
-        crd = _block(driver, "nvidiaDriverCRD")
-        if not crd.get("enabled") or crd.get("deployDefaultCR"):
-            drivers.append((str(driver.get("repository", "")), str(driver.get("image", "")),
-                            str(driver.get("version", ""))))
-        for doc in (d for docs in documents.values() for d in docs if d.get("kind") == "NVIDIADriver"):
-            spec = doc["spec"]
-            drivers.append((spec["repository"], spec["image"], spec["version"]))
         if driver.get("usePrecompiled"):
             out.notes.append("driver.usePrecompiled: precompiled driver images are tagged <branch>-<kernel>-<os>, "
                              "which gpuconf cannot list; mirror them per kernel")
@@ -151,6 +147,22 @@ def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os:
     upstreams = {*_repositories(plan.chart.defaults), NFD_IMAGE_REPOSITORY}
     out.sources = image_sources(out.references, plan.intent.spec.operator.registry, upstreams)
     return out
+
+
+def driver_images(merged: dict, documents: dict[str, list[dict]]) -> list[tuple[str, str, str]]:
+    """(repository, image, version) of every driver the installation runs: the ClusterPolicy's (unless NVIDIADriver
+    objects alone run drivers), and each NVIDIADriver's; none when the operator does not manage the driver."""
+    driver = _block(merged, "driver")
+    if not driver.get("enabled"):
+        return []
+    drivers = []
+    crd = _block(driver, "nvidiaDriverCRD")
+    if not crd.get("enabled") or crd.get("deployDefaultCR"):
+        drivers.append((str(driver.get("repository", "")), str(driver.get("image", "")), str(driver.get("version", ""))))
+    for doc in (d for docs in documents.values() for d in docs if d.get("kind") == "NVIDIADriver"):
+        spec = doc["spec"]
+        drivers.append((spec["repository"], spec["image"], spec["version"]))
+    return drivers
 
 
 def image_set_configuration(plan: Any, found: ImageList, openshift_version: str) -> dict:

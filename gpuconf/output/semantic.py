@@ -26,6 +26,7 @@ from typing import Any, Iterable, Iterator
 
 from .. import plan as P
 from ..render import chart as C
+from ..render.imagelock import pins
 
 #: Taint effects that keep a pod off a node (PreferNoSchedule only discourages).
 BLOCKING = ("NoSchedule", "NoExecute")
@@ -254,7 +255,7 @@ class _Reader:
                     yield f"pool {pool.name}: needs its own NVIDIADriver ({want}), but NVIDIADriver mode is off"
                     continue
                 got = str(C.get(self.merged, "driver.version"))
-            if str(got) != want:
+            if str(got) != want and not pins(str(got), want):
                 yield f"pool {pool.name}: runs driver {got} instead of {want}"
 
     def mig(self) -> Iterator[str]:

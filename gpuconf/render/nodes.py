@@ -87,7 +87,8 @@ def nvidia_drivers(plan: P.Plan, values: dict) -> list[dict]:
     for pool in plan.pools:
         if pool.driver in ("cluster", "preinstalled"):
             continue
-        body = {**base, "default": False, "version": pool.driver, "nodeSelector": {P.POOL_LABEL: pool.name},
+        body = {**base, "default": False, "version": _driver_version(plan, base, pool.driver),
+                "nodeSelector": {P.POOL_LABEL: pool.name},
                 # An NVIDIADriver's daemon set takes its own tolerations: the chart's defaults and this pool's taints.
                 "tolerations": [*plan.chart.defaults["daemonsets"]["tolerations"],
                                 *(P.toleration(t) for t in pool.pool.taints)]}
@@ -98,6 +99,14 @@ def nvidia_drivers(plan: P.Plan, values: dict) -> list[dict]:
             "spec": body,
         })
     return docs
+
+
+def _driver_version(plan: P.Plan, spec: dict, version: str) -> str:
+    """A pool's driver version, pinned as `<version>-<osTag>@<digest>` when the image lock has its one OS variant."""
+    from ..output.images import reference
+    from .imagelock import driver_pinned
+
+    return driver_pinned(plan.image_lock, reference(spec["repository"], spec["image"], version), version)
 
 
 def node_templates(plan: P.Plan) -> dict[str, dict | str]:

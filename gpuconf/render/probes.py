@@ -39,7 +39,9 @@ def validator_image(plan: P.Plan) -> str:
     image = _override(plan, "validator.image") or defaults["image"]
     version = str(_override(plan, "validator.version") or plan.chart_version)
     separator = "@" if version.startswith("sha256:") else ":"
-    return f"{plan.image_repository(repository)}/{image}{separator}{version}"
+    found = f"{plan.image_repository(repository)}/{image}{separator}{version}"
+    digest = plan.image_lock.digests.get(found) if plan.image_lock is not None else None
+    return f"{found}@{digest}" if digest else found
 
 
 def _security(plan: P.Plan) -> tuple[dict, dict]:

@@ -124,7 +124,45 @@ def build_values(plan: P.Plan) -> ValuesBuilder:
         b.set(setting.path, setting.value, setting.why, setting.origin)
     for i, override in enumerate(spec.overrides):
         b.set(override.path, override.value, override.why, ("spec", "overrides", i))
+    _pin_images(plan, b)  # last: the versions the overrides set are pinned too
     return b
+
+
+_PINNED = "pinned by digest: the image lock (spec.operator.imageLock)"
+
+
+def _pin_images(plan: P.Plan, b: ValuesBuilder) -> None:
+    """Set every image version of the merged values that the lock has to `<tag>@<digest>` (NFD's image.tag; the
+    driver's `<version>-<osTag>@<digest>`), after every other change, so an override's version is pinned too."""
+    from ..output.images import reference
+    from .imagelock import APP_VERSIONED, driver_pinned, pinned
+
+    lock = plan.image_lock
+    if lock is None:
+        return
+    origin = ("spec", "operator", "imageLock")
+    merged = b.merged()
+    for path, repository in _paths(merged, "repository"):
+        block = merged
+        for key in path[:-1]:
+            block = block[key]
+        if path[0] == NFD or not isinstance(repository, str) or not repository or not block.get("image"):
+            continue
+        version = str(block.get("version") or (plan.chart_version if path[:-1] in APP_VERSIONED else ""))
+        if not version:
+            continue
+        ref = reference(repository, str(block["image"]), version)
+        if path[:-1] == ("driver",):
+            value = driver_pinned(lock, ref, version)
+        else:
+            value = pinned(lock, ref, version)
+        if value != version:
+            b.set((*path[:-1], "version"), value, _PINNED, origin)
+    nfd = merged.get(NFD, {}).get("image", {}) if isinstance(merged.get(NFD), dict) else {}
+    repository = nfd.get("repository") or plan.image_repository(NFD_IMAGE_REPOSITORY)
+    tag = nfd.get("tag") or plan.chart.nfd_app_version
+    if tag and pinned(lock, f"{repository}:{tag}", tag) != tag:
+        b.set((NFD, "image", "tag"), pinned(lock, f"{repository}:{tag}", tag), _PINNED, origin)
 
 
 def toleration_covers(broad: Any, narrow: Any) -> bool:

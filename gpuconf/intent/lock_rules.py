@@ -1,0 +1,79 @@
+"""The image lock's rules (GC450-GC451): the lock pins every image the render pulls, and a driver digest can pin it.
+
+A lock that cannot be read, or that is not a map of image references to digests, is not a finding: it is bad input
+(gpuconf/render/imagelock.py raises LockError, exit 2 with the reason)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator
+
+from ..findings import ERROR, Finding
+from ..render.imagelock import LOCK_LOC
+from .rules import Context, rule
+
+
+def _checked(ctx: Context) -> bool:
+    """True when the intent has a lock and no error of another rule (the plan of an invalid intent is not built)."""
+    return ctx.intent.spec.operator.image_lock is not None and not any(
+        f.severity == ERROR and f.code not in ("GC450", "GC451") for f in ctx.found)
+
+
+def _unpinned(ctx: Context):
+    """The lock, the merged values and what the render pulls without the lock: (lock, merged, ImageList, drivers)."""
+    from .. import plan as P
+    from ..output.images import driver_images, images
+    from ..render import nodes, probes
+    from ..render.values import build_values
+
+    plan = P.build(ctx.intent, ctx.doc.file, ctx.doc)  # reads the lock: LockError (exit 2) when it is not one
+    bare = dataclasses.replace(plan, image_lock=None)
+    merged = build_values(bare).merged()
+    documents = {"drivers": nodes.nvidia_drivers(bare, merged), "probes": probes.render(bare)}
+    return plan.image_lock, merged, images(bare, merged, documents), driver_images(merged, documents)
+
+
+@rule("GC450", "the image lock has a digest for every image the render pulls")
+def lock_is_complete(ctx: Context) -> Iterator[Finding]:
+    """`spec.operator.imageLock` names a file that maps every image reference the render pulls (what `gpuconf images`
+    lists: the operator, its operands, NFD, gpuconf's probe Jobs) to its `sha256:` digest, and every driver image to
+    one OS variant (`<repository>/driver:<version>-<osTag>`); an image the lock does not have would be pulled by tag.
+    Checked once the intent has no other error."""
+    if not _checked(ctx):
+        return
+    lock, _, listed, drivers = _unpinned(ctx)
+    for ref in listed.references:
+        if ref not in lock.digests:
+            yield ctx.finding("GC450", LOCK_LOC, f"{lock.file} has no digest for {ref}, which the render pulls",
+                              f"add `{ref}: sha256:...` (skopeo inspect --format '{{{{.Digest}}}}' docker://{ref})")
+    from ..output.images import reference
+
+    for repository, image, version in sorted(set(drivers)):
+        ref = reference(repository, image, version)
+        if not lock.driver_variants(ref):
+            yield ctx.finding("GC450", LOCK_LOC, f"{lock.file} has no digest for the driver image {ref}-<osTag>",
+                              f"add `{ref}-<osTag>: sha256:...` for the OS of the GPU nodes (e.g. -ubuntu24.04)")
+
+
+@rule("GC451", "a driver digest pins one OS variant, and never a precompiled driver")
+def lock_driver_pins(ctx: Context) -> Iterator[Finding]:
+    """A driver digest pins one image, and so one OS variant: the operator appends no `-<osTag>` to a path that
+    holds `sha256:` (gpu-operator controllers/object_controls.go), so a lock with digests for several OS variants of
+    one driver cannot pin it for every node. With `driver.usePrecompiled` the operator joins `:<version>-<kernel>`
+    and the NVIDIADriver refuses digests ("specifying image digest is not supported when precompiled is enabled")."""
+    if not _checked(ctx):
+        return
+    lock, merged, _, drivers = _unpinned(ctx)
+    from ..output.images import reference
+
+    for repository, image, version in sorted(set(drivers)):
+        ref = reference(repository, image, version)
+        variants = lock.driver_variants(ref)
+        if len(variants) > 1:
+            yield ctx.finding("GC451", LOCK_LOC, f"{lock.file} has digests for {len(variants)} OS variants of the "
+                              f"driver {ref} ({', '.join(variants)}): one digest pins one OS variant",
+                              "keep the OS your GPU nodes run, or give the pools of another OS their own driver "
+                              "version (an NVIDIADriver each)")
+    if drivers and merged["driver"].get("usePrecompiled"):
+        yield ctx.finding("GC451", LOCK_LOC, "the driver is precompiled (driver.usePrecompiled), which cannot be "
+                          "pinned by digest", "drop the override of driver.usePrecompiled, or the image lock")
