@@ -6,7 +6,7 @@ RUNTIME := $(VENV)/.runtime-stamp
 STAMP  := $(VENV)/.installed-stamp
 REFERENCE := examples/heterogeneous.yaml
 
-.PHONY: demo test bench schema golden reference mutation docs docs-serve docs-gen clean
+.PHONY: demo test bench schema golden templates reference mutation docs docs-serve docs-gen clean
 
 # Two stamps: `make demo` installs gpuconf with its runtime dependencies only (what a render needs, well under a
 # minute); every other target installs the test and documentation extras on top (PythonMonkey, mkdocs-material,
@@ -31,6 +31,9 @@ bench: $(STAMP)  ## time --help and the validation of generated large intents
 
 schema: $(STAMP)  ## regenerate schemas/cluster-intent.schema.json
 	@$(BIN)/gpuconf schema -o schemas/cluster-intent.schema.json
+
+templates: $(STAMP)  ## recompile gpuconf/output/templates/*.j2 into gpuconf/output/compiled_templates/ (committed)
+	@$(BIN)/python tools/compile_templates.py
 
 golden: $(STAMP)  ## regenerate tests/cases/*/expected-errors.txt and tests/golden/ (review the diff!)
 	@GPUCONF_REGEN=1 $(BIN)/python -m pytest -q tests/test_cases.py tests/test_render.py tests/test_fleet.py -k "test_case or test_golden_tree"

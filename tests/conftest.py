@@ -34,12 +34,3 @@ def run():
         return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False, prog_name="gpuconf")
 
     return invoke
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _cache_home(tmp_path_factory):
-    """gpuconf caches compiled templates under $XDG_CACHE_HOME/gpuconf (gpuconf/output/report.py): the tests use a
-    directory of their own, never the user's home (subprocesses inherit it)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-        yield

@@ -166,3 +166,70 @@ def test_a_set_value_of_4400_digits_is_a_string_as_helm_has_it(run, tmp_path):
     [setting] = [s for s in json.loads((tmp_path / "report.json").read_text())["settings"]
                  if s["path"] == "driver.version"]
     assert setting["value"] == "9" * 4400
+
+
+# --- item 5: no template cache ------------------------------------------------------------------------------------
+
+
+def test_the_committed_compiled_templates_are_what_the_tool_generates():
+    """Item 5: REPORT.md's templates are compiled into the package at build time (tools/compile_templates.py, `make
+    templates`); the committed modules are what the templates compile to with the installed (pinned) jinja2."""
+    import importlib.util
+
+    from conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("compile_templates", ROOT / "tools" / "compile_templates.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.committed() == tool.compiled()
+    assert sorted(tool.compiled()) == sorted(p.name for p in (ROOT / "gpuconf" / "output" / "compiled_templates")
+                                             .glob("*.py"))
+
+
+def test_a_planted_template_cache_is_never_loaded_and_no_template_is_compiled(tmp_path, monkeypatch):
+    """Item 5: jinja2's bytecode cache in $XDG_CACHE_HOME/gpuconf/<version>/jinja unpickled what another user had
+    planted there, and ran it during render. No cache is read or written now, and nothing is compiled at run time."""
+    import pickle
+    import subprocess
+    import sys
+
+    import jinja2
+    from jinja2.bccache import FileSystemBytecodeCache, bc_magic
+
+    from conftest import ROOT
+    from gpuconf import __version__
+    from gpuconf.output import report
+    from gpuconf.pipeline import render_path
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    cache = tmp_path / "xdg" / "gpuconf" / __version__ / "jinja"
+    cache.mkdir(parents=True)
+    keys = FileSystemBytecodeCache(str(cache))
+    for name in ("overrides.md.j2", "report.md.j2"):  # main read these: the key of a template's name and source
+        source = str(ROOT / "gpuconf" / "output" / "templates" / name)
+        (cache / (keys.pattern % keys.get_cache_key(name, source))).write_bytes(bc_magic + pickle.dumps(Payload()))
+    planted = sorted(p.name for p in cache.iterdir())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    done = subprocess.run([sys.executable, "-m", "gpuconf", "render", str(ROOT / "examples" / "heterogeneous.yaml"),
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+    assert sorted(p.name for p in cache.iterdir()) == planted  # nothing written there either
+
+    def compiling(*args, **kwargs):
+        raise AssertionError("a template was compiled at run time")
+
+    report._environment.cache_clear()
+    monkeypatch.setattr(jinja2.Environment, "compile", compiling)
+    try:
+        monkeypatch.chdir(ROOT)
+        files = render_path("examples/heterogeneous.yaml", "out").tree.files
+    finally:
+        report._environment.cache_clear()
+    golden = ROOT / "tests" / "golden" / "heterogeneous" / "ml-prod" / "REPORT.md"
+    assert files["REPORT.md"] == golden.read_text(encoding="utf-8")

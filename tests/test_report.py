@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import enum
-import errno
 import json
 from pathlib import Path
 import os
 import re
-import tempfile
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -573,60 +571,6 @@ def test_report_json_takes_the_fast_path_and_keeps_floats_of_overrides(trees, tm
     for literal in ("1e-05", "12345678901234567890123", "Infinity", "NaN"):
         assert literal in text
     assert text == _stdlib(json.loads(text)) + "\n"
-
-
-@pytest.fixture
-def fresh_environment():
-    """gpuconf.output.report with its jinja2 environment built anew, for the XDG_CACHE_HOME the test sets, and rebuilt
-    after the test for the others."""
-    from gpuconf.output import report
-
-    report._environment.cache_clear()
-    yield report
-    report._environment.cache_clear()
-
-
-def _no_compiling(*args, **kwargs):
-    raise AssertionError("the template was compiled instead of loaded from the bytecode cache")
-
-
-def _read_only(*args, **kwargs):
-    raise OSError(errno.EROFS, "Read-only file system")
-
-
-def test_compiled_templates_are_cached_in_the_users_cache_directory(fresh_environment, monkeypatch, tmp_path, trees):
-    import jinja2
-
-    from gpuconf import __version__
-
-    report, tree = fresh_environment, trees["heterogeneous"]
-    data = _report(tree)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert report.report_markdown(data) == tree.files["REPORT.md"]
-    cache = tmp_path / "xdg" / "gpuconf" / __version__ / "jinja"
-    assert len(list(cache.iterdir())) == 2  # report.md.j2 and the overrides.md.j2 it includes
-    report._environment.cache_clear()
-    monkeypatch.setattr(jinja2.Environment, "compile", _no_compiling)
-    assert report.report_markdown(data) == tree.files["REPORT.md"]
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # the XDG spec ignores a relative path
-    assert report.cache_dir() == tmp_path / "home" / ".cache" / "gpuconf" / __version__ / "jinja"
-
-
-def test_a_cache_directory_that_cannot_be_written_never_fails_a_render(fresh_environment, monkeypatch, tmp_path,
-                                                                       trees):
-    report, tree = fresh_environment, trees["heterogeneous"]
-    data = _report(tree)
-    (tmp_path / "file").write_text("", encoding="utf-8")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file" / "cache"))  # below a file: cannot be created
-    assert report.cache_dir() is None
-    assert report.report_markdown(data) == tree.files["REPORT.md"]
-    # The directory exists but writing fails (a read-only file system): jinja2 cannot create its temporary file.
-    report._environment.cache_clear()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setattr(tempfile, "NamedTemporaryFile", _read_only)
-    assert report.report_markdown(data) == tree.files["REPORT.md"]
-    assert report.overrides_markdown(data) and not list((tmp_path / "xdg").rglob("*.cache"))
 
 
 def test_templates_look_up_dict_keys_as_stock_jinja2_does():

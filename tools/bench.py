@@ -9,7 +9,6 @@ Timings are medians of several runs on this machine; nothing here asserts a time
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -80,7 +79,7 @@ def render_against_helm(runs: int, chart: Path | None, helm: str | None) -> None
                   key=lambda p: len(render_path(str(p), "out").tree.files))
     out = Path(tempfile.mkdtemp(prefix="gpuconf-bench-out-"))
     render = [sys.executable, "-m", "gpuconf", "render", str(example), "-o", str(out)]
-    subprocess.run(render, check=True, stdout=subprocess.DEVNULL)  # fills the template cache, as a user's first run
+    subprocess.run(render, check=True, stdout=subprocess.DEVNULL)  # a first run: writes the Python bytecode caches
     commands = {"python -c pass": [sys.executable, "-c", "pass"],
                 "libraries only": [sys.executable, "-c", LIBRARIES],
                 "gpuconf render": render}
@@ -126,12 +125,6 @@ def main() -> None:
     from generate import big_intent_text
 
     _compile_package()
-    # The template cache of the measured processes starts empty and is not the user's.
-    import atexit
-    import shutil
-
-    os.environ["XDG_CACHE_HOME"] = cache = tempfile.mkdtemp(prefix="gpuconf-bench-cache-")
-    atexit.register(shutil.rmtree, cache, ignore_errors=True)
     render_against_helm(max(args.runs, 10), args.chart, args.helm)
     if args.render_only:
         return
@@ -239,11 +232,11 @@ def _render_benchmarks(gpuconf: list[str], tmp: str, runs: int, big_intent_text)
         render(text, str(largest))
         samples.append(time.perf_counter() - start)
     command = [*gpuconf, "render", str(largest), "-o", str(Path(tmp) / "out")]
-    first = _wall(command, 1)  # compiles the report templates into the (empty) template cache
+    first = _wall(command, 1)  # the first process: the operating system's file cache is cold
     whole = _wall(command, runs)
     print(f"{f'render {largest.relative_to(ROOT)} (largest example)':<44} {statistics.median(samples) * 1000:8.1f} ms  "
           f"in process (warm), {whole * 1000:.0f} ms whole process with the write ({first * 1000:.0f} ms the "
-          "first time, filling the template cache)")
+          "first time)")
     for pools in (10, 100, 1000):
         text = big_intent_text(pools)
         samples = []

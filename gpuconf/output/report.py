@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -1110,10 +1109,17 @@ def report_text(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-@functools.cache
-def _environment():
-    """The jinja2 environment of gpuconf's Markdown templates (jinja2 is imported here, never at start-up), built
-    once per process so that each template is compiled, or loaded from the bytecode cache, once."""
+#: The compiled templates: Python modules that tools/compile_templates.py (`make templates`) generates from
+#: gpuconf/output/templates at build time and that are committed and shipped in the package. gpuconf never compiles a
+#: template at run time and reads no cache: jinja2's bytecode cache would unpickle whatever a writable cache folder
+#: holds (issue 29, item 5). The modules depend on jinja2's code generator, hence jinja2's pinned minor version.
+COMPILED = Path(__file__).parent / "compiled_templates"
+TEMPLATES = ("overrides.md.j2", "report.md.j2")
+
+
+def environment(loader: Any = None):
+    """A jinja2 environment with gpuconf's settings, filters and globals around `loader` (default: the compiled
+    templates of the package). tools/compile_templates.py compiles the sources with the same settings."""
     import jinja2
 
     class Environment(jinja2.Environment):
@@ -1125,8 +1131,7 @@ def _environment():
             return super().getattr(obj, attribute)
 
     env = Environment(
-        loader=jinja2.PackageLoader("gpuconf.output", "templates"),
-        bytecode_cache=_bytecode_cache(),
+        loader=loader if loader is not None else jinja2.ModuleLoader(str(COMPILED)),
         autoescape=False,  # Markdown, not HTML: free text goes through md_text (the `cell` filter)
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -1145,48 +1150,10 @@ def _environment():
     return env
 
 
-def cache_dir() -> Path | None:
-    """Where the compiled templates are cached: $XDG_CACHE_HOME/gpuconf/<version>/jinja (~/.cache without
-    XDG_CACHE_HOME), created if missing; None when it cannot be."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    try:
-        # The XDG spec ignores a relative XDG_CACHE_HOME; Path.home() raises RuntimeError without a home directory.
-        root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
-        directory = root / "gpuconf" / __version__ / "jinja"
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # it holds code that runs: the user's alone
-    except (OSError, RuntimeError):
-        return None
-    return directory
-
-
-def _bytecode_cache():
-    """jinja2's bytecode cache in cache_dir(), or None without one.
-
-    Without it every process compiles the templates again. A cache that cannot be read or written only makes the
-    render slower, never fails it: a read-only home or a full disk falls back to compiling.
-    """
-    import jinja2
-
-    directory = cache_dir()
-    if directory is None:
-        return None
-
-    class BytecodeCache(jinja2.FileSystemBytecodeCache):
-        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-            """Load a template's cached bytecode; an unreadable cache file means compiling it."""
-            try:
-                super().load_bytecode(bucket)
-            except OSError:
-                bucket.reset()
-
-        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-            """Cache a compiled template, unless the cache directory cannot be written."""
-            try:
-                super().dump_bytecode(bucket)
-            except OSError:
-                pass
-
-    return BytecodeCache(str(directory))
+@functools.cache
+def _environment():
+    """The environment of the compiled templates (jinja2 is imported here, never at start-up), once per process."""
+    return environment()
 
 
 # A table cell that lists several values puts each on a line of its own. The filters below build such cells in
