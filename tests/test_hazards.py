@@ -138,3 +138,120 @@ def test_version_ranges_compare_numerically() -> None:
     assert not H.judge(hazard, H.Facts(gpu="RTX-PRO-6000", driver="575.57.08")).applies
     undecided = H.judge(hazard, H.Facts(gpu="RTX-PRO-6000"))
     assert not undecided.applies and undecided.unknown == ("drivers",)
+
+
+# --- validate: the hazards an intent enters, per pool ----------------------------------------------------------
+
+
+def _intent(tmp_path: Path, pools: str, driver: str = "", extra: str = "", chart: str = "v26.7.0",
+            kubernetes: str = "1.33") -> Path:
+    path = tmp_path / "intent.yaml"
+    path.write_text(f"""apiVersion: gpuconf.dev/v1alpha1
+kind: ClusterIntent
+metadata:
+  name: lab
+spec:
+  cluster:
+    kubernetesVersion: "{kubernetes}"
+  operator:
+    chartVersion: {chart}
+{driver}{extra}  pools:
+{pools}""", encoding="utf-8")
+    return path
+
+
+A100_MIXED = """    - name: a100-mig
+      gpu: A100-80GB
+      gpusPerNode: 8
+      nodes: 2
+      match: {nodeLabels: {node-type: a100-mig}}
+      sharing: mixed-slices
+    - name: a100-whole
+      gpu: A100-80GB
+      gpusPerNode: 8
+      nodes: 2
+      match: {nodeLabels: {node-type: a100}}
+"""
+MIXED_PROFILE = """  sharingProfiles:
+    mixed-slices: {mig: {layout: {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}}}
+"""
+
+
+def test_a_mixed_mig_a100_pool_next_to_whole_a100s_on_driver_570_148_08_enters_the_hazard(run, tmp_path):
+    path = _intent(tmp_path, A100_MIXED, '  driver: {version: "570.148.08"}\n', MIXED_PROFILE)
+    result = run("validate", "--format", "json", str(path))
+    findings = json.loads(result.stdout)
+    hazard = [f for f in findings if f["code"] == "GC460"]
+    assert [(f["severity"], f["path"], f["line"]) for f in hazard] == [("error", "spec.driver.version", 10)]
+    assert hazard[0]["message"] == (
+        "known hazard driver-570-mig-with-whole-gpus (pool a100-mig, GPU A100-80GB, driver 570.148.08): GPU pods stay "
+        "Pending forever on nodes that carry MIG slices next to full GPUs")
+    assert hazard[0]["hint"] == ("run driver 570.172.08 (or a later branch) on these nodes; source: "
+                                 "gpu-operator/release-notes.rst:819,820,822,885 (NVIDIA/cloud-native-docs)")
+    assert result.exit_code == 1
+    fixed = _intent(tmp_path, A100_MIXED, '  driver: {version: "570.172.08"}\n', MIXED_PROFILE)
+    findings = json.loads(run("validate", "--format", "json", str(fixed)).stdout)
+    assert [f for f in findings if f["code"] == "GC460"] == []
+
+
+def test_rtx_pro_6000_below_its_floor_and_with_mig_on_its_first_driver_is_refused(run, tmp_path):
+    pools = """    - name: rtx
+      gpu: RTX-PRO-6000
+      gpusPerNode: 4
+      nodes: 1
+      match: {pciDevice: true}
+      driver: {version: "570.172.08"}
+"""
+    findings = json.loads(run("validate", "--format", "json", str(_intent(tmp_path, pools))).stdout)
+    assert [(f["code"], f["severity"], f["path"]) for f in findings if f["code"] == "GC461"] == [
+        ("GC461", "error", "spec.pools[0].driver.version")]
+    assert "rtx-pro-6000-driver-floor" in next(f["message"] for f in findings if f["code"] == "GC461")
+    mig = pools.replace('      driver: {version: "570.172.08"}\n',
+                        '      driver: {version: "575.57.08"}\n      sharing: halves\n')
+    profile = '  sharingProfiles:\n    halves: {mig: {preset: all-balanced}}\n'
+    findings = json.loads(run("validate", "--format", "json", str(_intent(tmp_path, mig, extra=profile))).stdout)
+    assert [(f["code"], f["path"]) for f in findings if f["code"] in ("GC461", "GC463")] == [
+        ("GC463", "spec.pools[0].driver.version")]
+    assert "rtx-pro-6000-mig-driver" in next(f["message"] for f in findings if f["code"] == "GC463")
+    below = mig.replace("575.57.08", "570.172.08")
+    findings = json.loads(run("validate", "--format", "json", str(_intent(tmp_path, below, extra=profile))).stdout)
+    assert sorted((f["code"], f["path"]) for f in findings if f["code"] in ("GC461", "GC463")) == [
+        ("GC461", "spec.pools[0].driver.version"), ("GC463", "spec.pools[0].driver.version")]
+
+
+def test_a_b200_pool_below_570_133_20_is_refused(run, tmp_path):
+    pools = """    - name: b200
+      gpu: B200
+      gpusPerNode: 8
+      nodes: 1
+      match: {pciDevice: true}
+      driver: {version: "570.124.06"}
+"""
+    findings = json.loads(run("validate", "--format", "json", str(_intent(tmp_path, pools))).stdout)
+    assert [(f["code"], f["severity"], f["path"]) for f in findings if f["code"] == "GC461"] == [
+        ("GC461", "error", "spec.pools[0].driver.version")]
+    hint = next(f["hint"] for f in findings if f["code"] == "GC461")
+    assert hint == "run driver 570.133.20 or later on the pool; source: gpu-operator/platform-support.rst:216 " \
+                   "(NVIDIA/cloud-native-docs)"
+    ok = pools.replace("570.124.06", "570.133.20")
+    findings = json.loads(run("validate", "--format", "json", str(_intent(tmp_path, ok))).stdout)
+    assert [f for f in findings if f["code"] == "GC461"] == []
+
+
+def test_gh200_without_open_kernel_modules_is_refused(run, tmp_path):
+    pools = """    - name: gh200
+      gpu: GH200
+      gpusPerNode: 1
+      nodes: 2
+      match: {pciDevice: true}
+"""
+    path = _intent(tmp_path, pools, "  driver: {kernelModuleType: proprietary}\n")
+    result = run("validate", "--format", "json", str(path))
+    findings = json.loads(result.stdout)
+    assert [(f["code"], f["severity"], f["path"]) for f in findings if f["code"] == "GC462"] == [
+        ("GC462", "error", "spec.driver.kernelModuleType")]
+    assert result.exit_code == 1
+    for modules in ("open", "auto"):  # auto installs the open modules with the chart's 595 driver
+        path = _intent(tmp_path, pools, f"  driver: {{kernelModuleType: {modules}}}\n")
+        assert [f for f in json.loads(run("validate", "--format", "json", str(path)).stdout)
+                if f["code"] == "GC462"] == []

@@ -46,7 +46,6 @@ CODES = {
     "GC462": "a GPU or feature needs the open GPU kernel modules",
     "GC463": "a feature the pool's GPU and driver do not support together",
     "GC464": "a known issue of the chart, its components or the platform for what the cluster runs",
-    "GC466": "(warning) a driver version the release notes do not name for the pinned chart",
     "GC467": "(warning) a Kubernetes version outside what the chart and OS are validated with",
     "GC468": "the rendered values trip one of the chart's own fail rules",
 }
@@ -152,7 +151,7 @@ def build(curated: dict[str, Any], curated_hash: str) -> dict[str, Any]:
             raise DeriveError(f"{where}: id {hid!r} is not a new lower-case-dashed id")
         seen.add(hid)
         where = f"hazard {hid}"
-        if entry["code"] not in CODES or entry["code"] in ("GC466", "GC468"):
+        if entry["code"] not in CODES or entry["code"] == "GC468":
             raise DeriveError(f"{where}: code {entry['code']!r} is not a hazard class")
         if entry["severity"] not in SEVERITIES:
             raise DeriveError(f"{where}: severity must be one of {', '.join(SEVERITIES)}")

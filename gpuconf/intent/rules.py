@@ -1798,4 +1798,5 @@ def rule_codes() -> list[tuple[str, str]]:
 from . import platform_rules  # noqa: E402,F401  - registers the platform rules (GC345-GC348) into RULES
 from . import dra_rules  # noqa: E402,F401  - registers the DRA rules (GC430-GC438) into RULES
 from . import transitions  # noqa: E402,F401  - registers the transition rules (GC370-GC379) into RULES
+from . import hazard_rules  # noqa: E402,F401  - registers the known-hazard rules (GC460-GC467) into RULES
 from . import lock_rules  # noqa: E402,F401  - registers the image lock's rules (GC450-GC451) into RULES, last
