@@ -678,6 +678,19 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool, oc_mirror: str 
 
 
 @main.command()
+@click.argument("intent", required=False, type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
+              help="json: every entry with its conditions and sources (with INTENT: its status, pools and the "
+                   "conditions that decide it); markdown: a table.")
+def hazards(intent: str | None, fmt: str) -> None:
+    """List the known hazards (driver, chart, GPU, OS and kernel combinations NVIDIA documents as broken), or those
+    that concern INTENT: the ones it runs into, avoids by a choice, or depends on what it does not say."""
+    from .pipeline import hazards as run_hazards
+
+    _finish(run_hazards(intent, fmt))
+
+
+@main.command()
 def rules() -> None:
     """List the stable finding codes and what each checks."""
     from .output.summary import rules_text

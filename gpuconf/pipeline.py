@@ -735,3 +735,31 @@ def _values_diff_outcome(rows: list, old_name: str, new_name: str, fmt: str) -> 
                      f"effective values: no leaf differs between {old_name} and {new_name}")
         text = "\n".join(lines) + "\n"
     return Outcome(text, code=EXIT_FINDINGS if rows else EXIT_OK)
+
+
+def hazards(intent: str | None, fmt: str) -> Outcome:
+    """`gpuconf hazards`: the known-hazards table, or (with an intent or fleet) the entries that concern each cluster:
+    those it runs into, those it avoids by a choice, and those that depend on what it does not say. Exit 0; 1 when an
+    error-level hazard applies; an intent whose types do not check is exit 1 with its findings."""
+    from .output import hazards as V
+
+    if intent is None:
+        text = V.table_json() if fmt == "json" else V.table_markdown() if fmt == "markdown" else V.table_text()
+        return Outcome(text)
+    from .findings import format_json, format_text
+    from .intent.inputs import read_input
+
+    read = read_input(intent)
+    broken = [f for c in read.clusters if c.validation.intent is None for f in c.validation.findings] + read.findings
+    if broken or not read.clusters:
+        text = format_json(broken) if fmt == "json" else format_text(broken)
+        return Outcome(text, [f"{intent}: invalid; no hazards"], EXIT_FINDINGS)
+    outcomes = []
+    for cluster in read.clusters:
+        found = V.standings(cluster.validation.intent)
+        name = cluster.name or intent
+        text = (V.intent_json(name, found) if fmt == "json" else V.intent_markdown(name, found) if fmt == "markdown"
+                else V.intent_text(name, found))
+        failing = any(s.status == "applies" and s.hazard.severity == "error" for s in found)
+        outcomes.append((name, Outcome(text, code=EXIT_FINDINGS if failing else EXIT_OK)))
+    return by_cluster(outcomes, fmt, intent) if read.kind != "ClusterIntent" else outcomes[0][1]

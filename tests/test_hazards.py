@@ -255,3 +255,45 @@ def test_gh200_without_open_kernel_modules_is_refused(run, tmp_path):
         path = _intent(tmp_path, pools, f"  driver: {{kernelModuleType: {modules}}}\n")
         assert [f for f in json.loads(run("validate", "--format", "json", str(path)).stdout)
                 if f["code"] == "GC462"] == []
+
+
+# --- gpuconf hazards and the docs page ---------------------------------------------------------------------------
+
+
+def test_hazards_json_lists_every_entry_with_its_source(run):
+    result = run("hazards", "--format", "json")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert [h["id"] for h in data["hazards"]] == sorted(h["id"] for h in H.table()["hazards"])
+    assert len(data["hazards"]) >= 25
+    for entry in data["hazards"]:
+        assert entry["sources"] and entry["source"].endswith("(NVIDIA/cloud-native-docs)"), entry["id"]
+    mixed = next(h for h in data["hazards"] if h["id"] == "driver-570-mig-with-whole-gpus")
+    assert mixed["source"] == "gpu-operator/release-notes.rst:819,820,822,885 (NVIDIA/cloud-native-docs)"
+    assert [r["id"] for r in data["chartRules"]][:2] == ["one-allocation-cr", "gpucluster-needs-nvidiadriver-crd"]
+
+
+def test_hazards_of_an_intent_say_what_applies_what_it_avoids_and_what_depends_on_the_nodes(run, tmp_path):
+    path = _intent(tmp_path, A100_MIXED, '  driver: {version: "570.172.08"}\n', MIXED_PROFILE)
+    result = run("hazards", "--format", "json", str(path))
+    assert result.exit_code == 0
+    found = {h["id"]: (h["status"], h["pools"], h["conditions"]) for h in json.loads(result.stdout)["hazards"]}
+    assert found["driver-570-mig-with-whole-gpus"] == ("avoided", ["a100-mig"], ["drivers"])
+    assert found["ubuntu-2204-kernels"] == ("undecided", ["a100-mig", "a100-whole"], ["kernels", "os"])
+    assert "os-kubernetes-ubuntu2204" not in found  # Kubernetes 1.33 is in its range: it cannot apply
+    broken = _intent(tmp_path, A100_MIXED, '  driver: {version: "570.148.08"}\n', MIXED_PROFILE)
+    result = run("hazards", str(broken))
+    assert result.exit_code == 1
+    assert ("driver-570-mig-with-whole-gpus (GC460, error): applies to pools a100-mig\n  breaks: GPU pods stay Pending "
+            "forever on nodes that carry MIG slices next to full GPUs\n") in result.stdout
+    markdown = run("hazards", "--format", "markdown", str(broken)).stdout
+    assert markdown.startswith("# Known hazards of lab\n\n| hazard | severity | status |")
+
+
+def test_the_docs_page_of_the_hazards_is_the_generated_table():
+    from gpuconf.output.hazards import table_markdown
+
+    page = (REPO_ROOT / "docs" / "reference" / "hazards.md").read_text(encoding="utf-8")
+    assert page.endswith(table_markdown()), "docs/reference/hazards.md is stale: run `make docs-gen`"
+    for hazard in H.hazards():
+        assert f"## {hazard.id}\n" in page

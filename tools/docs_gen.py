@@ -516,6 +516,12 @@ def versions_page() -> str:
     return "".join(out)
 
 
+def hazards_page() -> str:
+    from gpuconf.output.hazards import table_markdown
+
+    return HEADER.format(what="the known-hazards table (profiles/hazards.json, `gpuconf hazards`)") + table_markdown()
+
+
 # --- command outputs the hand-written pages show --------------------------------------------------------------
 
 #: The command sessions whose outputs the hand-written pages include: the files each copies into a scratch folder
@@ -596,6 +602,7 @@ def pages() -> dict[str, str]:
         "reference/cli.md": cli_page(),
         "reference/gpus.md": gpus_page(),
         "reference/versions.md": versions_page(),
+        "reference/hazards.md": hazards_page(),
     }
     for files, steps in SESSIONS:
         for name, text in session_outputs(files, steps).items():
