@@ -506,6 +506,7 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
         import json
 
         body = {**result.as_dict(), "impacts": impacts.as_list(), "worst": impacts.worst, "chartMove": impacts.chart,
+                "notes": impacts.notes,
                 "nodesSource": impacts.nodes_source, "podsSource": impacts.pods_source,
                 "findings": [f.as_dict() for f in transitions]}
         text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

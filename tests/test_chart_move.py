@@ -59,7 +59,7 @@ def test_to_chart_text_leads_with_the_plan_and_the_chart_section(run):
     result = run("diff", str(SINGLE), "--to-chart", "v26.7.0")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert lines[1] == "Impact on lab when it moves to chart v26.7.0: 3 impact(s), worst: disruptive"
+    assert lines[1] == "Impact on lab when it moves to chart v26.7.0: 4 impact(s), worst: disruptive"
     assert lines[2] == "  DISRUPTIVE driver-upgrade [l40s] (3 nodes)"
     at = {name: next(n for n, line in enumerate(lines) if line.startswith(name)) for name in (
         "  CRDs that differ (5; Helm never upgrades a chart's crds/):", "  NFD subchart 0.18.3 -> 0.19.0",
@@ -78,7 +78,8 @@ def test_to_chart_fail_on_disruptive_and_the_pins_the_advice_names_keep_the_driv
     assert result.exit_code == 0, result.stdout
     move = json.loads(result.stdout)
     assert "driver-upgrade" not in {i["kind"] for i in move["impacts"]}
-    assert move["worst"] == "restart"
+    assert move["worst"] == "pending"  # the probe Job's image moves with the chart: a plain apply refuses it
+    assert [(i["kind"], i["severity"]) for i in move["impacts"]][0] == ("probe-run", "pending")
     only_driver = _pinned(tmp_path, "580.126.20", None)  # the manager still moves: the driver pod changes
     result = run("diff", str(only_driver), "--to-chart", "v26.7.0", "--fail-on", "disruptive", "--format", "json")
     assert result.exit_code == 1

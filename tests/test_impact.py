@@ -353,7 +353,7 @@ MIG_FLIP = [
     ("config-key-removed", "disruptive", ["infer-a100"], 4, MIG),
     ("node-replacement", "disruptive", ["infer-a100"], 4, []),
     ("resource-rename", "pending", ["infer-a100"], 4, MIG),
-    ("capacity-change", "pending", [], None, MIG),
+    ("capacity-change", "pending", ["infer-a100"], None, MIG),
     ("operand-restart", "restart", ALL3, 26, []), PROBES,
     ("object-change", "none", [], None, [])]
 
@@ -366,13 +366,14 @@ CASES = {
     "allocation-switch": (allocation_switch, [
         ("allocation-switch", "disruptive", ["l40s"], 3, []),
         ("resource-rename", "pending", ["l40s"], 3, ["nvidia.com/gpu"]),
+        ("probe-run", "pending", ["l40s"], None, []),  # the probe's pod template changes: a plain apply refuses it
         ("probe-run", "none", ["l40s"], None, []), ("object-change", "none", [], None, [])],
         {"allocation-switch": "from the device plugin (ClusterPolicy) to DRA (GPUCluster)"}),
     "driver-upgrade": (driver_version, [("driver-upgrade", "disruptive", ["l40s"], 3, [])],
                        {"driver-upgrade": "from 580.126.20 to 595.91.07"}),
     "driver-upgrade: the registry of a ClusterPolicy driver": (driver_registry, [
-        ("driver-upgrade", "disruptive", ["l40s"], 3, []), ("operand-restart", "restart", ["l40s"], 3, []),
-        ("probe-run", "none", ["l40s"], None, [])],
+        ("driver-upgrade", "disruptive", ["l40s"], 3, []), ("probe-run", "pending", ["l40s"], None, []),
+        ("operand-restart", "restart", ["l40s"], 3, []), ("probe-run", "none", ["l40s"], None, [])],
         {"driver-upgrade": "the driver pod of pool(s) l40s changes (driver.manager, driver.repository): the upgrade "
                            "controller deletes the GPU pods on each node (its GPU workloads stop) and reinstalls the "
                            "driver, 1 node(s) at a time per ClusterPolicy"}),
@@ -393,8 +394,8 @@ CASES = {
         # 16 nodes of train-h100, one at a time: 16 x (10 min + 900 s drain + 300 s pod deletion) = 480 minutes
         {"driver-upgrade": "about 480 minutes by the roll-out formula; waves 2 to 3 upgrade in this one commit"}),
     "device-plugin-restart": (time_slicing_replicas, [
-        ("capacity-change", "pending", [], None, ["nvidia.com/gpu"]),
         ("capacity-change", "pending", ["notebooks-l4"], 6, ["nvidia.com/gpu"]),
+        ("capacity-change", "pending", ["notebooks-l4"], None, ["nvidia.com/gpu"]),  # the quota, on its pool
         ("device-plugin-restart", "restart", ["notebooks-l4"], 6, ["nvidia.com/gpu"]), PROBES],
         {"device-plugin-restart": "advertises 8 nvidia.com/gpu instead of 16 nvidia.com/gpu",
          "capacity-change": "product nvidia.com/gpu on notebooks-l4 48 -> 40"}),
@@ -410,8 +411,8 @@ CASES = {
         ("mig-repartition", "disruptive", ["infer-a100"], 4, MIG),
         ("config-key-removed", "disruptive", ["infer-a100"], 4, MIG),
         ("node-replacement", "disruptive", ["infer-a100"], 4, []),
-        ("capacity-change", "pending", [], None, ["nvidia.com/mig-1g.10gb"]),
-        ("capacity-change", "pending", ["infer-a100"], 4, ["nvidia.com/mig-1g.10gb"]), PROBES],
+        ("capacity-change", "pending", ["infer-a100"], 4, ["nvidia.com/mig-1g.10gb"]),
+        ("capacity-change", "pending", ["infer-a100"], None, ["nvidia.com/mig-1g.10gb"]), PROBES],
         {"mig-repartition": "MIG layout changes from `infer-mixed-7582d368` (MIG 1g.10gb x2, 2g.20gb x1, "
                             "3g.40gb x1)"}),
     "mig-repartition on GKE": (mig_preset_on_gke, [
@@ -419,6 +420,7 @@ CASES = {
             "nvidia.com/gpu", "nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb"]),
         ("resource-rename", "pending", ["a100-train"], 2, [
             "nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb"]),
+        ("probe-run", "pending", ["a100-train"], None, []),
         ("operand-restart", "restart", ["l4-serving", "a100-train"], 6, []),
         ("probe-run", "none", ["a100-train"], None, [])],
         {"mig-repartition": "mig-manager stops the GPU clients on every node of pool a100-train, kills its GPU pods "
@@ -474,15 +476,15 @@ CASES = {
                          "gpuconf.dev/pool=train-h100:NoSchedule; NVIDIADriver gpuconf-train-h100 gets the new "
                          "tolerations too"}),
     "taint-change: PreferNoSchedule on a node template": (preferred_taint_on_a_template, [
-        ("node-replacement", "disruptive", ["t4-dev"], 3, []), ("taint-change", "none", ["t4-dev"], 3, []),
-        ("probe-run", "none", ["t4-dev"], None, [])],
+        ("node-replacement", "disruptive", ["t4-dev"], 3, []), ("probe-run", "pending", ["t4-dev"], None, []),
+        ("taint-change", "none", ["t4-dev"], 3, []), ("probe-run", "none", ["t4-dev"], None, [])],
         {"taint-change": "and the scheduler only prefers other nodes for new pods that do not tolerate them"}),
-    "capacity-change": (quota_drop, [("capacity-change", "pending", [], None, ["nvidia.com/gpu"]), PROBES],
+    "capacity-change": (quota_drop, [("capacity-change", "pending", ["train-h100"], None, ["nvidia.com/gpu"]), PROBES],
                         {"capacity-change": "research nvidia.com/gpu on train-h100 64 -> 32"}),
     "operator-upgrade": (chart_move, [
-        ("driver-upgrade", "disruptive", ["l40s"], 3, []), ("operator-upgrade", "restart", ["l40s"], 3, []),
-        ("probe-run", "none", ["l40s"], None, [])],
-        {"operator-upgrade": "from chart v26.3.3 to v26.7.0", "probe-run": "Jobs are immutable"}),
+        ("driver-upgrade", "disruptive", ["l40s"], 3, []), ("probe-run", "pending", ["l40s"], None, []),
+        ("operator-upgrade", "restart", ["l40s"], 3, []), ("probe-run", "none", ["l40s"], None, [])],
+        {"operator-upgrade": "from chart v26.3.3 to v26.7.0", "probe-run": "a plain `kubectl apply` cannot change a Job (its pod template is immutable)"}),
     "operand-restart": (monitoring_interval, [("operand-restart", "restart", ALL3, 26, []), PROBES],
                         {"operand-restart": "(dcgmExporter)"}),
     "probe-run and object-change": (new_developer, [PROBES, ("object-change", "none", [], None, [])],
@@ -549,7 +551,7 @@ CASES = {
     "taint-change: the ClusterPolicy driver of every pool": (aks_taint_value, [
         ("node-replacement", "disruptive", ["t4"], 3, []),
         ("taint-change", "disruptive", ["a100", "t4"], 5, []),
-        ("taint-change", "pending", ["t4"], 3, []),
+        ("taint-change", "pending", ["t4"], 3, []), ("probe-run", "pending", ["t4"], None, []),
         ("probe-run", "none", ["t4"], None, [])],
         {"taint-change": "reinstall the driver on every node the ClusterPolicy manages, in pools a100, t4"}),
     "taint-change: the rendered ClusterPolicy": (openshift_taint_removed, [

@@ -9,7 +9,8 @@ from typing import Any, Callable, Iterable
 from ..output.treediff import DocumentDiff
 from .folder import Deployed
 from .model import (
-    MIG_LABEL, PLUGIN_LABEL, POOL_LABEL, Change, Impact, _label_source, _labelled_by, _names, _per_node, impact_kind)
+    DRAIN, MIG_LABEL, PLUGIN_LABEL, POOL_LABEL, UNCORDON, Change, Impact, _label_source, _labelled_by, _names, _per_node,
+    each_node, impact_kind)
 
 
 def _stack(side: Deployed) -> str:
@@ -145,6 +146,13 @@ def _askers(old: Deployed, gone: set[str]) -> str:
         "nothing gpuconf rendered (check your workloads)"
 
 
+def _mig_done() -> str:
+    """The step of a loop over nodes that waits until the MIG manager has applied the node's layout: `kubectl wait`
+    on its state label (in a JSONPath, the dots of a label key are escaped)."""
+    state = (MIG_LABEL + ".state").replace(".", "\\.")
+    return f"kubectl wait node \"$n\" --for=jsonpath='{{.metadata.labels.{state}}}'=success --timeout=30m"
+
+
 @impact_kind("mig-repartition", "a pool's MIG layout changes")
 def _mig_repartition(change: Change) -> list[Impact]:
     # MIG manager reboots the node to apply a layout where WITH_REBOOT is set (GKE: platform-facts, NVD:gke).
@@ -167,10 +175,18 @@ def _mig_repartition(change: Change) -> list[Impact]:
                     "kills its GPU pods")
         if reboots:
             what += "; the MIG manager reboots each node to apply it (WITH_REBOOT, as GKE needs)"
+        if _labelled_by(change.new.pools[name]) == "nfd":
+            safe = (f"the sync relabels every node of pool {name} at once (its NodeFeatureRule), so the whole pool is "
+                    f"repartitioned at once: drain its nodes before the sync (`{each_node(name, DRAIN)}`), watch "
+                    f"`kubectl get nodes -l {POOL_LABEL}={name} -L {MIG_LABEL}.state` reach `success` on every node, then "
+                    f"`kubectl uncordon -l {POOL_LABEL}={name}`; to keep part of the pool serving, move its nodes to "
+                    "the new layout in steps through a second pool instead")
+        else:
+            relabel = f'kubectl label node "$n" {MIG_LABEL}={after} --overwrite'
+            loop = each_node(name, DRAIN, relabel, _mig_done(), UNCORDON)
+            safe = f"after the sync, one node at a time: `{loop}`; then roll the node group onto the new template"
         impacts.append(Impact(
-            "mig-repartition", "disruptive", [name], what,
-            f"drain the pool first, one node at a time (`kubectl drain -l {POOL_LABEL}={name} --ignore-daemonsets`), "
-            f"and watch `kubectl get nodes -l {POOL_LABEL}={name} -L {MIG_LABEL}.state` reach `success`",
+            "mig-repartition", "disruptive", [name], what, safe,
             resources=sorted(set(change.old.resources(name)) | set(change.new.resources(name))),
             nodes=change.pools_nodes([name]),
             documents=change.documents(["ConfigMap"], where=_mig_configmap(change))
@@ -235,9 +251,10 @@ def _config_key_removed(change: Change) -> list[Impact]:
                         f"{_names(d.name for d in docs)} (now {after}): the MIG manager cannot apply a name that "
                         "mig-configs lacks, so on those nodes it fails at its next start "
                         f"({MIG_LABEL}.state=failed) until each node is relabelled or replaced")
-                safe = (f"drain the pool one node at a time and relabel each node right after the sync (`kubectl label "
-                        f"node NODE {label}={after} --overwrite`, which repartitions it), then roll the node group "
-                        "onto the new template")
+                relabel = f'kubectl label node "$n" {label}={after} --overwrite'
+                loop = each_node(name, DRAIN, relabel, _mig_done(), UNCORDON)
+                safe = (f"right after the sync, one node at a time (the relabel repartitions it): `{loop}`; then roll "
+                        "the node group onto the new template")
             impacts.append(Impact("config-key-removed", "disruptive", [name], what, safe,
                                   resources=sorted(change.old.resources(name)), nodes=nodes, documents=docs))
     return impacts

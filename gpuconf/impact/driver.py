@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 from .folder import Deployed
-from .model import POOL_LABEL, Change, Impact, _driver_owner, _names, _short, _template_file, impact_kind
+from .model import (DRAIN, UNCORDON, Change, Impact, _driver_owner, _names, _short, _template_file, each_node,
+                    impact_kind)
 
 
 @impact_kind("operator-upgrade", "the GPU Operator chart version changes")
@@ -44,18 +45,19 @@ def _driver_mode_switch(change: Change) -> list[Impact]:
                     "modules, so every GPU pod there stops" if after == "host" else
                     "the operator starts installing its driver on nodes that ran a host driver: the driver pod "
                     "fails or replaces the host's modules, and every GPU pod there stops")
-            safe = ("drain the pools' nodes first, then install or remove the host driver on each node (or roll "
-                    "the node group to an image that has or lacks it), one node at a time, in a maintenance window")
+            safe = ("in a maintenance window: the sync reaches every node of the pools at once, so drain them before "
+                    f"it (`{each_node(pools, DRAIN)}`), then install or remove the host driver on each node (or roll "
+                    "the node group to an image that has or lacks it) and uncordon each node once its driver works")
         else:
             what = (f"the driver moves from the {before} to per-pool {after} objects" if after == "NVIDIADriver" else
                     f"the driver moves from per-pool {before} objects back to the {after}")
             what += (": the operator deletes the old driver DaemonSet and starts the new one, so the driver is "
                      "unloaded and reinstalled on every node of these pools and every GPU pod there restarts")
             safe = ("make this change alone (no driver version, sharing or pool change in the same commit), in a "
-                    "maintenance window; cordon and drain the pools' nodes first (`kubectl drain -l "
-                    f"{POOL_LABEL}=POOL --ignore-daemonsets`), and uncordon them once `kubectl get pods -n "
-                    f"{change.new.cluster.get('namespace', 'gpu-operator')} -l app=nvidia-driver-daemonset` is "
-                    "ready again")
+                    "maintenance window; the operator replaces the driver on every node of the pools at once, so "
+                    f"drain them before the sync (`{each_node(pools, DRAIN)}`) and uncordon them once `kubectl get "
+                    f"pods -n {change.new.cluster.get('namespace', 'gpu-operator')} -l app=nvidia-driver-daemonset` "
+                    "is ready again")
         impacts.append(Impact("driver-mode-switch", "disruptive", pools, what, safe,
                               nodes=change.pools_nodes(pools), documents=docs))
     return impacts
@@ -170,8 +172,12 @@ def _driver_upgrade(change: Change) -> list[Impact]:
                     "previous wave shows `upgrade-done` (`kubectl get nodes -L nvidia.com/gpu-driver-upgrade-state`); "
                     "keep a maintenance window of that length")
         elif manual:
-            safe = ("in a maintenance window, drain each node and delete its driver pod, one node at a time "
-                    "(REPORT.md's driver upgrade steps), until every node shows `upgrade-done`")
+            namespace = change.new.cluster.get("namespace", "gpu-operator")
+            pod = f"-n {namespace} -l app=nvidia-driver-daemonset --field-selector spec.nodeName=\"$n\""
+            loop = each_node(pools, DRAIN, f"kubectl delete pod {pod} --wait",
+                             "sleep 10", f"kubectl wait pod {pod} --for=condition=Ready --timeout=30m", UNCORDON)
+            safe = (f"in a maintenance window, one node at a time: `{loop}` (REPORT.md's driver upgrade steps; the "
+                    "loop stops at a node whose step fails, and leaves it cordoned)")
         else:
             safe = (f"merge in a maintenance window of about {minutes} minutes; the upgrade policy "
                     "(`spec.driver.upgrade`: maxParallel, maxUnavailable, drain) bounds how many nodes are down at "

@@ -147,6 +147,21 @@ def _names(items: Iterable[str]) -> str:
     return ", ".join(items) if items else "none"
 
 
+def each_node(pools: str | list[str], *steps: str) -> str:
+    """A shell loop that runs steps on the nodes of one or more pools one at a time (each step may use "$n", the
+    node's name): the way to take a pool's nodes down one by one (`kubectl drain -l` cordons all of them at once).
+    The loop stops at the first step that fails, leaving that node as it is (cordoned) for a look."""
+    names = [pools] if isinstance(pools, str) else list(pools)
+    selector = f"{POOL_LABEL}={names[0]}" if len(names) == 1 else f"'{POOL_LABEL} in ({','.join(names)})'"
+    return (f"for n in $(kubectl get nodes -l {selector} -o jsonpath='{{.items[*].metadata.name}}'); do "
+            + " && ".join(steps) + " || break; done")
+
+
+#: The drain step of a loop over nodes: the operator's DaemonSets stay, emptyDir volumes go with their pods.
+DRAIN = 'kubectl drain "$n" --ignore-daemonsets --delete-emptydir-data'
+UNCORDON = 'kubectl uncordon "$n"'
+
+
 def _node_count(n: int | None) -> str:
     return "" if n is None else f" ({n} node{'s' if n != 1 else ''})"
 
@@ -186,6 +201,8 @@ class ImpactPlan:
     pods_source: str | None = None
     #: a chart move's CRDs, NFD subchart, flipped defaults and removed keys (impact.chart.chart_section), or None
     chart: dict[str, Any] | None = None
+    #: notes about the plan as a whole: the order of disruptive impacts that take down the same nodes
+    notes: list[str] = field(default_factory=list)
 
     @property
     def worst(self) -> str:

@@ -97,4 +97,30 @@ def plan_impacts(old: dict[str, str], new: dict[str, str], diff: TreeDiff) -> Im
             impact.nodes_from = "intent"
     section = chart_section(change.old, change.new)
     advise(section, change.old, change.new, change.impacts)
-    return ImpactPlan(change.impacts, chart=section)
+    return ImpactPlan(change.impacts, chart=section, notes=ordering(change.impacts, order))
+
+
+def ordering(impacts: list[Impact], order: list[str]) -> list[str]:
+    """One note for each set of pools that two or more disruptive impacts take down: the order to do them in (the
+    planner's ORDER: the driver before the MIG layout, a node's config before its replacement)."""
+    disruptive = [i for i in impacts if i.severity == "disruptive" and i.pools]
+    groups: list[tuple[set[str], list[Impact]]] = []
+    for impact in disruptive:  # pools that share an impact fall into one group
+        touching = [g for g in groups if g[0] & set(impact.pools)]
+        pools, members = set(impact.pools), [impact]
+        for group in touching:
+            groups.remove(group)
+            pools |= group[0]
+            members = group[1] + members
+        groups.append((pools, members))
+    notes = []
+    for pools, members in groups:
+        kinds = list(dict.fromkeys(i.kind for i in sorted(members, key=lambda i: order.index(i.kind))))
+        if len(kinds) < 2:
+            continue
+        steps = ", then ".join(f"{n}. {kind}" for n, kind in enumerate(kinds, 1))
+        notes.append(f"{_names(kinds)} take down the same nodes (pool(s) {_names(sorted(pools))}): do them in this "
+                     f"order on each node, draining it once for all of them: {steps}; where they come from separate "
+                     "edits of the intent, a commit each, in that order, lets each finish on every node before the "
+                     "next one starts")
+    return notes

@@ -230,22 +230,29 @@ def _scale(change: Change, pool: str) -> str:
     return f"nodes {before} -> {after}" if before != after else "its NodePool limits"
 
 
-def _quotas(side: Deployed) -> dict[tuple[str, str], int]:
+def _quotas(side: Deployed, pools: dict[tuple[str, str], set[str]] | None = None) -> dict[tuple[str, str], int]:
+    """(team, resource) -> its quota (with Kueue, (team, "resource on pool") -> the nominal quota); pools, when given,
+    collects the pools each quota is on."""
     out: dict[tuple[str, str], int] = {}
+    pools = {} if pools is None else pools
     queues = (side.report.get("queueing") or {}).get("teams")
     for team in [] if queues else side.report.get("teams", []):
         for quota in team.get("quotas", []):
             key = (team.get("name", "?"), quota.get("resource", "?"))
             out[key] = out.get(key, 0) + (quota.get("total") or 0)
+            pools.setdefault(key, set()).update(p for p in quota.get("pools") or [] if isinstance(p, str))
     for team in queues or []:
         for row in team.get("rows", []):
             key = (team.get("name", "?"), f"{row.get('resource')} on {row.get('pool')}")
             out[key] = row.get("nominal") or 0
+            if isinstance(row.get("pool"), str):
+                pools.setdefault(key, set()).add(row["pool"])
     return out
 
 
 def _quota_change(change: Change) -> list[Impact]:
-    before, after = _quotas(change.old), _quotas(change.new)
+    on: dict[tuple[str, str], set[str]] = {}
+    before, after = _quotas(change.old, on), _quotas(change.new)
     for old, new in _renames(change).items():  # a renamed pool's queue rows follow it
         for (team, row), value in list(after.items()):
             if row.endswith(f" on {new}"):
@@ -255,7 +262,8 @@ def _quota_change(change: Change) -> list[Impact]:
         return []
     teams = sorted({t for t, _ in dropped})
     docs = change.documents(["ResourceQuota", "ClusterQueue"])
-    return [Impact("capacity-change", "pending", [],
+    pools = [p for p in change.old.pools if any(p in on.get(k, ()) for k in dropped)]
+    return [Impact("capacity-change", "pending", pools,
                    "team quota drops: " + "; ".join(f"{t} {r} {before[(t, r)]} -> {after.get((t, r), 0)}"
                                                     for t, r in dropped)
                    + ": running pods keep running, new pods and Jobs of those teams wait (Kueue) or are refused "

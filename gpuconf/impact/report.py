@@ -57,6 +57,7 @@ def impacts_text(plan: ImpactPlan, where: str) -> str:
         for what, names, total in (("nodes", i.node_names, i.nodes), ("pods", i.pod_names, i.pods)):
             if names:
                 lines.append(f"    {what}: {_first(names, total)}")
+    lines += [f"  note: {note}" for note in plan.notes]
     lines += [f"  {line}" for line in chart_lines(plan.chart)]
     return "\n".join(lines) + "\n\n"
 
@@ -75,6 +76,8 @@ def impacts_markdown(plan: ImpactPlan, where: str) -> str:
             nodes += f"; pods {md_text(_first(i.pod_names, i.pods))}"
         lines.append(f"| {icon[i.severity]} {i.severity} | `{i.kind}` | {md_text(', '.join(i.pools)) or '-'} | {nodes} "
                      f"| {md_text(i.message)} | {md_text(i.safe)} |")
+    if plan.notes:
+        lines += [""] + [f"**Order:** {md_text(note)}" for note in plan.notes]
     chart = chart_lines(plan.chart)
     if chart:
         lines += ["", f"### {chart[0].rstrip(':').capitalize()}", ""]

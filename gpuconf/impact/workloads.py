@@ -17,13 +17,19 @@ def _probe(job: Any) -> bool:
 
 
 def _hook(job: dict) -> str | None:
+    """How the GitOps tool treats the Job, from its annotations (gitops.md: the probes' trap and its wrapper); None for
+    a plain Job, which `kubectl apply` cannot change once created (a Job's pod template is immutable)."""
     annotations = (job.get("metadata") or {}).get("annotations") or {}
     if "argocd.argoproj.io/hook" in annotations:
-        return f"an Argo CD {annotations['argocd.argoproj.io/hook']} hook, which runs on every sync"
+        policy = annotations.get("argocd.argoproj.io/hook-delete-policy")
+        deletes = (f"; hook-delete-policy {policy}: Argo CD deletes the previous Job before it creates this one, so a "
+                   "changed Job needs nothing" if policy else "")
+        return f"an Argo CD {annotations['argocd.argoproj.io/hook']} hook, which runs on every sync{deletes}"
     if "helm.sh/hook" in annotations:
         return f"a Helm {annotations['helm.sh/hook']} hook"
     if annotations.get("kustomize.toolkit.fluxcd.io/force") == "enabled":
-        return "recreated by Flux when it changes"
+        return ("recreated by Flux when it changes (kustomize.toolkit.fluxcd.io/force: enabled: kustomize-controller "
+                "deletes and re-creates a Job it cannot patch)")
     return None
 
 
@@ -46,9 +52,25 @@ def _probe_run(change: Change) -> list[Impact]:
     for doc in changed:
         data = change.new.data(doc)
         if doc.file in applied and doc.name not in runs:
-            runs[doc.name] = (_hook(data) or ("a new Job" if doc.status == "added" else
-                                             "a changed Job (Jobs are immutable: delete the old one first)"), data)
+            runs[doc.name] = (_hook(data) or ("a new Job" if doc.status == "added" else "a changed Job"), data)
     impacts = []
+    # The API server refuses a change of a Job's spec.template (and its selector): metadata and the TTL may change.
+    stuck = [d for d in changed if d.status == "changed" and d.file in applied and not _hook(change.new.data(d))
+             and any(c.path.startswith(("spec.template", "spec.selector")) for c in d.changes)]
+    if stuck:
+        namespace = change.new.cluster.get("namespace", "gpu-operator")
+        names = sorted(d.name for d in stuck)
+        ttl = {(change.new.data(d).get("spec") or {}).get("ttlSecondsAfterFinished") for d in stuck} - {None}
+        impacts.append(Impact(
+            "probe-run", "pending", sorted({change.pool_data(d) or "?" for d in stuck}),
+            f"probe Job(s) {_names(names)} change, and a plain `kubectl apply` cannot change a Job (its pod template "
+            "is immutable): while the old Job exists"
+            + (f" (ttlSecondsAfterFinished {_names(str(t) for t in sorted(ttl))} after it finished)" if ttl else "")
+            + ", the apply fails on it (`field is immutable`) and exits non-zero",
+            f"delete the old Job(s) before the apply (`kubectl delete job -n {namespace} {' '.join(names)} "
+            "--ignore-not-found`); with Argo CD or Flux delivery (spec.delivery) gpuconf renders the probes as hooks "
+            "or forced Jobs, which need nothing",
+            documents=stuck))
     removed = change.documents(["Job"], where=lambda d: d.status == "removed" or (
         d.status == "changed" and not _probe(change.new.data(d)))) + [d for d in changed if d.file not in applied]
     if runs:

@@ -153,6 +153,7 @@ def chart_move(plan: P.Plan, target: str) -> dict:
         "impacts": impacts.as_list() if impacts is not None else None,
         "worst": impacts.worst if impacts is not None else None,
         "chartMove": impacts.chart if impacts is not None else None,
+        "impactNotes": impacts.notes if impacts is not None else [],
         "_output": output,
         "_impacts": impacts,
     }
