@@ -63,7 +63,7 @@ def _clean_env() -> dict[str, str]:
 def test_the_wheel_carries_the_data_the_code_reads(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("gpuconf/profiles/gpus.json", "gpuconf/profiles/platforms.json", "gpuconf/profiles/dcgm-metrics.json",
-                   "gpuconf/schemas/cluster-intent.schema.json"):
+                   "gpuconf/schemas/cluster-intent.schema.json", "gpuconf/help.txt"):
         assert needed in names
     for folder, pattern in (("profiles/charts", "*.json"), ("schemas/crds", "*.json"), ("schemas/values", "*.json"),
                             ("gpuconf/output/templates", "*.j2")):

@@ -610,7 +610,21 @@ def pages() -> dict[str, str]:
     return out
 
 
+def help_text() -> str:
+    """`gpuconf --help` as click prints it on a terminal of 80 columns or more (gpuconf/entry.py serves it)."""
+    import click
+
+    from gpuconf import cli
+
+    ctx = click.Context(cli.main, info_name="gpuconf", terminal_width=78, **cli.main.context_settings)
+    return cli.main.get_help(ctx) + "\n"
+
+
 def main() -> None:
+    help_file = ROOT / "gpuconf" / "help.txt"
+    if not help_file.exists() or help_file.read_text(encoding="utf-8") != help_text():
+        help_file.write_text(help_text(), encoding="utf-8")
+        print("wrote gpuconf/help.txt")
     for path, text in pages().items():
         target = DOCS / path
         target.parent.mkdir(parents=True, exist_ok=True)
