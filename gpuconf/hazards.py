@@ -21,7 +21,11 @@ POOL_FEATURES = frozenset({"mig", "migNextToWhole", "preinstalled", "managed", "
 #: Conditions the intent chooses (a hazard it avoids by one of them is worth saying in the report).
 CHOSEN = frozenset({"drivers", "charts", "features", "kernelModules", "toolkit", "migManager", "distributions",
                     "kubernetes"})
-#: gpuconf's Kubernetes distributions by the names the table uses.
+#: Features an intent can only approximate: gpuconf gives every GPU of a node the same MIG layout, so "MIG slices
+#: next to whole GPUs" means, in an intent, a MIG pool and a whole-GPU pool of one model under the mixed strategy.
+APPROXIMATE = frozenset({"migNextToWhole"})
+APPROXIMATE_NOTE = ("in the intent: MIG and whole GPUs of one model under the mixed strategy; a node that carries "
+                    "both is what breaks")
 OPEN_AUTO_FROM = "570.86.15"  # driver.kernelModuleType=auto installs the open modules from here on (PS:696)
 
 
@@ -321,3 +325,62 @@ def _modules(values: Mapping[str, Any] | None, driver: str | None, preinstalled:
     if kind == "auto" and driver is not None and version_key(driver) >= version_key(OPEN_AUTO_FROM):
         return "open"
     return "proprietary"
+
+
+# --- facts of a node (audit) ------------------------------------------------------------------------------------
+
+_OS_NAMES = (("Ubuntu", "ubuntu", 2), ("Red Hat Enterprise Linux CoreOS", "rhcos", 1),
+             ("Red Hat Enterprise Linux", "rhel", 1), ("Rocky Linux", "rocky", 1))
+
+
+def os_id(os_image: str) -> str | None:
+    """The table's OS id of a node's status.nodeInfo.osImage: "Ubuntu 22.04.5 LTS" -> ubuntu22.04, "Red Hat
+    Enterprise Linux 8.10 (Ootpa)" -> rhel8, "Rocky Linux 9.4 (Blue Onyx)" -> rocky9; None for another OS."""
+    for prefix, name, parts in _OS_NAMES:
+        if os_image.startswith(prefix + " "):
+            version = version_key(os_image[len(prefix) + 1:].split(" ")[0])
+            if len(version) >= parts:
+                return name + ".".join(f"{v:02d}" if i else str(v) for i, v in enumerate(version[:parts]))
+    return None
+
+
+def kernel_minor(kernel_version: str) -> str | None:
+    """<major>.<minor> of status.nodeInfo.kernelVersion ("6.8.0-60-generic" -> 6.8)."""
+    key = version_key(kernel_version)
+    return f"{key[0]}.{key[1]}" if len(key) >= 2 else None
+
+
+def containerd_version(runtime: str) -> str | None:
+    """The containerd version of status.nodeInfo.containerRuntimeVersion ("containerd://1.7.27" -> 1.7.27); "" for
+    another runtime; None when the node does not say."""
+    if not runtime:
+        return None
+    scheme, _, version = runtime.partition("://")
+    return version if scheme == "containerd" else ""
+
+
+def node_facts(base: Facts, *, gpu: str | None, driver: str | None, os_image: str, kernel_version: str,
+               container_runtime: str, architecture: str, kubelet_version: str, mixes_mig_and_whole: bool) -> Facts:
+    """A pool's facts with what one of its nodes reports instead: the GPU GFD sees, the driver it runs, its OS image,
+    kernel, runtime, architecture and Kubernetes version, and whether it carries MIG slices next to whole GPUs."""
+    from dataclasses import replace
+
+    features = set(base.features) - {"migNextToWhole"}
+    if mixes_mig_and_whole:
+        features.add("migNextToWhole")
+    minor = version_key(kubelet_version)
+    return replace(base, gpu=gpu or base.gpu, driver=driver or base.driver, os=os_id(os_image),
+                   kernel=kernel_minor(kernel_version), arch=architecture or None,
+                   containerd=containerd_version(container_runtime),
+                   kubernetes=f"{minor[0]}.{minor[1]}" if len(minor) >= 2 else base.kubernetes,
+                   features=frozenset(features))
+
+
+def audit_code(hazard: Hazard) -> str:
+    """GA133 for a container runtime's hazard, GA132 for an OS, kernel, architecture or Kubernetes one, GA131 for
+    the rest (the driver and GPU a node reports)."""
+    if "containerd" in hazard.applies:
+        return "GA133"
+    if {"os", "kernels", "arch", "kubernetes"} & set(hazard.applies):
+        return "GA132"
+    return "GA131"

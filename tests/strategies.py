@@ -124,8 +124,9 @@ _registries = st.builds(lambda host, port, path: host + port + path, dns_subdoma
 _profile_names = dns_labels.filter(lambda s: s != "exclusive")
 words = st.sampled_from(LABEL_NAMES[:100])
 sentences = st.lists(words, min_size=3, max_size=9).map(lambda ws: " ".join(ws) + ".")
-#: Driver image tags have three parts (GC316).
-driver_versions = st.builds(lambda a, b, c: f"{a}.{b}.{c:02d}", st.integers(400, 700), st.integers(0, 200),
+#: Driver image tags have three parts (GC316); from branch 580 on, so that no generated pool falls below a GPU's or
+#: the DRA stack's driver floor (the known hazards GC461) or into the broken 570 builds (GC460).
+driver_versions = st.builds(lambda a, b, c: f"{a}.{b}.{c:02d}", st.integers(580, 700), st.integers(0, 200),
                             st.integers(0, 99))
 json_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-1000, 10**6),
@@ -412,7 +413,9 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
     else:
         _maybe(draw, driver, "preinstalled", st.just(False))
         _maybe(draw, driver, "version", driver_versions)
-    _maybe(draw, driver, "kernelModuleType", st.sampled_from(["auto", "open", "proprietary"]))
+    # GH200 needs the open kernel modules (the known hazard GC462): no proprietary ones on a cluster with one.
+    grace = any(m.id.startswith("GH200") for m in models)
+    _maybe(draw, driver, "kernelModuleType", st.sampled_from(["auto", "open"] + ([] if grace else ["proprietary"])))
 
     # --- pools
     mode = _pick(draw, ["labels", "hostname", "dmi"])

@@ -182,13 +182,14 @@ def test_a_mixed_mig_a100_pool_next_to_whole_a100s_on_driver_570_148_08_enters_t
     result = run("validate", "--format", "json", str(path))
     findings = json.loads(result.stdout)
     hazard = [f for f in findings if f["code"] == "GC460"]
-    assert [(f["severity"], f["path"], f["line"]) for f in hazard] == [("error", "spec.driver.version", 10)]
+    assert [(f["severity"], f["path"], f["line"]) for f in hazard] == [("warning", "spec.driver.version", 10)]
     assert hazard[0]["message"] == (
         "known hazard driver-570-mig-with-whole-gpus (pool a100-mig, GPU A100-80GB, driver 570.148.08): GPU pods stay "
-        "Pending forever on nodes that carry MIG slices next to full GPUs")
+        "Pending forever on nodes that carry MIG slices next to full GPUs (in the intent: MIG and whole GPUs of one "
+        "model under the mixed strategy; a node that carries both is what breaks)")
     assert hazard[0]["hint"] == ("run driver 570.172.08 (or a later branch) on these nodes; source: "
                                  "gpu-operator/release-notes.rst:819,820,822,885 (NVIDIA/cloud-native-docs)")
-    assert result.exit_code == 1
+    assert result.exit_code == 0  # a warning: the audit reports the node that carries both (test_audit_... below)
     fixed = _intent(tmp_path, A100_MIXED, '  driver: {version: "570.172.08"}\n', MIXED_PROFILE)
     findings = json.loads(run("validate", "--format", "json", str(fixed)).stdout)
     assert [f for f in findings if f["code"] == "GC460"] == []
@@ -297,3 +298,85 @@ def test_the_docs_page_of_the_hazards_is_the_generated_table():
     assert page.endswith(table_markdown()), "docs/reference/hazards.md is stale: run `make docs-gen`"
     for hazard in H.hazards():
         assert f"## {hazard.id}\n" in page
+
+
+# --- audit: the hazards the nodes enter with what they report ----------------------------------------------------
+
+
+def _nodes_with(tmp_path: Path, edit) -> Path:
+    data = json.loads((REPO_ROOT / "tests" / "fixtures" / "nodes" / "heterogeneous.json").read_text("utf-8"))
+    edit(data["items"])
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _pool_node(items: list, pool: str) -> dict:
+    return next(n for n in items if n["metadata"]["labels"].get("gpuconf.dev/pool") == pool)
+
+
+def test_audit_reports_a_node_that_mixes_mig_and_whole_gpus_on_a_broken_570_driver(run, tmp_path):
+    def edit(items):
+        node = _pool_node(items, "infer-a100")
+        labels = node["metadata"]["labels"]
+        for key, value in (("full", "570.148.08"), ("major", "570"), ("minor", "148"), ("revision", "08")):
+            labels[f"nvidia.com/cuda.driver-version.{key}"] = value
+        node["status"]["capacity"]["nvidia.com/gpu"] = "2"  # two of its GPUs left whole next to the slices
+
+    result = run("audit", "examples/heterogeneous.yaml", "--nodes", str(_nodes_with(tmp_path, edit)), "--format",
+                 "json")
+    findings = [f for f in json.loads(result.stdout)["findings"] if f["code"].startswith("GA13")]
+    assert [(f["severity"], f["code"], f["pool"], f["message"]) for f in findings] == [
+        ("error", "GA131", "infer-a100", "known hazard driver-570-mig-with-whole-gpus: GPU pods stay Pending forever "
+                                         "on nodes that carry MIG slices next to full GPUs")]
+    assert findings[0]["evidence"]["driver"] == "570.148.08"
+    assert findings[0]["hint"].endswith("source: gpu-operator/release-notes.rst:819,820,822,885 "
+                                        "(NVIDIA/cloud-native-docs)")
+    assert result.exit_code == 1
+
+
+def test_audit_reports_a_kernel_the_ubuntu_2204_driver_containers_do_not_support(run, tmp_path):
+    def edit(items):
+        info = _pool_node(items, "train-h100")["status"]["nodeInfo"]
+        info["osImage"], info["kernelVersion"] = "Ubuntu 22.04.5 LTS", "6.2.0-39-generic"
+
+    result = run("audit", "examples/heterogeneous.yaml", "--nodes", str(_nodes_with(tmp_path, edit)), "--format",
+                 "json")
+    findings = [f for f in json.loads(result.stdout)["findings"] if f["code"].startswith("GA13")]
+    assert [(f["severity"], f["code"], f["pool"], f["message"]) for f in findings] == [
+        ("warning", "GA132", "train-h100", "known hazard ubuntu-2204-kernels: the driver containers on Ubuntu 22.04 "
+                                           "support the 5.15, 6.5 and 6.8 kernels only")]
+    assert findings[0]["evidence"]["kernelVersion"] == "6.2.0-39-generic"
+    clean = run("audit", "examples/heterogeneous.yaml", "--nodes",
+                str(REPO_ROOT / "tests" / "fixtures" / "nodes" / "heterogeneous.json"), "--format", "json")
+    assert [f for f in json.loads(clean.stdout)["findings"] if f["code"].startswith("GA13")] == []
+
+
+# --- the chart's own fail rules ----------------------------------------------------------------------------------
+
+
+def test_values_a_chart_fail_rule_refuses_are_an_intent_finding(run, tmp_path):
+    pools = """    - name: l4
+      gpu: L4
+      gpusPerNode: 1
+      nodes: 1
+      match: {pciDevice: true}
+"""
+    extra = """  overrides:
+    - path: gpuCluster.deployCR
+      value: true
+      why: The GPUCluster is deployed next to the policy to try the DRA stack on this cluster.
+"""
+    findings = json.loads(run("validate", "--format", "json", str(_intent(tmp_path, pools, extra=extra))).stdout)
+    refused = [f for f in findings if f["code"] == "GC468"]
+    assert [(f["severity"], f["path"]) for f in refused] == [("error", "spec.overrides[0].path")] * 3
+    assert [f["message"].split(" (")[1].split(":")[0] for f in refused] == [
+        "gpucluster-needs-dra-api", "gpucluster-needs-nvidiadriver-crd", "one-allocation-cr"]  # Kubernetes 1.33
+    assert refused[2]["message"].startswith("chart v26.7.0 refuses these values at sync (one-allocation-cr: the chart "
+                                            "deploys either the ClusterPolicy or the GPUCluster, never both): "
+                                            "clusterPolicy.deployCR is true, gpuCluster.deployCR is true")
+    assert refused[2]["hint"].endswith("source: the chart's templates/validations.yaml:2 (NVIDIA/gpu-operator gh-pages "
+                                       "stable/gpu-operator-v26.7.0.tgz)")
+    on_134 = _intent(tmp_path, pools, extra=extra, kubernetes="1.34")
+    findings = json.loads(run("validate", "--format", "json", str(on_134)).stdout)
+    assert len([f for f in findings if f["code"] == "GC468"]) == 2  # 1.34 serves resource.k8s.io/v1

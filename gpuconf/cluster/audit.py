@@ -56,6 +56,9 @@ TITLES = {
     "GA121": "GFD's nvidia.com/gpu.count is not what the pool expects (warning: more, or while MIG is reconfigured)",
     "GA122": "more of a pool's nodes are NotReady or cordoned than --max-unavailable allows",
     "GA123": "(warning) the first sync is pending: no node of a pool carries the labels the render sets yet",
+    "GA131": "a pool node runs into a known hazard through the driver or GPU it reports (gpuconf hazards)",
+    "GA132": "a pool node runs into a known hazard through its OS image, kernel, architecture or Kubernetes version",
+    "GA133": "a pool node runs into a known hazard through its container runtime's version",
     "GA130": "(DRA) the driver publishes fewer devices of a pool's DeviceClass on a Ready pool node than the pool "
              "promises, or none (no ResourceSlice); warning: more",
 }
@@ -290,6 +293,12 @@ class Auditor:
         # GPUs the intent declares (spec.gpuModels) are recognised by their product labels like catalogue models.
         self.declared_models = tuple(P.declared_models(plan.intent).values())
         self._label_sources: dict[str, str] = {}
+        # What the intent says of each pool, for the known hazards the nodes' own reports complete (GA131-GA133).
+        from .. import hazards as H
+
+        self._hazard_facts = {pf.name: f.facts for pf, f in zip(plan.intent.spec.pools,
+                                                                  H.intent_facts(plan.intent, H.values_of(plan.intent))
+                                                                  .pools)}
         self._by_name = {p.name: p for p in self.pools}
         self._nfd_by_model: dict[str, list[_Pool]] = {}
         self._label_index: dict[str, dict[str, list[_Pool]]] = {}
@@ -395,6 +404,35 @@ class Auditor:
         else:
             hint = "GFD has not named the GPU (no gpu.product label): check that the operator's GFD runs there"
         return Drift(ERROR, "GA101", node.name, NONE, "GPU node matches no pool", self._identity(node, model), hint)
+
+    def _hazards(self, pool: _Pool, node: N.NodeFacts, model: str | None, driver: str | None, add) -> None:
+        """GA131-GA133: the known hazards the node enters with what it reports (gpuconf.hazards, seen by audit)."""
+        from .. import hazards as H
+
+        base = self._hazard_facts.get(pool.name)
+        if base is None:
+            return
+        # A node that carries MIG slices next to whole GPUs advertises both (the mixed strategy's resources).
+        count = node.capacity_units if node.capacity else node.units
+        resources = node.capacity or node.allocatable
+        mixes = (count(P.GPU) or 0) > 0 and any(k.startswith("nvidia.com/mig-") and (count(k) or 0) > 0
+                                                 for k in resources)
+        facts = H.node_facts(base, gpu=model, driver=driver, os_image=node.os_image,
+                             kernel_version=node.kernel_version, container_runtime=node.container_runtime,
+                             architecture=node.architecture, kubelet_version=node.kubelet_version,
+                             mixes_mig_and_whole=mixes)
+        for verdict in H.matching(facts, "audit"):
+            if not verdict.applies:
+                continue
+            hazard = verdict.hazard
+            evidence = {"driver": facts.driver, "gpu": facts.gpu, "osImage": node.os_image,
+                        "kernelVersion": node.kernel_version, "containerRuntimeVersion": node.container_runtime,
+                        "architecture": node.architecture, "kubeletVersion": node.kubelet_version}
+            if mixes:
+                evidence["capacity"] = N.nvidia_resources(node.capacity)
+            add(ERROR if hazard.severity == "error" else WARNING, H.audit_code(hazard),
+                f"known hazard {hazard.id}: {hazard.breaks}", {k: v for k, v in evidence.items() if v},
+                f"{hazard.fix}; source: {hazard.cite()}")
 
     @staticmethod
     def _identity(node: N.NodeFacts, model: str | None) -> dict:
@@ -524,6 +562,7 @@ class Auditor:
                     "check the driver daemon set (or NVIDIADriver) that owns the node")
             elif pool.driver_pin is None:
                 pool.drivers.setdefault(version, []).append(name)
+        self._hazards(pool, node, model, version, add)
         # MIG.
         if mig_state == "failed":
             add(ERROR, "GA110", "MIG reconfiguration failed", self._mig_evidence(labels),

@@ -127,6 +127,11 @@ class NodeFacts:
     allocatable: Mapping[str, str]  # as the API server wrote them ("8", "191450m")
     capacity: Mapping[str, str]
     kubelet_version: str
+    # status.nodeInfo, for the known hazards (gpuconf.hazards): OS image, kernel, runtime and architecture
+    os_image: str = ""
+    kernel_version: str = ""
+    container_runtime: str = ""
+    architecture: str = ""
 
     @property
     def gpu(self) -> bool:
@@ -291,6 +296,7 @@ def facts(node: Mapping[str, Any]) -> NodeFacts:
         if isinstance(cond, dict) and cond.get("type") == "Ready":
             ready, reason = str(cond.get("status", "Unknown")), str(cond.get("reason", ""))
             break
+    info = status.get("nodeInfo") if isinstance(status.get("nodeInfo"), dict) else _EMPTY
     raw_taints = spec.get("taints")
     taints = tuple((str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))
                    for t in raw_taints if isinstance(t, dict)) if raw_taints else ()
@@ -304,7 +310,11 @@ def facts(node: Mapping[str, Any]) -> NodeFacts:
         reason,
         _map(status.get("allocatable")),
         _map(status.get("capacity")),
-        str((status.get("nodeInfo") or _EMPTY).get("kubeletVersion", "")),
+        str(info.get("kubeletVersion", "")),
+        str(info.get("osImage", "")),
+        str(info.get("kernelVersion", "")),
+        str(info.get("containerRuntimeVersion", "")),
+        str(info.get("architecture", "")),
     )
 
 
