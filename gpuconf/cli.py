@@ -13,6 +13,23 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+#: What `--kubeconfig` runs and reads (the docs' command reference is generated from this; issue 29, item 3).
+KUBECONFIG_FACTS = (
+    ("Runs", "the credential plugin of the context's user, as kubectl does: `users[].user.exec` (its command, args "
+             "and env), an `auth-provider` with a `config.cmd-path`, or the `gcp` auth-provider (which runs gcloud). "
+             "Nothing else. EKS (`aws eks get-token`), GKE (`gke-gcloud-auth-plugin`) and AKS (`kubelogin`) "
+             "kubeconfigs get their tokens that way, so it runs by default; `--no-exec-plugins` refuses such a "
+             "kubeconfig (exit 2) before anything runs: use it for a kubeconfig you did not write."),
+    ("Reads", "GET requests only. `audit`: the nodes (`/api/v1/nodes`, in pages of 500), and on a DRA cluster the "
+              "ResourceSlices. `diff --against`: the nodes and the running pods (`/api/v1/pods`, "
+              "`status.phase=Running`). `import`: the nodes, the Helm release Secrets (`owner=helm,status=deployed`, "
+              "all namespaces), the ClusterPolicies, the NVIDIADrivers, and the device-plugin and MIG ConfigMaps the "
+              "values name."),
+    ("Writes", "nothing to the cluster. The client key, certificate and CA data of the kubeconfig move into "
+               "anonymous memory files (Linux), so no key is left in `$TMPDIR`, whatever ends the process."),
+    ("Waits", "at most `--request-timeout` seconds for every request of the command together, from the first "
+              "connection to the last byte."),
+)
 #: What each exit code means (the docs' command reference is generated from this).
 EXIT_MEANINGS = (
     (EXIT_OK, "ok; warnings alone do not fail, unless `--warnings-as-errors`"),
@@ -217,16 +234,40 @@ def verify(folder: str, key_file: str | None) -> None:
 
 
 _NODES_HELP = "A NodeList: the output of `kubectl get nodes -o json` (`-` reads standard input)."
-_KUBECONFIG_HELP = "Read the nodes from a live cluster instead (read-only: lists nodes, nothing else)."
+#: What --kubeconfig runs: said in every command's help (docs/reference/cli.md says it too).
+_RUNS = (" Like kubectl, this runs the credential plugin the kubeconfig's user names (user.exec, a gcp auth-provider): "
+         "see --no-exec-plugins.")
+_KUBECONFIG_HELP = "Read the nodes from a live cluster instead (GET requests only: it lists nodes)." + _RUNS
 _IMPORT_KUBECONFIG_HELP = ("Read the nodes from a live cluster, and the installation: the gpu-operator Helm release's "
                            "values (its release Secret), else the ClusterPolicy; the NVIDIADrivers; the device-plugin "
-                           "and MIG ConfigMaps they name (read-only: GET requests only).")
-_TIMEOUT_HELP = ("With --kubeconfig: seconds the whole node list (every page) may take, from connecting to its last "
-                 "byte (a stalled or dripping API server fails with exit 2).")
+                           "and MIG ConfigMaps they name (GET requests only)." + _RUNS)
+_TIMEOUT_HELP = ("With --kubeconfig: seconds every request of the command may take together (the node list, every "
+                 "page, and every other read), from the first connection to the last byte (a stalled or dripping API "
+                 "server fails with exit 2).")
 _cluster = click.option("--cluster", "cluster", metavar="NAME",
                         help="Of a fleet file, only this cluster (default: every cluster of the fleet).")
+def _start_command(ctx: click.Context, param: click.Parameter, timeout: float) -> float:
+    from .cluster.nodesource import start_command
+
+    start_command(timeout)
+    return timeout
+
+
 _request_timeout = click.option("--request-timeout", "timeout", type=click.FloatRange(min=0, min_open=True),
-                                default=30.0, show_default=True, metavar="SECONDS", help=_TIMEOUT_HELP)
+                                default=30.0, show_default=True, metavar="SECONDS", help=_TIMEOUT_HELP,
+                                callback=_start_command)
+
+
+def _exec_plugins(ctx: click.Context, param: click.Parameter, refused: bool) -> None:
+    from .cluster.nodesource import set_exec_plugins
+
+    set_exec_plugins(not refused)
+
+
+_no_exec_plugins = click.option(
+    "--no-exec-plugins", is_flag=True, expose_value=False, callback=_exec_plugins,
+    help="With --kubeconfig: refuse (exit 2) a kubeconfig whose user runs a program for its credentials (user.exec, "
+         "an auth-provider's cmd-path or gcloud) instead of running it; for a kubeconfig you did not write.")
 
 
 @main.command()
@@ -245,10 +286,11 @@ _request_timeout = click.option("--request-timeout", "timeout", type=click.Float
               help="With --against: count each impact's nodes in this NodeList (`kubectl get nodes -o json`), by "
                    "their gpuconf.dev/pool label, instead of the declared counts.")
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False),
-              help="With --against: count the nodes and their running GPU pods in a live cluster instead (read-only: "
-                   "lists nodes and running pods).")
+              help="With --against: count the nodes and their running GPU pods in a live cluster instead (GET "
+                   "requests only: lists nodes and running pods)." + _RUNS)
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
 @_request_timeout
+@_no_exec_plugins
 @click.option("--pods", "pods_file", type=click.Path(exists=True, dir_okay=False),
               help="With --nodes or --kubeconfig: count the running pods with NVIDIA resource requests on each "
                    "impact's nodes, from this PodList (`kubectl get pods -A -o json`) instead of the cluster's.")
@@ -463,6 +505,7 @@ def _notes(nodes) -> None:
                    "cluster).")
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
 @_request_timeout
+@_no_exec_plugins
 # The default is audit.Threshold.DEFAULT, written out so that --help imports nothing heavy (a test holds them equal).
 @click.option("--max-unavailable", "max_unavailable", default="25%", show_default=True, metavar="N|N%",
               callback=lambda ctx, param, value: _threshold(value),
@@ -516,6 +559,7 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_fi
 @click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_IMPORT_KUBECONFIG_HELP)
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
 @_request_timeout
+@_no_exec_plugins
 @click.option("--values", "-f", "values", multiple=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="A Helm values file of the installation; repeat: later files win, as with helm -f.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE[,...]",
@@ -721,4 +765,9 @@ def run() -> None:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (gpuconf ... | head): nothing more can be said
             pass
+    # os._exit skips the atexit hook with which the Kubernetes client deletes the key files it wrote (where they
+    # were not moved into memory already: cluster/nodesource.py off_disk).
+    from .cluster.nodesource import remove_temp_credentials
+
+    remove_temp_credentials()
     os._exit(code)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import sys
 import pkgutil
 import re
 
@@ -233,3 +235,251 @@ def test_a_planted_template_cache_is_never_loaded_and_no_template_is_compiled(tm
         report._environment.cache_clear()
     golden = ROOT / "tests" / "golden" / "heterogeneous" / "ml-prod" / "REPORT.md"
     assert files["REPORT.md"] == golden.read_text(encoding="utf-8")
+
+
+# --- items 3 and 4: what --kubeconfig runs and leaves --------------------------------------------------------------
+
+
+def _port_nothing_listens_on() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _exec_kubeconfig(tmp_path, marker, user: dict | None = None) -> str:
+    """A kubeconfig whose user's exec plugin writes `marker` (then fails), for a server nothing answers."""
+    import sys
+
+    import yaml
+
+    script = f"open({str(marker)!r}, 'w').close(); raise SystemExit(1)"
+    user = user or {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": sys.executable,
+                             "args": ["-c", script]}}
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "a",
+              "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{_port_nothing_listens_on()}"}}],
+              "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}],
+              "users": [{"name": "u", "user": user}]}
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("command", [("audit", "examples/single-pool.yaml"), ("import",),
+                                     ("diff", "examples/single-pool.yaml", "--against", "tests/golden/single-pool")])
+def test_no_exec_plugins_refuses_a_kubeconfig_that_runs_a_program(run, tmp_path, monkeypatch, command):
+    """Item 3: a kubeconfig is code: audit, import and diff run its exec credential plugin, as kubectl does (their
+    --help says so); --no-exec-plugins refuses such a kubeconfig with exit 2 and runs nothing."""
+    from conftest import ROOT
+
+    monkeypatch.chdir(ROOT)
+    marker = tmp_path / "ran"
+    config = _exec_kubeconfig(tmp_path, marker)
+    result = run(*command, "--kubeconfig", config, "--no-exec-plugins")
+    assert (result.exit_code, result.stderr, marker.exists()) == (
+        2, f"gpuconf: {config}: this kubeconfig runs the exec credential plugin {sys.executable!r} (user.exec) to "
+           "get its credentials, and --no-exec-plugins refuses that\n", False)
+    result = run(*command, "--kubeconfig", config)  # without the flag it runs, as kubectl would
+    assert result.exit_code == 2 and marker.exists()
+    help_text = " ".join(run(command[0], "--help").stdout.split())
+    assert "this runs the credential plugin the kubeconfig's user names (user.exec, a gcp auth-provider)" in help_text
+
+
+def test_no_exec_plugins_refuses_an_auth_providers_command(run, tmp_path, monkeypatch):
+    from conftest import ROOT
+
+    monkeypatch.chdir(ROOT)
+    config = _exec_kubeconfig(tmp_path, tmp_path / "ran", {"auth-provider": {"name": "gcp", "config": {
+        "cmd-path": "/bin/touch /tmp/x", "token-key": "{.access_token}"}}})
+    result = run("audit", "examples/single-pool.yaml", "--kubeconfig", config, "--no-exec-plugins")
+    assert (result.exit_code, result.stderr) == (2, f"gpuconf: {config}: this kubeconfig runs the auth-provider "
+                                                    "command '/bin/touch /tmp/x' (user.auth-provider.config.cmd-path) "
+                                                    "to get its credentials, and --no-exec-plugins refuses that\n")
+
+
+def test_the_client_key_is_not_left_in_tmpdir_by_any_command(tmp_path):
+    """Item 4: the Kubernetes client writes client-key-data to a file in $TMPDIR that only its atexit hook deletes,
+    and `gpuconf` ends with os._exit: every --kubeconfig run left the private key behind."""
+    import base64
+    import subprocess
+    import sys
+
+    import yaml
+
+    from conftest import ROOT
+
+    key = b"-----BEGIN PRIVATE KEY-----\nnot a real key\n-----END PRIVATE KEY-----\n"
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "a",
+              "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{_port_nothing_listens_on()}",
+                                                     "certificate-authority-data": base64.b64encode(b"ca").decode()}}],
+              "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}],
+              "users": [{"name": "u", "user": {"client-certificate-data": base64.b64encode(b"cert").decode(),
+                                               "client-key-data": base64.b64encode(key).decode()}}]}
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    for command in (["audit", "examples/single-pool.yaml"], ["import"],
+                    ["diff", "examples/single-pool.yaml", "--against", "tests/golden/single-pool"]):
+        done = subprocess.run([sys.executable, "-m", "gpuconf", *command, "--kubeconfig", str(path)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(temp)})
+        assert done.returncode == 2, done.stderr
+        assert list(temp.iterdir()) == [], command
+
+
+def test_a_kubeconfigs_key_and_ca_from_memory_files_make_a_verified_tls_connection(tmp_path):
+    """Item 4: the client key, certificate and CA the kubeconfig holds are read from anonymous memory files: a real
+    TLS connection verified against the kubeconfig's CA (not insecure) lists the nodes, and $TMPDIR stays empty."""
+    import base64
+    import subprocess
+
+    import yaml
+
+    import shutil
+
+    from conftest import ROOT
+    from test_audit import FakeApiServer, _clean
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", key, "-out", cert], check=True,
+                   capture_output=True)
+    data = {name: base64.b64encode(open(path, "rb").read()).decode() for name, path in (("cert", cert), ("key", key))}
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    with FakeApiServer(_clean("single-pool"), tls=(cert, key)) as api:
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "a",
+                  "clusters": [{"name": "c", "cluster": {"server": f"https://localhost:{api.port}",
+                                                         "certificate-authority-data": data["cert"]}}],
+                  "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u"}}],
+                  "users": [{"name": "u", "user": {"token": FakeApiServer.TOKEN,
+                                                   "client-certificate-data": data["cert"],
+                                                   "client-key-data": data["key"]}}]}
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "gpuconf", "audit", "examples/single-pool.yaml", "--kubeconfig",
+                               str(path)], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "TMPDIR": str(temp)})
+    assert done.returncode == 0, done.stderr
+    assert list(temp.iterdir()) == []
+
+
+# --- items 8 and 9: a hostile API server --------------------------------------------------------------------------
+
+
+class _RawApiServer:
+    """An API server that answers each path with fixed bytes, optionally one byte every `drip` seconds; the node
+    list is single-pool's, at once."""
+
+    def __init__(self, bodies: dict[str, bytes], drip: dict[str, float] | None = None) -> None:
+        import threading
+        import time
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from test_audit import _clean
+
+        nodes = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {},
+                            "items": _clean("single-pool")}).encode()
+        bodies = {"/api/v1/nodes": nodes, **bodies}
+        drip = drip or {}
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):  # noqa: N802 - http.server API
+                path = self.path.split("?")[0]
+                body = bodies.get(path)
+                if body is None:
+                    body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}'
+                    self.send_response(404)
+                else:
+                    self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    if path in drip:
+                        for i in range(len(body)):
+                            self.wfile.write(body[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(drip[path])
+                    else:
+                        self.wfile.write(body)
+                except OSError:  # the client gave up
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "_RawApiServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_the_installation_reads_share_the_commands_one_deadline(tmp_path):
+    """Item 9: an API server dripping one byte every 2 s kept `import --kubeconfig --request-timeout 5` running for
+    134 s: the Secrets, ClusterPolicy and ConfigMap reads had a timeout per socket read only. They share the
+    command's deadline with the node list now: the import stops at it (exit 2) and says which read was late."""
+    import subprocess
+
+    from conftest import ROOT
+    from test_audit import _kubeconfig
+
+    secrets = json.dumps({"kind": "SecretList", "apiVersion": "v1", "metadata": {}, "items": []}).encode()
+    with _RawApiServer({"/api/v1/secrets": secrets}, drip={"/api/v1/secrets": 1.0}) as api:
+        done = subprocess.run([sys.executable, "-m", "gpuconf", "import", "--kubeconfig",
+                               _kubeconfig(tmp_path, api.port), "--request-timeout", "3", "-o",
+                               str(tmp_path / "intent.yaml")], cwd=ROOT, capture_output=True, text=True, timeout=50)
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (
+        2, f"gpuconf: the cluster at http://127.0.0.1:{api.port} did not send Helm release Secrets (owner=helm) "
+           "within 3 s (--request-timeout)")
+    assert not (tmp_path / "intent.yaml").exists()
+
+
+@pytest.mark.parametrize("path, body, problem", [
+    ("/api/v1/secrets", json.dumps({"kind": "SecretList", "items": ["x"]}).encode(),
+     "note: Helm release Secrets (owner=helm): 1 item(s) that are not objects (the first: item 0); not read"),
+    ("/api/v1/secrets", json.dumps({"kind": "SecretList", "items": "x"}).encode(),
+     "Helm release Secrets (owner=helm): the answer is not a list of objects"),
+    ("/api/v1/secrets", b"[" * 100_000 + b"]" * 100_000,
+     "reading Helm release Secrets (owner=helm) from http://127.0.0.1:{port} failed: JSON nested too deep"),
+    ("/apis/nvidia.com/v1/clusterpolicies", json.dumps({"items": [{"metadata": ["x"], "spec": True}]}).encode(), None),
+])
+def test_a_hostile_api_servers_answers_are_an_input_error_or_a_note_not_exit_3(run, tmp_path, path, body, problem):
+    """Item 8: a SecretList of strings, 100,000-deep JSON, a ClusterPolicy of the wrong shapes gave exit 3."""
+    from test_audit import _kubeconfig
+
+    with _RawApiServer({path: body}) as api:
+        result = run("import", "--kubeconfig", _kubeconfig(tmp_path, api.port), "-o", str(tmp_path / "intent.yaml"))
+    assert result.exit_code in (0, 1, 2) and "internal error" not in result.stderr, result.stderr
+    if problem is not None:
+        assert f"gpuconf: {problem.format(port=api.port)}" in result.stderr.splitlines()
+
+
+def test_the_security_notes_name_only_tests_that_exist():
+    """docs/explanation/security.md lists each guarantee with the tests that hold it: each must exist."""
+    import ast
+
+    from conftest import ROOT
+
+    page = (ROOT / "docs" / "explanation" / "security.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(test_[a-z_]+\.py)::(test_[a-z0-9_]+)(?:\[[^\]]*\])?`", page))
+    assert len(named) >= 20
+    missing = []
+    for file, name in sorted(named):
+        tree = ast.parse((ROOT / "tests" / file).read_text(encoding="utf-8"))
+        if name not in {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}:
+            missing.append(f"{file}::{name}")
+    assert missing == []
+    cases = set(re.findall(r"`test_cases\.py::test_case\[([a-z0-9-]+)\]`", page))
+    assert cases and all((ROOT / "tests" / "cases" / case / "intent.yaml").is_file() for case in cases)

@@ -436,7 +436,10 @@ def cli_page() -> str:
                 names = ", ".join(f"`{o}`" for o in p.opts + p.secondary_opts)
                 out.append(f"| {names} | {takes} | {default} | {_cell(p.help)} |\n")
             out.append("\n")
-    out.append("## Exit codes\n\n| code | meaning |\n|---|---|\n")
+    out.append("## What --kubeconfig runs and reads\n\n`audit`, `diff` and `import` take `--kubeconfig`; a kubeconfig "
+               "is code (see also the [security notes](../explanation/security.md)).\n\n| | |\n|---|---|\n")
+    out += [f"| {what} | {_cell(text)} |\n" for what, text in cli.KUBECONFIG_FACTS]
+    out.append("\n## Exit codes\n\n| code | meaning |\n|---|---|\n")
     out += [f"| {code} | {_cell(meaning)} |\n" for code, meaning in cli.EXIT_MEANINGS]
     return "".join(out)
 

@@ -50,8 +50,8 @@ def decode_release(data: str) -> dict:
             raise ValueError(f"its release is larger than {MAX_RELEASE} bytes once decompressed")
     try:
         release = json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
-        raise ValueError("its release is not JSON") from None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise ValueError("its release is not JSON (or nested deeper than JSON readers go)") from None
     if not isinstance(release, dict):
         raise ValueError("its release is not a JSON object")
     return release
@@ -60,7 +60,7 @@ def decode_release(data: str) -> dict:
 def release_values(secret: dict) -> tuple[dict, str, str | None, str] | None:
     """(user values, release name, chart version, namespace) of a gpu-operator release Secret, else None; raises
     ValueError for a Secret of Helm's type that does not decode."""
-    data = secret.get("data") or {}
+    data = _dict(secret.get("data"))
     if secret.get("type") != "helm.sh/release.v1" or not isinstance(data.get("release"), str):
         return None
     release = decode_release(data["release"])
@@ -85,7 +85,8 @@ def read_cluster_config(kubeconfig: str, context: str | None, timeout: float) ->
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from ..cluster.nodesource import NodeSourceError, client_configuration
+    from ..cluster.nodesource import (MAX_PAGE, NodeSourceError, client_configuration, deadline, read_all,
+                                      request_timeout)
 
     out = ClusterConfig()
     try:
@@ -94,12 +95,20 @@ def read_cluster_config(kubeconfig: str, context: str | None, timeout: float) ->
         raise S.InputError(str(exc)) from None
     api = client.ApiClient(configuration)
     core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
-    limit = (min(10.0, timeout), timeout)
+    # Every read shares the command's one deadline (--request-timeout), the node list's included: a server that
+    # drips its answers one byte at a time cannot stretch the import.
+    until = deadline(timeout)
 
     def get(what: str, call, *args, **kwargs) -> Any:
+        late = f"the cluster at {configuration.host} did not send {what} within {timeout:g} s (--request-timeout)"
         try:
-            response = call(*args, _preload_content=False, _request_timeout=limit, **kwargs)
-            return json.loads(response.data)
+            raw = read_all(lambda: call(*args, _preload_content=False, _request_timeout=request_timeout(until),
+                                        **kwargs), until, late, MAX_PAGE)
+            return json.loads(raw)
+        except NodeSourceError as exc:
+            raise S.InputError(str(exc)) from None
+        except RecursionError:
+            raise S.InputError(f"reading {what} from {configuration.host} failed: JSON nested too deep") from None
         except ApiException as exc:
             if exc.status in (403, 404):
                 out.notes.append(f"{what}: not read ({exc.status} {'Forbidden' if exc.status == 403 else 'Not Found'})")
@@ -121,6 +130,25 @@ def read_cluster_config(kubeconfig: str, context: str | None, timeout: float) ->
     return out
 
 
+def _dict(value: Any) -> dict:
+    """value when it is a JSON object, else {} (a hostile or broken API server answers anything)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _items(out: ClusterConfig, listed: Any, what: str) -> list[dict]:
+    """The objects of a list the API server answered (none when it was not read); what is not an object is a
+    note, not a crash."""
+    if listed is None:
+        return []
+    items = _dict(listed).get("items")
+    if not isinstance(items, list):
+        raise S.InputError(f"{what}: the answer is not a list of objects")
+    bad = [i for i, item in enumerate(items) if not isinstance(item, dict)]
+    if bad:
+        out.notes.append(f"{what}: {len(bad)} item(s) that are not objects (the first: item {bad[0]}); not read")
+    return [item for item in items if isinstance(item, dict)]
+
+
 def _read(out: ClusterConfig, core: Any, custom: Any, get: Any) -> None:
     """The reads of read_cluster_config, in order: release Secrets, ClusterPolicy, NVIDIADrivers, the device-plugin
     and MIG ConfigMaps the values name."""
@@ -128,8 +156,8 @@ def _read(out: ClusterConfig, core: Any, custom: Any, get: Any) -> None:
     secrets = get("Helm release Secrets (owner=helm)", core.list_secret_for_all_namespaces,
                   label_selector="owner=helm,status=deployed")
     releases = []
-    for secret in (secrets or {}).get("items") or []:
-        meta = secret.get("metadata") or {}
+    for secret in _items(out, secrets, "Helm release Secrets (owner=helm)"):
+        meta = _dict(secret.get("metadata"))
         where = f"Secret {meta.get('namespace')}/{meta.get('name')}"
         try:
             found = release_values(secret)
@@ -137,7 +165,7 @@ def _read(out: ClusterConfig, core: Any, custom: Any, get: Any) -> None:
             out.notes.append(f"{where}: {exc}; not read")
             continue
         if found is not None:
-            labels = meta.get("labels") or {}
+            labels = _dict(meta.get("labels"))
             revision = int(labels["version"]) if str(labels.get("version", "")).isdigit() else 0
             releases.append((found[3], found[1], revision, where, found))
     if releases:
@@ -152,10 +180,10 @@ def _read(out: ClusterConfig, core: Any, custom: Any, get: Any) -> None:
         namespace = ns or namespace
     policies = get("ClusterPolicies (nvidia.com/v1)", custom.list_cluster_custom_object, "nvidia.com", "v1",
                    "clusterpolicies")
-    items = (policies or {}).get("items") or []
+    items = _items(out, policies, "ClusterPolicies (nvidia.com/v1)")
     if items:
         policy = items[0]
-        name = (policy.get("metadata") or {}).get("name", "")
+        name = str(_dict(policy.get("metadata")).get("name", ""))
         spec = policy.get("spec") if isinstance(policy.get("spec"), dict) else {}
         if not out.values:
             # No release (an OLM install): the ClusterPolicy's spec mirrors the chart's operand values.
@@ -164,9 +192,9 @@ def _read(out: ClusterConfig, core: Any, custom: Any, get: Any) -> None:
                              "operand values have its shape; keys only a ClusterPolicy has are reported dropped)")
     drivers = get("NVIDIADrivers (nvidia.com/v1alpha1)", custom.list_cluster_custom_object, "nvidia.com",
                   "v1alpha1", "nvidiadrivers")
-    for item in (drivers or {}).get("items") or []:
-        spec = item.get("spec") or {}
-        out.notes.append(f"NVIDIADriver/{(item.get('metadata') or {}).get('name')}: driver "
+    for item in _items(out, drivers, "NVIDIADrivers (nvidia.com/v1alpha1)"):
+        spec = _dict(item.get("spec"))
+        out.notes.append(f"NVIDIADriver/{_dict(item.get('metadata')).get('name')}: driver "
                          f"{spec.get('version')} for nodeSelector {json.dumps(spec.get('nodeSelector') or {})}: "
                          "gpuconf renders one per pool with its own driver (spec.pools[].driver.version)")
     merged, _ = S.merge_inputs(out.values) if out.values else ({}, {})
@@ -177,6 +205,6 @@ def _read(out: ClusterConfig, core: Any, custom: Any, get: Any) -> None:
         if isinstance(name, str) and name:
             cm = get(f"ConfigMap {namespace}/{name}", core.read_namespaced_config_map, name, namespace)
             if cm is not None:
-                data = cm.get("data") or {}
+                data = _dict(_dict(cm).get("data"))
                 out.configmaps.append(S.ConfigMapInput(name, namespace, {str(k): str(v) for k, v in data.items()},
                                                        f"ConfigMap {namespace}/{name}"))

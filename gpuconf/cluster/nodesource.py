@@ -24,6 +24,8 @@ CHUNK = 1 << 20
 MAX_VALUE = 16 << 20
 #: kubectl's chunk size for lists (`kubectl get --chunk-size`), also the page size against a live cluster.
 PAGE_SIZE = 500
+#: The largest body of one request gpuconf reads whole (a page of pods, a list of Secrets or custom objects).
+MAX_PAGE = 512 << 20
 _WS = re.compile(r"[ \t\n\r]*")
 _PLAIN_NAME = re.compile(r"[a-z0-9.-]{1,253}")
 _DECODER = json.JSONDecoder()
@@ -256,6 +258,55 @@ def read_pods_file(path: str) -> Iterator[dict]:
 # --- a live cluster ----------------------------------------------------------------------------------------------
 
 
+#: The deadline every request of one command shares (--request-timeout: the node list, the pods, the ResourceSlices,
+#: import's Secrets, ClusterPolicies, NVIDIADrivers and ConfigMaps, together): [deadline or None, seconds]. The
+#: clock starts at the command's first request; a library caller that set none gets `timeout` per reader.
+_COMMAND_DEADLINE: list = [None, None]
+
+
+def start_command(timeout: float) -> None:
+    """One command starts: its requests share `timeout` seconds from the first of them (the CLI calls this)."""
+    _COMMAND_DEADLINE[:] = [None, timeout]
+
+
+def deadline(timeout: float) -> float:
+    """The time.monotonic() by which a reader's requests must be done: the command's shared deadline, started now
+    if this is its first request; without a command, `timeout` from now."""
+    import time
+
+    if _COMMAND_DEADLINE[1] is None:
+        return time.monotonic() + timeout
+    if _COMMAND_DEADLINE[0] is None:
+        _COMMAND_DEADLINE[0] = time.monotonic() + _COMMAND_DEADLINE[1]
+    return _COMMAND_DEADLINE[0]
+
+
+def request_timeout(until: float) -> tuple[float, float]:
+    """urllib3's (connect, read) timeouts for a request that must be done by `until`."""
+    import time
+
+    left = max(0.001, until - time.monotonic())
+    return (min(10.0, left), left)
+
+
+def read_all(request: Any, until: float, late: str, limit: int) -> bytes:
+    """The whole body of one request (request(): a response with _preload_content=False), by the deadline `until`,
+    at most `limit` bytes; raises what the request raised, or NodeSourceError(late) at the deadline."""
+    body = _TimedBody(request, until, late)
+    chunks, size = [], 0
+    try:
+        while True:
+            chunk = body.read(CHUNK)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > limit:
+                raise NodeSourceError(f"{late.split(' did not send ')[0]} sent more than {limit >> 20} MiB")
+            chunks.append(chunk)
+    finally:
+        body.close()
+
+
 class _TimedBody:
     """One list request and its body, run on a daemon thread; read() never waits past the deadline.
 
@@ -407,8 +458,6 @@ class ClusterNodes:
                     self.notes.append(f"warning: the Kubernetes client warned ({category}): {_one_line(first)}")
 
     def _list(self) -> Iterator[dict]:
-        import time
-
         try:
             import urllib3
             from kubernetes import client
@@ -427,16 +476,15 @@ class ClusterNodes:
                 "stalled or very slow API server")
         # One deadline for the whole listing, every page included: a server that answers each page just in time
         # cannot stretch the audit either.
-        deadline = time.monotonic() + timeout
+        until = deadline(timeout)
         try:
             while True:
 
-                def request(token: str | None = token, deadline: float = deadline) -> Any:
-                    left = max(0.001, deadline - time.monotonic())
+                def request(token: str | None = token) -> Any:
                     return core.list_node(limit=self.page_size, _continue=token, _preload_content=False,
-                                          _request_timeout=(min(10.0, left), left))
+                                          _request_timeout=request_timeout(until))
 
-                body = _TimedBody(request, deadline, late)
+                body = _TimedBody(request, until, late)
                 reader = NodeListReader(body, f"{host}/api/v1/nodes (page {page + 1})")
                 try:
                     yield from reader
@@ -474,7 +522,6 @@ class ClusterPods(ClusterNodes):
 
     def _list(self) -> Iterator[dict]:
         import json
-        import time
 
         import urllib3
         from kubernetes import client
@@ -486,32 +533,28 @@ class ClusterPods(ClusterNodes):
         core = client.CoreV1Api(api)
         late = (f"the cluster at {host} did not send the pod list within {self.timeout:g} s (--request-timeout): a "
                 "stalled or very slow API server")
-        deadline = time.monotonic() + self.timeout
+        until = deadline(self.timeout)
         token: str | None = None
         try:
             while True:
 
                 def request(token: str | None = token) -> Any:
-                    left = max(0.001, deadline - time.monotonic())
                     return core.list_pod_for_all_namespaces(field_selector="status.phase=Running",
                                                             limit=self.page_size, _continue=token,
                                                             _preload_content=False,
-                                                            _request_timeout=(min(10.0, left), left))
+                                                            _request_timeout=request_timeout(until))
 
-                body = _TimedBody(request, deadline, late)
                 try:
-                    raw = b"".join(iter(lambda: body.read(CHUNK), b""))
+                    raw = read_all(request, until, late, MAX_PAGE)
                 except ApiException as exc:
                     raise NodeSourceError(_api_problem(exc, host, self.context, continued=token is not None,
                                                        resource="pods")) from None
                 except urllib3.exceptions.HTTPError as exc:
                     raise NodeSourceError(f"the connection to {host} broke while reading pods: {_reason(exc)}") \
                         from None
-                finally:
-                    body.close()
                 try:
                     page = json.loads(raw)
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:
                     raise NodeSourceError(f"{host}/api/v1/pods: not JSON ({exc})") from None
                 items = page.get("items") if isinstance(page, dict) else None
                 if not isinstance(items, list) or page.get("kind") not in (None, "List", "PodList"):
@@ -526,24 +569,108 @@ class ClusterPods(ClusterNodes):
             api.close()
 
 
+#: Whether a kubeconfig may run the credential plugin its user names (users[].user.exec; a gcp auth-provider, which
+#: runs its cmd-path or gcloud): yes, as kubectl does, unless the command was given --no-exec-plugins
+#: (set_exec_plugins). EKS, GKE and AKS kubeconfigs get their tokens that way.
+_EXEC_PLUGINS = [True]
+#: The anonymous files that hold a kubeconfig's client key, certificate and CA (kept open for the process).
+_MEMORY_FILES: list[int] = []
+
+
+def set_exec_plugins(allowed: bool) -> None:
+    """Allow or refuse the credential plugins of every kubeconfig this process reads (--no-exec-plugins)."""
+    _EXEC_PLUGINS[0] = allowed
+
+
+def _plugin(user: Any) -> str | None:
+    """What the kubeconfig's user runs to get credentials, in words, or None (user: the client's ConfigNode)."""
+
+    def get(node: Any, key: str) -> Any:
+        try:
+            return node[key] if node is not None and key in node else None
+        except TypeError:  # a scalar where a mapping belongs: the client's loader says what is wrong
+            return None
+
+    exec_ = get(user, "exec")
+    if exec_ is not None:
+        return f"the exec credential plugin {str(get(exec_, 'command'))!r} (user.exec)"
+    provider = get(user, "auth-provider")
+    command = get(get(provider, "config"), "cmd-path")
+    if command is not None:
+        return f"the auth-provider command {str(command)!r} (user.auth-provider.config.cmd-path)"
+    if provider is not None and get(provider, "name") == "gcp":
+        return "the gcp auth-provider, which runs gcloud (user.auth-provider)"
+    return None
+
+
 def client_configuration(kubeconfig: str, context: str | None) -> Any:
     """The Kubernetes client's configuration from a kubeconfig (raises NodeSourceError when it cannot be used): one
-    retry on connection errors, none on reads, so an unreachable cluster fails in seconds, not minutes."""
+    retry on connection errors, none on reads, so an unreachable cluster fails in seconds, not minutes.
+
+    The kubeconfig's credential plugin runs, as with kubectl, unless set_exec_plugins(False) refused it. The client
+    writes client-key-data (and the certificate and CA data) to files in $TMPDIR that only its atexit hook removes,
+    which the `gpuconf` command's os._exit skips: they move into anonymous memory files here (off_disk), so no key
+    is left on disk on any exit path."""
     import urllib3
     import yaml
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
     configuration = client.Configuration()
+    where = f" (context {context!r})" if context else ""
     try:
-        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
-                                persist_config=False)
+        loader = config.kube_config._get_kube_config_loader(filename=kubeconfig, active_context=context,
+                                                            persist_config=False)
+        plugin = _plugin(loader._user)
+        if plugin is not None and not _EXEC_PLUGINS[0]:
+            raise NodeSourceError(f"{kubeconfig}{where}: this kubeconfig runs {plugin} to get its credentials, and "
+                                  "--no-exec-plugins refuses that")
+        try:
+            loader.load_and_set(configuration)
+        finally:
+            off_disk(configuration)
     except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError, IndexError,
             yaml.YAMLError) as exc:
-        where = f" (context {context!r})" if context else ""
         raise NodeSourceError(f"{kubeconfig}{where}: cannot use this kubeconfig: {_one_line(str(exc))}") from None
     configuration.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, backoff_factor=0.2, redirect=0)
     return configuration
+
+
+def off_disk(configuration: Any) -> None:
+    """Move the credential files the Kubernetes client wrote (kube_config's temp files) into anonymous memory files
+    (Linux memfd: the kernel frees them with the process, whatever ends it), and delete them from disk. Without
+    memfd they stay until remove_temp_credentials, which every exit of the `gpuconf` command calls."""
+    import os
+
+    from kubernetes.config import kube_config
+
+    written = kube_config._temp_files
+    if not hasattr(os, "memfd_create") or not written:
+        return
+    moved = {}
+    for path in set(written.values()):
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        fd = os.memfd_create("gpuconf-kubeconfig")
+        os.write(fd, data)
+        _MEMORY_FILES.append(fd)
+        moved[path] = f"/proc/self/fd/{fd}"
+    for attribute in ("key_file", "cert_file", "ssl_ca_cert"):
+        if getattr(configuration, attribute, None) in moved:
+            setattr(configuration, attribute, moved[getattr(configuration, attribute)])
+    remove_temp_credentials()
+
+
+def remove_temp_credentials() -> None:
+    """Delete the credential files the Kubernetes client wrote to $TMPDIR, if it was used (a no-op otherwise)."""
+    import sys
+
+    kube_config = sys.modules.get("kubernetes.config.kube_config")
+    if kube_config is not None:
+        kube_config._cleanup_temp_files()
 
 
 def read_cluster_pods(kubeconfig: str, context: str | None = None, timeout: float = 30.0) -> ClusterPods:

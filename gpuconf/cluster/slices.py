@@ -59,22 +59,40 @@ def read_slices_file(path: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def read_cluster_slices(kubeconfig: str, context: str | None, timeout: float) -> dict[str, list[dict[str, Any]]]:
-    """The devices per node of a live cluster's ResourceSlices (one read-only LIST of resource.k8s.io/v1)."""
+    """The devices per node of a live cluster's ResourceSlices (one read-only LIST of resource.k8s.io/v1), within the
+    command's shared deadline (nodesource.deadline)."""
+    import json
+
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
-    from .nodesource import _reason, client_configuration
+    from .nodesource import MAX_PAGE, _reason, client_configuration, deadline, read_all, request_timeout
 
     configuration = client_configuration(kubeconfig, context)
+    where = f"{configuration.host}/apis/resource.k8s.io/v1/resourceslices"
     api = client.ApiClient(configuration)
+    until = deadline(timeout)
+
+    def request() -> Any:
+        return client.CustomObjectsApi(api).list_cluster_custom_object(
+            "resource.k8s.io", "v1", "resourceslices", _preload_content=False, _request_timeout=request_timeout(until))
+
     try:
-        listed = client.CustomObjectsApi(api).list_cluster_custom_object(
-            "resource.k8s.io", "v1", "resourceslices", _request_timeout=(min(10.0, timeout), timeout))
+        raw = read_all(request, until, f"the cluster at {configuration.host} did not send the ResourceSlices within "
+                                       f"{timeout:g} s (--request-timeout)", MAX_PAGE)
     except ApiException as exc:
         raise NodeSourceError(f"cannot list ResourceSlices at {configuration.host}: {exc.status} {exc.reason}") \
             from None
+    except NodeSourceError:
+        raise
     except Exception as exc:  # urllib3's connection errors and timeouts
         raise NodeSourceError(f"cannot list ResourceSlices at {configuration.host}: {_reason(exc)}") from None
     finally:
         api.close()
-    return devices_by_node(listed.get("items") or [], f"{configuration.host}/apis/resource.k8s.io/v1/resourceslices")
+    try:
+        listed = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise NodeSourceError(f"{where}: not JSON ({' '.join(str(exc).split())[:200]})") from None
+    if not isinstance(listed, dict) or not isinstance(listed.get("items"), list):
+        raise NodeSourceError(f"{where}: not a ResourceSliceList")
+    return devices_by_node(listed["items"], where)
