@@ -302,11 +302,22 @@ _no_exec_plugins = click.option(
               help="Compare effective values leaf by leaf (the chart's defaults merged with each side): these Helm "
                    "values files (later win) against INTENT's render. Repeatable.")
 @click.option("--values", "values", multiple=True, metavar="FILE", type=click.Path(exists=True, dir_okay=False),
-              help="With --against-values: values files layered on INTENT's render, as a Helm release adds them.")
+              help="With --against-values: values files layered on INTENT's render, as a Helm release adds them. "
+                   "With --against-installation: the installation's values files (later win).")
+@click.option("--against-installation", "against_installation", is_flag=True,
+              help="The plan of the first sync over an installation gpuconf did not render: its nodes (--nodes or "
+                   "--kubeconfig), values (--values, --set, or the release --kubeconfig reads) and ConfigMaps "
+                   "(--configmap); per node, the MIG repartitions, config switches, driver reinstalls and labels the "
+                   "sync brings. Exit 0 when equivalent (values equal, no node impact above none).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE[,...]",
+              help="With --against-installation: a helm --set argument of the installation.")
+@click.option("--configmap", "configmaps", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="With --against-installation: a device-plugin or mig-parted ConfigMap of the installation.")
 @_cluster
 def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str | None, nodes_file: str | None,
          kubeconfig: str | None, context: str | None, timeout: float, pods_file: str | None, to_chart: str | None,
          warnings_as_errors: bool, against_values: tuple[str, ...], values: tuple[str, ...],
+         against_installation: bool, sets: tuple[str, ...], configmaps: tuple[str, ...],
          cluster: str | None) -> None:
     """The override report of each INPUT (an intent or a fleet): every value that differs from the chart's defaults,
     and why.
@@ -325,6 +336,11 @@ def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str |
     """
     from .pipeline import Live, UsageProblem, diff as run_diff
 
+    if against_installation:
+        _against_installation(intents, fmt, fail_on, nodes_file, kubeconfig, context, timeout, values, sets,
+                              configmaps, (against, to_chart, against_values, pods_file), cluster)
+    if sets or configmaps:
+        raise click.UsageError("--set and --configmap go with --against-installation")
     if values and not against_values:
         raise click.UsageError("--values goes with --against-values")
     if against_values:
@@ -357,6 +373,34 @@ def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str |
     if live is not None:
         _notes(live.nodes)
         _notes(live.pods)
+    _finish(outcome)
+
+
+def _against_installation(intents: tuple[str, ...], fmt: str, fail_on: str | None, nodes_file: str | None,
+                          kubeconfig: str | None, context: str | None, timeout: float, values: tuple[str, ...],
+                          sets: tuple[str, ...], configmaps: tuple[str, ...], others: tuple, cluster: str | None):
+    """diff --against-installation: the first sync's plan of one INPUT (exits)."""
+    if any(others):
+        raise click.UsageError("--against-installation is its own comparison: not with --against, --to-chart, "
+                               "--against-values or --pods")
+    if len(intents) != 1:
+        raise click.UsageError("--against-installation plans one INPUT's first sync")
+    nodes, source = _nodes(nodes_file, kubeconfig, context, timeout)
+    installation = None
+    if kubeconfig is not None:
+        from .adopt.cluster import read_cluster_config
+        from .adopt.sources import InputError
+
+        try:
+            installation = read_cluster_config(kubeconfig, context, timeout)
+        except InputError as exc:
+            click.echo(f"gpuconf: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+    from .pipeline import diff_against_installation
+
+    outcome = _selecting(diff_against_installation, intents[0], values, sets, configmaps, nodes, source, fmt,
+                         fail_on, cluster, installation)
+    _notes(nodes)
     _finish(outcome)
 
 
@@ -621,6 +665,9 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
             for note in cluster.notes:
                 _error(f"gpuconf: note: {note}")
     if not adopting:
+        for note in draft.notes:  # pools selected by name: a person must know before the first sync
+            click.echo(f"gpuconf: note: {note}", err=True)
+        _first_sync(draft.text, draft)
         _write_draft(output, draft.text, draft.describe())
         sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in draft.findings) else EXIT_OK)
     from .pipeline import UsageProblem, import_values
@@ -638,8 +685,13 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
         sys.exit(EXIT_USAGE)
     except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
+    if draft is not None:
+        adopted.notes.extend(draft.notes)  # the node draft's pools selected by name: stderr and the report
     for line in adopted.summary():
         click.echo(line, err=True)
+    first = _first_sync(adopted.text, draft, values, sets, set_strings, configmaps, cluster)
+    if first is not None:
+        adopted.first_sync = first.as_list()
     if report:
         import json
 
@@ -651,6 +703,26 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
     state = "validates" if not errors else f"does NOT validate ({len(errors)} errors: a gpuconf bug, please report)"
     _write_draft(output, adopted.text, f"the draft {state}")
     sys.exit(EXIT_FINDINGS if errors else EXIT_OK)
+
+
+def _first_sync(text: str, draft, values: tuple = (), sets: tuple = (), set_strings: tuple = (),
+                configmaps: tuple = (), cluster=None):
+    """With nodes: the plan of the draft's first sync over them (and the installation's values), said on stderr;
+    returns it (None without nodes, or when the draft does not validate)."""
+    if draft is None:
+        return None
+    from .adopt import sources as S
+    from .impact import installation as I
+
+    inputs = (list(cluster.values) if cluster is not None else []) + [S.read_values_file(p) for p in values] + \
+        [S.read_set(a) for a in sets] + [S.read_set(a, strings=True) for a in set_strings]
+    maps = (list(cluster.configmaps) if cluster is not None else []) + \
+        [cm for path in configmaps for cm in S.read_configmaps(path)]
+    plan = I.of_draft(text, draft.gpu_node_objects, inputs, maps)
+    if plan is not None:
+        for line in I.summary_lines(plan):
+            click.echo(line, err=True)
+    return plan
 
 
 def _draft_from_nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float, name: str):

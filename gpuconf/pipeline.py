@@ -653,6 +653,31 @@ def import_values(values: tuple[str, ...], sets: tuple[str, ...], configmaps: tu
     return adopted
 
 
+def diff_against_installation(intent: str, values: tuple[str, ...], sets: tuple[str, ...],
+                              configmaps: tuple[str, ...], nodes, nodes_source: str, fmt: str,
+                              fail_on: str | None = None, cluster: str | None = None, installation=None) -> Outcome:
+    """`gpuconf diff DRAFT --against-installation`: the first sync's impact plan with the live installation (its
+    values, --set flags and ConfigMaps, or what --kubeconfig read, and its nodes) as "before"
+    (gpuconf/impact/installation.py)."""
+    from .adopt import sources as S
+    from .cluster.nodesource import NodeSourceError
+    from .impact import installation as I
+
+    tree, failed = _valid_tree(intent, "no first-sync plan", cluster, "--against-installation")
+    if failed is not None:
+        return failed
+    try:
+        inputs = list(installation.values) if installation is not None else []
+        inputs += [S.read_values_file(p) for p in values] + [S.read_set(a) for a in sets]
+        maps = (list(installation.configmaps) if installation is not None else []) + \
+            [cm for path in configmaps for cm in S.read_configmaps(path)]
+        pieces = I.read_installation(tree, inputs, maps)
+        plan = I.first_sync(tree.plan, nodes, **pieces)
+    except (S.InputError, NodeSourceError) as exc:
+        return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
+    return I.outcome(plan, nodes_source, fmt, fail_on, intent)
+
+
 def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str, ...], fmt: str,
                         cluster: str | None = None) -> Outcome:
     """`gpuconf diff INTENT --against-values FILE`: the effective values (the chart defaults of INTENT's chart,

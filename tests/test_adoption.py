@@ -11,6 +11,7 @@ import copy
 import json
 
 import pytest
+import yaml
 
 import h200_real as H
 
@@ -180,3 +181,275 @@ def test_ga111_covers_a_gfd_without_strategy_label(run, tmp_path, pool, profiles
     found = [f for f in report["findings"] if f["code"] == "GA111"]
     assert [(f["severity"], f["node"]) for f in found] == [(severity, "gpu-h200-01"), (severity, "gpu-h200-02")]
     assert found[0]["message"] == "no mig.strategy label: GFD runs with strategy none, the cluster's is single"
+
+
+# --- pools split by what the nodes run ----------------------------------------------------------------------------
+
+A100 = {**OPERATOR_GFD, "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+        "nvidia.com/gpu.memory": "81920", "nvidia.com/gpu.family": "ampere", "nvidia.com/gpu.compute.major": "8"}
+
+
+def a100_node(name: str, mig: str) -> dict:
+    """An A100-80GB node of 8 GPUs on mig-manager's config `mig` (all-3g.40gb applied, or all-disabled)."""
+    labels = {"nvidia.com/mig.config": mig, "nvidia.com/mig.config.state": "success"}
+    capacity = {"nvidia.com/gpu": "8"}
+    if mig == "all-3g.40gb":
+        labels.update({"nvidia.com/mig-3g.40gb.count": "16", "nvidia.com/mig-3g.40gb.replicas": "1",
+                       "nvidia.com/mig-3g.40gb.sharing-strategy": "none",
+                       "nvidia.com/mig-3g.40gb.product": "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb"})
+        capacity = {"nvidia.com/gpu": "0", "nvidia.com/mig-3g.40gb": "16"}
+    return H.node(name, A100, labels=labels, capacity=capacity)
+
+
+A100_NODES = [a100_node("gpu-a100-01", "all-3g.40gb"), a100_node("gpu-a100-02", "all-3g.40gb"),
+              a100_node("gpu-a100-03", "all-disabled")]
+A100_VALUES = "mig:\n  strategy: mixed\nmigManager:\n  enabled: true\n  config:\n    default: all-disabled\n"
+
+
+def test_a100_nodes_in_two_mig_configs_become_two_pools_named_after_them(run, tmp_path):
+    """Two nodes on all-3g.40gb, one on all-disabled, no label or name prefix to tell them apart: two pools, each
+    selecting its nodes by name, said on stderr and in the report."""
+    nodes = _write(tmp_path, "a100.json", A100_NODES)
+    (tmp_path / "values.yaml").write_text(A100_VALUES, encoding="utf-8")
+    report = tmp_path / "report.json"
+    result = run("import", "--nodes", nodes, "--values", str(tmp_path / "values.yaml"), "--report", str(report),
+                 "--name", "a100")
+    assert result.exit_code == 0, result.stderr
+    spec = yaml.safe_load(result.stdout)["spec"]
+    assert [(p["name"], p["nodes"], p["match"], p.get("sharing")) for p in spec["pools"]] == [
+        ("a100-80gb-exclusive", 1, {"pciDevice": True, "hostname": "^(?:gpu-a100-03)$"}, None),
+        ("a100-80gb-mig-all-3g-40gb", 2, {"pciDevice": True, "hostname": "^(?:gpu-a100-01|gpu-a100-02)$"},
+         "mig-all-3g-40gb")]
+    note = ("pool 'a100-80gb-exclusive' selects its nodes by name (gpu-a100-03): other A100-80GB nodes run another "
+            "configuration (MIG config, sharing, driver or taints) and no node label or name prefix tells them apart; "
+            "a node added later matches no pool until you give the pool a label of its own")
+    assert f"gpuconf: note: {note}\n" in result.stderr
+    written = json.loads(report.read_text())
+    assert note in written["notes"]
+    # The plan of the draft's first sync: on stderr, and in the report; it repartitions nothing.
+    assert "gpuconf: first sync: not equivalent (worst impact restart; `gpuconf diff DRAFT --against-installation` " \
+        "shows the plan)\n" in result.stderr
+    assert {(i["kind"], i["severity"]) for i in written["firstSync"]} == {
+        ("device-plugin-config-switch", "restart"), ("values-change", "restart"), ("node-relabel", "none")}
+    assert run("validate", "-", input=result.stdout).exit_code == 0
+
+
+# --- the plan of the first sync ----------------------------------------------------------------------------------
+
+MERGED = """\
+apiVersion: gpuconf.dev/v1alpha1
+kind: ClusterIntent
+metadata:
+  name: a100
+spec:
+  cluster:
+    kubernetesVersion: "1.33"
+    migStrategy: mixed
+  operator:
+    chartVersion: v26.7.0
+  driver:
+    version: "580.159.04"
+  sharingProfiles:
+    mig-all-3g-40gb:
+      mig:
+        preset: all-3g.40gb
+  pools:
+    - name: a100-80gb
+      gpu: A100-80GB
+      gpusPerNode: 8
+      nodes: 3
+      match:
+        pciDevice: true
+      sharing: mig-all-3g-40gb
+"""
+
+
+def _plan(run, tmp_path, draft_text: str, items: list[dict], *extra: str):
+    draft = tmp_path / "draft.yaml"
+    draft.write_text(draft_text, encoding="utf-8")
+    result = run("diff", str(draft), "--against-installation", "--nodes", _write(tmp_path, "live.json", items),
+                 "--format", "json", *extra)
+    return result.exit_code, json.loads(result.stdout) if result.stdout else None, result
+
+
+def test_the_first_sync_of_a_draft_that_merged_the_pools_repartitions_that_node(run, tmp_path):
+    (tmp_path / "values.yaml").write_text(A100_VALUES, encoding="utf-8")
+    code, plan, _ = _plan(run, tmp_path, MERGED, A100_NODES, "--values", str(tmp_path / "values.yaml"))
+    assert code == 1 and plan["equivalent"] is False and plan["worst"] == "disruptive"
+    (repartition,) = [i for i in plan["impacts"] if i["kind"] == "mig-repartition"]
+    assert (repartition["severity"], repartition["pools"], repartition["nodeNames"]) == (
+        "disruptive", ["a100-80gb"], ["gpu-a100-03"])
+    assert repartition["message"].startswith(
+        "pool a100-80gb's MIG config mig-all-3g-40gb-")
+    assert repartition["message"].endswith(
+        " (2 x 3g.40gb per GPU) replaces all-disabled (MIG off) at the sync: mig-manager stops the GPU clients, "
+        "kills the node's GPU pods and repartitions every GPU")
+
+
+def test_the_first_sync_of_the_split_draft_repartitions_nothing(run, tmp_path):
+    nodes = _write(tmp_path, "a100.json", A100_NODES)
+    draft = run("import", "--nodes", nodes, "--name", "a100").stdout
+    code, plan, _ = _plan(run, tmp_path, draft, A100_NODES)
+    assert not [i for i in plan["impacts"] if i["severity"] == "disruptive"]
+    assert {i["kind"] for i in plan["impacts"]} == {"device-plugin-config-switch", "node-relabel"}
+
+
+def _rendered_values(tmp_path, draft_text: str) -> str:
+    """values.yaml as gpuconf renders the draft."""
+    draft = tmp_path / "render.yaml"
+    draft.write_text(draft_text, encoding="utf-8")
+    from gpuconf.cli import main
+    from click.testing import CliRunner
+
+    out = tmp_path / "out"
+    assert CliRunner().invoke(main, ["render", str(draft), "-o", str(out)]).exit_code == 0
+    return str(next(out.glob("*/values.yaml")))
+
+
+def test_the_first_sync_of_a_clean_adoption_is_equivalent(run, tmp_path):
+    """Values as gpuconf renders them and nodes carrying the labels it sets: nothing above none, exit 0."""
+    items = _nodes()
+    draft = _import(run, tmp_path, items)
+    text = (tmp_path / "draft.yaml").read_text()
+    synced = _synced(copy.deepcopy(items), draft)
+    code, plan, result = _plan(run, tmp_path, text, synced, "--values", _rendered_values(tmp_path, text))
+    assert (code, plan["equivalent"], plan["worst"]) == (0, True, "none"), result.stdout
+    assert [i["kind"] for i in plan["impacts"]] == ["none"]
+    text_result = run("diff", str(tmp_path / "draft.yaml"), "--against-installation", "--nodes",
+                      _write(tmp_path, "synced.json", synced), "--values", _rendered_values(tmp_path, text))
+    assert text_result.stdout.splitlines()[-1] == (
+        f"the first sync of {tmp_path / 'draft.yaml'} is equivalent: values equal, no node impact above none")
+
+
+RKE2 = """\
+apiVersion: gpuconf.dev/v1alpha1
+kind: ClusterIntent
+metadata:
+  name: trial
+spec:
+  cluster:
+    kubernetesVersion: "1.33"
+    distribution: rke2
+    migStrategy: mixed
+  operator:
+    chartVersion: v26.7.0
+  driver:
+    version: "580.159.04"
+  sharingProfiles:
+    mig-3g:
+      mig:
+        preset: all-3g.40gb
+  pools:
+    - name: a100-mig
+      gpu: A100-80GB
+      gpusPerNode: 8
+      nodes: 2
+      match:
+        nodeLabels:
+          example.com/gpu-group: a100-mig
+      sharing: mig-3g
+"""
+
+
+def test_the_first_sync_of_the_rke2_trial_lists_the_relabel_commands_and_the_mig_key_change(run, tmp_path):
+    """Pools matched by node labels get their labels from a node template, which only new nodes read: the plan
+    gives the kubectl label command for the nodes there now, and says their old MIG config key is missing."""
+    items = copy.deepcopy(A100_NODES[:2])
+    for item in items:
+        item["metadata"]["labels"]["example.com/gpu-group"] = "a100-mig"
+    code, plan, _ = _plan(run, tmp_path, RKE2, items)
+    assert code == 1
+    by_kind = {i["kind"]: i for i in plan["impacts"]}
+    relabel = by_kind["relabel-needed"]
+    assert relabel["severity"] == "pending" and relabel["nodeNames"] == ["gpu-a100-01", "gpu-a100-02"]
+    command = relabel["safe"].removeprefix("right after the sync: ")
+    assert command.startswith("kubectl label node gpu-a100-01 gpu-a100-02 --overwrite gpuconf.dev/pool=a100-mig ")
+    assert " nvidia.com/mig.config=mig-3g-" in command and " nvidia.com/device-plugin.config=" in command
+    missing = by_kind["config-key-missing"]
+    assert missing["nodeNames"] == ["gpu-a100-01", "gpu-a100-02"]
+    assert missing["message"].startswith("the node keeps nvidia.com/mig.config=all-3g.40gb from before gpuconf (its "
+                                         "pool's node template does not relabel it), a key gpuconf's mig-parted "
+                                         "ConfigMap does not have")
+    assert "mig-repartition" not in by_kind  # the layout is the same: only its key changes
+
+
+@pytest.mark.parametrize("content, reason", [
+    ('{"kind": "PodList", "items": []}', "expected a NodeList, got kind 'PodList'"),
+    ("- just\n- a list\n", "expected a JSON NodeList, the output of `kubectl get nodes -o json`"),
+])
+def test_a_nodelist_that_is_not_one_is_exit_2_and_writes_nothing(run, tmp_path, content, reason):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content, encoding="utf-8")
+    draft = tmp_path / "draft.yaml"
+    draft.write_text(MERGED, encoding="utf-8")
+    result = run("diff", str(draft), "--against-installation", "--nodes", str(bad))
+    assert result.exit_code == 2 and reason in result.stderr and result.stdout == ""
+    out = tmp_path / "new.yaml"
+    result = run("import", "--nodes", str(bad), "-o", str(out))
+    assert result.exit_code == 2 and reason in result.stderr and not out.exists()
+
+
+def test_a_values_file_that_is_not_one_is_exit_2(run, tmp_path):
+    bad = tmp_path / "values.yaml"
+    bad.write_text("- a\n- list\n", encoding="utf-8")
+    code, plan, result = _plan(run, tmp_path, MERGED, A100_NODES, "--values", str(bad))
+    assert code == 2 and plan is None
+    assert result.stderr.startswith(f"gpuconf: {bad}")
+
+
+# --- existing nodes get their labels -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("distribution, folder, service", [
+    ("rke2", "/etc/rancher/rke2/config.yaml.d", "rke2-agent"),
+    ("k3s", "/etc/rancher/k3s/config.yaml.d", "k3s-agent"),
+])
+def test_rke2_and_k3s_pools_get_a_config_drop_in_and_the_checklist_labels_the_nodes_there_now(
+        run, tmp_path, distribution, folder, service):
+    intent = tmp_path / "trial.yaml"
+    intent.write_text(RKE2.replace("distribution: rke2", f"distribution: {distribution}").replace(
+        "      sharing: mig-3g\n",
+        "      sharing: mig-3g\n      taints:\n        - {key: nvidia.com/gpu, value: present, effect: NoSchedule}\n"),
+        encoding="utf-8")
+    assert run("render", str(intent), "-o", str(tmp_path / "out")).exit_code == 0
+    out = tmp_path / "out" / "trial"
+    assert sorted(p.name for p in (out / "node-templates").iterdir()) == [f"a100-mig.{distribution}-config.yaml"]
+    text = (out / "node-templates" / f"a100-mig.{distribution}-config.yaml").read_text()
+    body = yaml.safe_load(text)
+    key = [v for v in body["node-label+"] if v.startswith("nvidia.com/mig.config=")][0]
+    assert body == {"node-label+": ["example.com/gpu-group=a100-mig", "gpuconf.dev/pool=a100-mig",
+                                    "nvidia.com/device-plugin.config=exclusive-c0fcc874", key],
+                    "node-taint+": ["nvidia.com/gpu=present:NoSchedule"]}
+    assert f"# Pool a100-mig: copy to {folder}/50-gpuconf-a100-mig.yaml on the pool's nodes, then restart " \
+        f"{service}\n" in text
+    assert "KUBELET_EXTRA_ARGS" not in text
+    steps = {s["title"]: s for s in json.loads((out / "report.json").read_text())["acceptance"]}
+    title = ("Label the nodes that exist now of the pools whose node template, node-pool command or Karpenter "
+             "NodePool labels only new nodes (a100-mig)")
+    assert steps[title]["commands"] == [
+        "kubectl label nodes -l example.com/gpu-group=a100-mig --overwrite gpuconf.dev/pool=a100-mig "
+        f"nvidia.com/device-plugin.config=exclusive-c0fcc874 {key}",
+        "kubectl taint nodes -l example.com/gpu-group=a100-mig --overwrite nvidia.com/gpu=present:NoSchedule"]
+    assert f"kubectl label nodes -l example.com/gpu-group=a100-mig --overwrite" in (out / "REPORT.md").read_text()
+
+
+def test_the_report_and_the_draft_name_an_installations_sharing_config_alike(run, tmp_path):
+    """Real H200 nodes time-sliced x4 by the installation's own config key h200-ts4: the draft's profile and the
+    report's configs row both call it h200-ts4."""
+    items = [H.node(f"gpu-h200-{i:02d}", REAL["dp-ts4-ab3e8595"]["labels"],
+                    labels={"nvidia.com/device-plugin.config": "h200-ts4"}, capacity={"nvidia.com/gpu": "32"})
+             for i in (1, 2)]
+    (tmp_path / "values.yaml").write_text("devicePlugin:\n  config:\n    name: plugin-config\n    default: any\n")
+    (tmp_path / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plugin-config\n  namespace: gpu-operator\ndata:\n"
+        "  any: |-\n    version: v1\n  h200-ts4: |-\n    version: v1\n    sharing:\n      timeSlicing:\n"
+        "        resources:\n        - name: nvidia.com/gpu\n          replicas: 4\n")
+    report = tmp_path / "report.json"
+    result = run("import", "--nodes", _write(tmp_path, "ts.json", items), "--values", str(tmp_path / "values.yaml"),
+                 "--configmap", str(tmp_path / "cm.yaml"), "--report", str(report))
+    assert result.exit_code == 0, result.stderr
+    spec = yaml.safe_load(result.stdout)["spec"]
+    assert spec["sharingProfiles"] == {"h200-ts4": {"timeSlicing": {"replicas": 4}}}
+    assert [p["sharing"] for p in spec["pools"]] == ["h200-ts4"]
+    rows = {r["config"]: r["profile"] for r in json.loads(report.read_text())["configs"]}
+    assert rows["h200-ts4"] == "h200-ts4"

@@ -152,18 +152,29 @@ def test_same_model_pools_without_node_groups_are_told_apart_by_name():
     assert matches == [("^l40s-", "exclusive", 3), ("^lab-ts-", "ts-x4", 3)]
 
 
-def test_indistinguishable_pools_are_merged_and_said_so():
+def test_pools_of_one_model_in_other_configurations_are_split_and_selected_by_name():
+    """Same model, same name prefix, other sharing: no label or prefix tells them apart, so each pool lists its
+    nodes' names (one pool for both would switch three nodes' sharing on the first sync) and the draft says so."""
     nodes = _nodes("single-pool")[:3]
     twin = copy.deepcopy(nodes)
     for n in nodes + twin:
         n["metadata"]["labels"].pop("gpuconf.dev/pool")
-    for i, n in enumerate(twin):  # same name prefix, other sharing: no selector can split them
+    for i, n in enumerate(twin):
         n["metadata"]["name"] = f"l40s-0{i + 3}"
         n["metadata"]["labels"].update({"nvidia.com/gpu.replicas": "2", "nvidia.com/gpu.sharing-strategy": "mps"})
     draft = _draft(nodes + twin)
     intent = _validated(draft.text).intent
-    assert [(p.name, p.nodes) for p in intent.spec.pools] == [("l40s", 6)]
-    assert "no\n    # node group or name prefix" not in draft.text and "merged here; split it by hand" in draft.text
+    assert [(p.name, p.nodes, p.match.hostname) for p in intent.spec.pools] == [
+        ("l40s-exclusive", 3, "^(?:l40s-00|l40s-01|l40s-02)$"),
+        ("l40s-mps-x2-gpu", 3, "^(?:l40s-03|l40s-04|l40s-05)$")]
+    assert "merged here" not in draft.text
+    assert draft.notes == [
+        "pool 'l40s-exclusive' selects its nodes by name (l40s-00, l40s-01, l40s-02): other L40S nodes run another "
+        "configuration (MIG config, sharing, driver or taints) and no node label or name prefix tells them apart; a "
+        "node added later matches no pool until you give the pool a label of its own",
+        "pool 'l40s-mps-x2-gpu' selects its nodes by name (l40s-03, l40s-04, l40s-05): other L40S nodes run another "
+        "configuration (MIG config, sharing, driver or taints) and no node label or name prefix tells them apart; a "
+        "node added later matches no pool until you give the pool a label of its own"]
 
 
 def test_no_gpu_nodes_at_all(run, tmp_path):
@@ -270,23 +281,21 @@ def test_chart_version_and_registry_come_from_the_validator_image():
     _validated(text)
 
 
-def test_hostname_patterns_are_kept_only_where_the_names_prove_them():
+def test_hostname_patterns_are_drafted_only_to_tell_pools_of_one_model_apart():
+    """The only pool of its model selects by PCI device alone (a node of any name joins it later); two pools of one
+    model are told apart by their nodes' name prefixes, cut back to the last "-" only where that stays disjoint."""
     hybrid = _validated(_draft(_nodes("hybrid")).text).intent
-    assert {p.name: p.match.hostname for p in hybrid.spec.pools} == {
-        "batch-h100": "^batch-h100-", "legacy-a100": "^legacy-a100-", "new-h200": "^gpu-h200-",
-        "viz-l40s": "^viz-l40s-"}
-    # EKS names (ip-10-...) are shared by every pool: no pattern.
+    assert all(p.match.hostname is None for p in hybrid.spec.pools)
     hetero = _validated(_draft(_nodes("heterogeneous")).text).intent
     assert all(p.match.hostname is None for p in hetero.spec.pools)
-    # One node proves no pattern; nor does a prefix another GPU node shares.
     nodes = _nodes("single-pool")
-    assert _validated(_draft(nodes[:1]).text).intent.spec.pools[0].match.hostname is None
     odd = copy.deepcopy(nodes[0])
     odd["metadata"]["name"] = "l40s-spare"
-    odd["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-L4"
-    odd["metadata"]["labels"].pop("gpuconf.dev/pool")
-    pools = {p.gpu: p.match.hostname for p in _validated(_draft(nodes + [odd]).text).intent.spec.pools}
-    assert pools == {"L40S": "^l40s-0", "L4": None}  # cut back to ^l40s- it would take in l40s-spare
+    odd["metadata"]["labels"].update({"nvidia.com/gpu.replicas": "2", "nvidia.com/gpu.sharing-strategy": "mps"})
+    for n in (*nodes, odd):
+        n["metadata"]["labels"].pop("gpuconf.dev/pool", None)
+    pools = {p.name: p.match.hostname for p in _validated(_draft(nodes + [odd]).text).intent.spec.pools}
+    assert pools == {"l40s-exclusive": "^l40s-0", "l40s-mps-x2-gpu": "^l40s-spare"}  # ^l40s- would take in l40s-spare
 
 
 def test_the_clusters_driver_is_what_nodes_without_their_own_nvidiadriver_run():

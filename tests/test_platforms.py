@@ -632,7 +632,8 @@ def test_report_and_audit_name_what_labels_a_platforms_pool(tmp_path):
                     "l40s-batch": "Karpenter NodePool l40s-spot (manifests/karpenter.yaml)",
                     "t4-dev": "node template node-templates/t4-dev.kubelet.env"}
     node = {"metadata": {"name": "ip-10-0-0-1", "labels": {
-        "karpenter.sh/nodepool": "a10g", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A10G"}},
+        "karpenter.sh/nodepool": "a10g", "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A10G",
+        "gpuconf.dev/pool": "a10g-inference"}},  # synced once (no pool label at all is GA123's first sync pending)
         "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
     [missing] = [f for f in audit(tree.plan, [node], "t").findings if f.code == "GA103"]
     assert missing.hint == "re-apply the pool's Karpenter NodePool a10g (manifests/karpenter.yaml)"

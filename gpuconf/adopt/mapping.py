@@ -86,6 +86,7 @@ class Adopted:
     notes: list[str] = field(default_factory=list)
     parent_chart: bool = False
     configs: list[dict] = field(default_factory=list)  # each device-plugin and MIG config and what became of it
+    first_sync: list | None = None  # with --nodes: the impact plan of the draft's first sync (impact/installation.py)
 
     @property
     def errors(self) -> list:
@@ -101,7 +102,8 @@ class Adopted:
         return {"chartVersion": self.chart_version, "inputs": self.inputs, "parentChart": self.parent_chart,
                 "counts": self.counts(), "settings": [s.as_dict() for s in self.settings],
                 "configs": self.configs,
-                "notes": self.notes, "draftValid": not self.errors}
+                "notes": self.notes, "draftValid": not self.errors,
+                **({"firstSync": self.first_sync} if self.first_sync is not None else {})}
 
     def summary(self) -> list[str]:
         """The text summary for stderr: counts, then every dropped and changed path; each value escaped for a

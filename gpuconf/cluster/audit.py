@@ -347,6 +347,10 @@ class Auditor:
                 return False
         return not unknown or labels.get(P.POOL_LABEL) == pool.name
 
+    def pools_of(self, node: N.NodeFacts, model: str | None) -> list[_Pool]:
+        """The pools whose selectors take the node, as the audit places it (the first-sync plan reads the same)."""
+        return self._match(node, model)
+
     def _match(self, node: N.NodeFacts, model: str | None) -> list[_Pool]:
         matched = [p for p in self._candidates(node, model) if self._selects(p, node, model)]
         if len(matched) > 1 and model is not None and not any(p.nfd for p in matched):

@@ -4,9 +4,10 @@ What the nodes tell, and how it is read:
   - pools: GPU nodes grouped by GPU model (GFD product label, mapped to the catalogue by nodefacts.model_for_product),
     GPUs per node, sharing, taints and driver kind; a group's name is its gpuconf.dev/pool label when a previous
     render set one, else its node group (NODE_GROUP_LABELS: EKS, GKE, AKS, Karpenter, Cluster API), else its model;
-  - match: the node-group label when there is one, else `pciDevice: true`, with `hostname: ^prefix` when the
-    nodes' names share a prefix no other GPU node's has; two groups of one model without a node group are told
-    apart by such prefixes, or merged with a comment;
+  - match: the node-group label when there is one, else `pciDevice: true`; groups of one model are told apart by
+    their nodes' name prefixes (`hostname: ^prefix`), else by their names (`hostname: ^(?:a|b)$`, said on stderr
+    and in the report). Nodes in different configurations (MIG config, device-plugin config and sharing, driver,
+    taints) never share a pool: its sync would change some of them; each pool is named after its configuration;
   - sharing: MIG from the mixed strategy's nvidia.com/mig-<profile>.count labels (layout = count / GPUs) or from the
     single strategy's "<model>-MIG-<profile>" product (assumed the all-<profile> preset: count / max instances);
     otherwise GFD's sharing-strategy and replicas labels (time-slicing or MPS), renamed when the node advertises
@@ -118,6 +119,12 @@ class Group:
     products: Counter = field(default_factory=Counter)  # GFD nvidia.com/gpu.product values
     name: str = ""
     profile: str = ""  # the sharing profile's name in the draft
+    by_name: bool = False  # its selector cannot tell it from a group of another configuration: hostname lists names
+
+    def configuration(self) -> tuple:
+        """What a sync would change on the nodes if they shared a pool with others: MIG config and layout,
+        device-plugin config and sharing, driver kind, taints."""
+        return (self.sharing, self.mig_config, self.plugin_config, self.preinstalled, self.taints)
     keys_kept: bool = False  # the draft renders the nodes' config keys (the content hashes matched)
     match: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -139,6 +146,8 @@ class Draft:
     pools: list[Group]
     skipped: list[tuple[str, str]]
     findings: list = field(default_factory=list)  # validation findings of the draft (warnings only, normally)
+    notes: list[str] = field(default_factory=list)  # what to know before the first sync (pools selected by name)
+    gpu_node_objects: list = field(default_factory=list)  # the GPU nodes read, for the first sync's plan
 
     def describe(self) -> str:
         """One line for stderr."""
@@ -230,7 +239,8 @@ class Importer:
         self.kubelets: Counter = Counter()
         self.distributions: Counter = Counter()
         self.strategies: Counter = Counter()
-        self.gpu_names: list[str] = []  # every GPU node, to prove that a hostname prefix is a pool's own
+        self.notes: list[str] = []  # what the user must know before the first sync (stderr and the report)
+        self.raw: list[Mapping[str, Any]] = []  # the GPU nodes as read
         self.operator_images: Counter = Counter()  # (repository, tag) of gpu-operator images -> GPU nodes
         self.amis: Counter = Counter()  # EKS node AMIs of the GPU nodes, read off their OS image
         self.declared: dict[str, tuple[catalog.GpuModel, dict]] = {}  # models the catalogue lacks: spec.gpuModels
@@ -245,7 +255,7 @@ class Importer:
         if not node.gpu:
             return
         self.gpu_nodes += 1
-        self.gpu_names.append(node.name)
+        self.raw.append(raw)  # for the plan of the draft's first sync (gpuconf/impact/installation.py)
         self.operator_images.update(_operator_images(raw))
         labels = node.labels
         self.amis[_eks_ami(raw)] += 1
@@ -327,11 +337,13 @@ class Importer:
         groups = self._merged(groups)
         self._name(groups)
         self._match(groups)
+        self._by_name(groups)
         self._unprefixed_taints(groups)
         self._profiles(groups)
         text = self._render(groups)
         findings = _validated(text)[0].findings
-        return Draft(text, self.source, self.nodes_seen, self.gpu_nodes, groups, self.skipped, findings)
+        return Draft(text, self.source, self.nodes_seen, self.gpu_nodes, groups, self.skipped, findings, self.notes,
+                     self.raw)
 
     @staticmethod
     def _node_groups(groups: list[Group]) -> None:
@@ -348,8 +360,10 @@ class Importer:
 
     @staticmethod
     def _merged(groups: list[Group]) -> list[Group]:
-        """Merge groups no selector can tell apart (one node group, or one gpuconf pool label, and one model): the
-        largest group's values win, and the draft says what differed."""
+        """Merge the groups no selector can tell apart (one node group, or one gpuconf pool label, and one model)
+        that run one configuration (Group.configuration): the largest group's values win, and the draft says what
+        differed (GPUs per node). Groups of another configuration stay pools of their own, selected by name
+        (_match): one pool for both would change the MIG layout, sharing or driver of some of its nodes."""
         by_identity: dict[tuple, list[Group]] = {}
         for g in groups:
             if g.node_group:
@@ -361,33 +375,43 @@ class Importer:
         out = []
         for members in by_identity.values():
             members.sort(key=lambda g: (-len(g.nodes), g.nodes[0]))
-            head = members[0]
-            for other in members[1:]:
-                diffs = [what for what, a, b in (("device-plugin config", head.plugin_config, other.plugin_config),
-                                                  ("MIG config", head.mig_config, other.mig_config),
-                                                  ("GPUs per node", head.gpus, other.gpus),
-                                                  ("sharing", head.sharing, other.sharing),
-                                                  ("taints", head.taints, other.taints),
-                                                  ("driver", head.preinstalled, other.preinstalled)) if a != b]
-                head.notes.append(f"{len(other.nodes)} node(s) differ in {', '.join(diffs)} "
-                                  f"({', '.join(sorted(other.nodes)[:3])}{', ...' if len(other.nodes) > 3 else ''}); "
+            heads: dict[tuple, Group] = {}
+            for g in members:
+                head = heads.setdefault(g.configuration(), g)
+                if head is g:
+                    continue
+                head.notes.append(f"{len(g.nodes)} node(s) differ in GPUs per node "
+                                  f"({', '.join(sorted(g.nodes)[:3])}{', ...' if len(g.nodes) > 3 else ''}); "
                                   "counted here")
-                head.nodes.extend(other.nodes)
-                head.drivers.update(other.drivers)
-                head.owners.update(other.owners)
-            out.append(head)
+                head.nodes.extend(g.nodes)
+                head.drivers.update(g.drivers)
+                head.owners.update(g.owners)
+            if len(heads) > 1 and members[0].node_group:
+                for head in heads.values():
+                    head.by_name = True
+            out.extend(heads.values())
         return sorted(out, key=lambda g: (g.name or "", sorted(g.nodes)[0]))
 
-    @staticmethod
-    def _name(groups: list[Group]) -> None:
+    def _name(self, groups: list[Group]) -> None:
+        """Pool names: a previous render's pool label, else the node group, else the model; groups of one model (or
+        node group) in different configurations are named after their configuration (a100-80gb-mig-all-3g-40gb)."""
         used: set[str] = set()
+        configs: dict[tuple, set] = {}
+        for g in groups:
+            configs.setdefault((g.model, g.node_group), set()).add(g.configuration())
         for g in sorted(groups, key=lambda g: (-len(g.nodes), sorted(g.nodes)[0])):
             candidates = []
             if g.pool_label and DNS_LABEL.fullmatch(g.pool_label) and len(g.pool_label) <= 63:
                 candidates.append(g.pool_label)
+            own = len(configs[(g.model, g.node_group)]) > 1
+            config = _dns(g.sharing.name(self._model(g.model)) + ("-preinstalled" if g.preinstalled else ""))
             if g.node_group:
+                if own:
+                    candidates.append(_dns(f"{g.node_group[1]}-{config}"))
                 candidates.append(_dns(g.node_group[1]))
                 candidates.append(_dns(f"{g.node_group[1]}-{g.model}"))
+            if own:
+                candidates.append(_dns(f"{g.model}-{config}"))
             candidates.append(_dns(g.model))
             name = next((c for c in candidates if c and c not in used), None)
             if name is None:
@@ -415,35 +439,40 @@ class Importer:
                 by_model.setdefault(g.model, []).append(g)
         for members in by_model.values():
             if len(members) < 2:
-                prefix = self._own_prefix(members[0])
-                if prefix:
-                    members[0].match["hostname"] = "^" + prefix
-                    members[0].notes.append(f"hostname: every node's name starts with {prefix!r}, no other GPU node's "
-                                            "does")
-                continue
-            # Node names are DNS subdomains: the prefix stops before the first "." so it needs no escaping, which
-            # keeps it a literal prefix that validation (GC303) can prove disjoint. Cut back to the last "-" when
-            # that still tells the pools apart (l40s-00..l40s-09 gives ^l40s-, which also takes in l40s-10).
+                continue  # pciDevice alone: the only pool of its model, which also takes in nodes added later
+            # Node names are DNS subdomains: the prefix stops before the first "." so it needs no escaping. Cut back
+            # to the last "-" when that still tells the pools apart (l40s-00..l40s-09 gives ^l40s-, which also takes
+            # in l40s-10).
             for prefixes in ([_cut(_common_prefix(g.nodes)) for g in members],
                              [_common_prefix(g.nodes) for g in members]):
                 distinct = all(p and not any(q.startswith(p) or p.startswith(q)
                                              for j, q in enumerate(prefixes) if j != i) for i, p in enumerate(prefixes))
                 if distinct:
                     break
-            if distinct:
-                for g, prefix in zip(members, prefixes):
+            for g, prefix in zip(members, prefixes):
+                if distinct:
                     g.match = {"pciDevice": True, "hostname": "^" + prefix}
                     g.notes.append("told apart from other pools of this model by the node names' common prefix")
-            else:
-                head = members[0]
-                for other in members[1:]:
-                    head.notes.append(f"pool {other.name!r} ({len(other.nodes)} nodes) has the same GPU and no "
-                                      "node group or name prefix to tell it apart: merged here; split it by hand "
-                                      "with node labels")
-                    head.nodes.extend(other.nodes)
-                    head.drivers.update(other.drivers)
-                    head.owners.update(other.owners)
-                    groups.remove(other)
+                else:
+                    g.by_name = True
+
+    def _by_name(self, groups: list[Group]) -> None:
+        """Groups no label or name prefix tells from a group of the same model in another configuration: the pool
+        lists its nodes' names (hostname ^(?:a|b)$, which validation proves disjoint as automata), and the draft
+        says so, on stderr and in the report too."""
+        for g in groups:
+            if not g.by_name:
+                continue
+            names = sorted(g.nodes)
+            g.match["hostname"] = "^(?:" + "|".join(n.replace(".", "\\.") for n in names) + ")$"
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            note = (f"pool {g.name!r} selects its nodes by name ({shown}): other {g.model} nodes"
+                    + (f" of node group {g.node_group[1]}" if g.node_group else "")
+                    + " run another configuration (MIG config, sharing, driver or taints) and no node label or name "
+                    "prefix tells them apart; a node added later matches no pool until you give the pool a label "
+                    "of its own")
+            g.notes.append(note)
+            self.notes.append(note)
 
     @staticmethod
     def _unprefixed_taints(groups: list[Group]) -> None:
@@ -464,18 +493,6 @@ class Importer:
             g.notes.append(f"match: the taint key(s) {', '.join(bare)} have no prefix, which NFD cannot apply, so the "
                            f"pool selects its nodes by their GFD product label (they carry the taint already)")
 
-    def _own_prefix(self, group: Group) -> str | None:
-        """The name prefix all of a pool's nodes share and no other GPU node has (what the nodes prove), if any."""
-        if len(group.nodes) < 2:
-            return None
-        members = set(group.nodes)
-        others = [n for n in self.gpu_names if n not in members]
-        full = _common_prefix(group.nodes)
-        for prefix in dict.fromkeys((_cut(full), full)):
-            if prefix and not any(n.startswith(prefix) for n in others):
-                return prefix
-        return None
-
     def _profiles(self, groups: list[Group]) -> None:
         """Name each sharing profile after the config keys its nodes carry, and settle what only a key's hash says.
 
@@ -492,7 +509,11 @@ class Importer:
                 continue
             content = g.sharing.profile(model)
             base = _key_base(g.mig_config if g.sharing.kind == "mig" else g.plugin_config)
-            for name in (base, g.sharing.name(model), f"{g.sharing.name(model)}-{g.name}"[:63].rstrip("-")):
+            # A device-plugin config of the installation (not gpuconf's <profile>-<hash>) names the profile as the
+            # import's report names it (adopt/draft.py: the config key, DNS-1123).
+            own = _dns(g.plugin_config) if g.plugin_config and not CONFIG_KEY.fullmatch(g.plugin_config) and \
+                g.sharing.kind != "mig" else None
+            for name in (base, own, g.sharing.name(model), f"{g.sharing.name(model)}-{g.name}"[:63].rstrip("-")):
                 if name and name != "exclusive" and used.get(name, content) == content:
                     break
             g.profile = name

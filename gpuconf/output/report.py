@@ -772,6 +772,7 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
                    + ", node labelling rules, quotas, RBAC and the probe Jobs are accepted "
                    "by the API server" + ("; the ClusterPolicy is the chart's, from values.yaml"
                                          if openshift.olm(plan) else "")},
+        *_relabel_steps(plan),
         *([{"title": "Check that Kueue accepted the queues",
             "commands": ["kubectl wait clusterqueue --all --for=condition=Active --timeout=5m",
                          "kubectl get localqueues -A"],
@@ -857,6 +858,29 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
     return steps
 
 
+def _relabel_steps(plan: P.Plan) -> list[dict]:
+    """The checklist step for pools labelled by a node template, node-pool command or Karpenter NodePool: those
+    label a node once, when it registers, so the nodes there now get the pool's labels and taints by hand."""
+    from ..render.nodes import kubectl_label
+
+    pools = [p for p in plan.pools if not p.nfd and p.pool.match.node_labels]
+    if not pools:
+        return []
+    commands = []
+    for pool in pools:
+        selector = dict(pool.pool.match.node_labels)
+        commands.append(kubectl_label(dict(pool.labels), selector=selector))
+        commands += [f"kubectl taint nodes -l {','.join(f'{k}={v}' for k, v in sorted(selector.items()))} "
+                     f"--overwrite {t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in pool.pool.taints]
+    return [{"title": "Label the nodes that exist now of the pools whose node template, node-pool command or "
+                      f"Karpenter NodePool labels only new nodes ({', '.join(p.name for p in pools)})",
+             "commands": commands,
+             "proves": "the running nodes carry the pool's labels and taints, which their template or NodePool gives "
+                       "only to nodes created from now on; a changed nvidia.com/mig.config makes mig-manager "
+                       "repartition the node, so drain it first where its layout changes (`gpuconf diff "
+                       "--against-installation` lists those nodes)"}]
+
+
 def rollback_steps(plan: P.Plan) -> list[str]:
     """What reverting the commit does, and what the operator then does on the nodes."""
     from ..render.openshift import olm
@@ -907,7 +931,15 @@ def rollback_steps(plan: P.Plan) -> list[str]:
             "DaemonSets; pods restart node by node. The allocation stack itself is no rollback: reverting a switch "
             "of spec.cluster.allocation is a switch again (new clusters only).",
         ]
-    if template_pools:
+    from ..render.nodes import RANCHER_CONFIG
+
+    distribution = plan.intent.spec.cluster.distribution
+    if template_pools and distribution in RANCHER_CONFIG:
+        steps.insert(3, f"Pools labelled by their node template ({', '.join(template_pools)}): "
+                        f"{distribution.upper()}'s agent applies its config file's node-label at every start, so put "
+                        f"the previous drop-in back and restart {RANCHER_CONFIG[distribution][1]}, or relabel the "
+                        "nodes with `kubectl label --overwrite` (values in the pool table).")
+    elif template_pools:
         steps.insert(3, f"Pools labelled by their node template ({', '.join(template_pools)}): the kubelet applies "
                         "`--node-labels` only when a node registers, so existing nodes keep their labels until they "
                         "are replaced; relabel them with `kubectl label --overwrite` (values in the pool table) or "

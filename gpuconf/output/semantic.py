@@ -183,6 +183,12 @@ class _Reader:
                 if match:
                     labels = dict(pair.split("=", 1) for pair in match.group(1).strip('"').split(","))
                     out[labels.get(P.POOL_LABEL, "")] = labels
+            elif path.startswith("node-templates/") and path.endswith(("rke2-config.yaml", "k3s-config.yaml")):
+                import yaml
+
+                body = yaml.safe_load(text) or {}
+                labels = dict(str(pair).split("=", 1) for pair in body.get("node-label+") or [])
+                out[labels.get(P.POOL_LABEL, "")] = labels
             elif path.startswith("node-templates/") and path.endswith((".gke.sh", ".aks.sh")):
                 labels = _command_labels(text, "--node-labels" if path.endswith(".gke.sh") else "--labels")
                 out[labels.get(P.POOL_LABEL, "")] = labels

@@ -132,6 +132,10 @@ def node_templates(plan: P.Plan) -> dict[str, dict | str]:
             continue
         labels = {**pool.pool.match.node_labels, **pool.labels}
         settable = {k: v for k, v in sorted(labels.items()) if kubelet_may_set(k)}
+        distribution = plan.intent.spec.cluster.distribution
+        if distribution in RANCHER_CONFIG:
+            out[f"{pool.name}.{distribution}-config.yaml"] = _rancher_config(pool, distribution, labels, settable)
+            continue
         flags = ["--node-labels=" + ",".join(f"{k}={v}" for k, v in settable.items())]
         if pool.pool.taints:
             flags.append("--register-with-taints=" + ",".join(
@@ -142,6 +146,35 @@ def node_templates(plan: P.Plan) -> dict[str, dict | str]:
                  if k not in settable]
         out[f"{pool.name}.kubelet.env"] = "".join(after) + f'KUBELET_EXTRA_ARGS="{" ".join(flags)}"\n'
     return out
+
+
+#: RKE2 and k3s read node labels and taints from their own config file, not from KUBELET_EXTRA_ARGS: `node-label` and
+#: `node-taint` in /etc/rancher/<dist>/config.yaml or a drop-in of config.yaml.d, where a key ending in "+" appends
+#: to what earlier files set (docs.rke2.io/install/configuration, docs.k3s.io/installation/configuration; the agent
+#: options --node-label/--node-taint: docs.rke2.io/reference/linux_agent_config). The agent applies the
+#: --node-label values again after the kubelet starts (k3s-io/k3s pkg/agent/run.go), so a restart of the agent
+#: labels a node that exists already.
+RANCHER_CONFIG = {"rke2": ("/etc/rancher/rke2/config.yaml.d", "rke2-agent"),
+                  "k3s": ("/etc/rancher/k3s/config.yaml.d", "k3s-agent")}
+
+
+def _rancher_config(pool: P.PoolPlan, distribution: str, labels: dict[str, str], settable: dict[str, str]) -> str:
+    """A pool's node labels and taints as an RKE2 or k3s config drop-in."""
+    import json
+
+    folder, service = RANCHER_CONFIG[distribution]
+    head = (f"# Pool {pool.name}: copy to {folder}/50-gpuconf-{pool.name}.yaml on the pool's nodes, then restart "
+            f"{service}\n# ({distribution.upper()} reads node-label and node-taint from its config file; the agent "
+            "applies the labels again at every start, so nodes that exist already get them too).\n")
+    body = head + "".join(
+        f"# {k}={v}: a node may not set this label on itself (NodeRestriction), so it is not here; once the node has "
+        f"joined: kubectl label node NODE {k}={v}\n" for k, v in sorted(labels.items()) if k not in settable)
+    body += "node-label+:\n" + "".join(f"  - {json.dumps(f'{k}={v}')}\n" for k, v in settable.items())
+    if pool.pool.taints:
+        body += "node-taint+:\n" + "".join(
+            f"  - {json.dumps(f'{t.key}={t.value}:{t.effect}' if t.value else f'{t.key}:{t.effect}')}\n"
+            for t in pool.pool.taints)
+    return body
 
 
 def kubectl_label(labels: dict[str, str], nodes: list[str] | None = None, selector: dict[str, str] | None = None,
@@ -175,6 +208,9 @@ def label_sources(plan: P.Plan) -> dict[str, str]:
             out[pool.name] = f"Karpenter NodePool {pool.pool.match.node_labels[nodepool_label()]} ({KARPENTER_FILE})"
         elif pool.name in scripts:
             out[pool.name] = f"node-pool command node-templates/{scripts[pool.name]}"
+        elif plan.intent.spec.cluster.distribution in RANCHER_CONFIG:
+            distribution = plan.intent.spec.cluster.distribution
+            out[pool.name] = f"node template node-templates/{pool.name}.{distribution}-config.yaml"
         else:
             out[pool.name] = f"node template node-templates/{pool.name}.kubelet.env"
     return out
