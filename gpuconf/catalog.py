@@ -444,10 +444,10 @@ def _walk(defaults: dict[str, Any], parts: list[str]) -> tuple[list[str], Any, l
 
 def chart_path_status(version: str, path: str) -> tuple[PathStatus, str | None]:
     """Classify a dotted values path of a chart version, with a did-you-mean for an unknown one."""
-    facts, _, candidates = _chart_index(version)
+    facts = _chart_index(version)[0]
     parts = path.split(".")
     if not path or any(not part for part in parts):
-        return "unknown", suggest(path, candidates) if path else None
+        return "unknown", suggest_path(version, path) if path else None
     matched, node, rest = _walk(facts.defaults, parts)
     if not rest:
         return "known", None
@@ -463,7 +463,75 @@ def chart_path_status(version: str, path: str) -> tuple[PathStatus, str | None]:
         or any(prefix == p or prefix.startswith(p + ".") for p in facts.free_form_map_paths)
     ):
         return "open-map", None
-    return "unknown", suggest(path, candidates)
+    return "unknown", suggest_path(version, path)
+
+
+@functools.cache
+def _path_index(version: str) -> tuple[dict[str, str], dict[str, dict[str, str]], dict[str, list[str]]]:
+    """The did-you-mean index of a chart version's values paths, built once: each path by its lower-case spelling,
+    the child keys of each path ("" for the top level) by theirs, and the paths by their last key's."""
+    _, _, candidates = _chart_index(version)
+    lower: dict[str, str] = {}
+    children: dict[str, dict[str, str]] = {}
+    leaves: dict[str, list[str]] = {}
+    for path in candidates:  # sorted: the first spelling of a key in another case wins, as in suggest
+        lower.setdefault(path.lower(), path)
+        parent, _, key = path.rpartition(".")
+        children.setdefault(parent, {}).setdefault(key.lower(), key)
+        leaves.setdefault(key.lower(), []).append(path)
+    return lower, children, leaves
+
+
+def suggest_path(version: str, path: str) -> str | None:
+    """The values path of a chart version a misspelt one most likely meant, or None: its spelling in another case,
+    else the sibling of the first unknown key (a child key of the longest known prefix) that difflib ranks closest
+    to the whole path, with the rest of the path kept when that path exists; without one, the closest of the paths
+    that end in the same key (operator.metrics.serviceMonitor.interval: dcgmExporter.serviceMonitor.interval).
+
+    The paths are indexed once per version, and a key is compared with its siblings only (import compares thousands
+    of unknown keys; each searched all 642 paths: issue 29, item 6). Siblings share the prefix, so difflib's ratio of
+    the whole paths is computed from the keys' own matching characters: 2 (P + M) / (2 P + a + b), P the shared
+    prefix and its dot, M the matches of the two keys, a and b their lengths; at least 0.6, as in suggest."""
+    import difflib  # only needed on the error path
+
+    lower, children, leaves = _path_index(version)
+    if path.lower() in lower:
+        return lower[path.lower()]
+    parts = path.split(".")
+    known = 0
+    while known < len(parts) and ".".join(parts[:known + 1]) in children:
+        known += 1
+    if known == len(parts):
+        return None
+    head = parts[:known]
+    shared = len(".".join(head)) + (1 if known else 0)
+    tail = [p.lower() for p in parts[known + 1:]]
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(".".join([parts[known].lower()] + tail))
+    length = len(matcher.b)
+    best: tuple[float, str] | None = None
+    for key_lower, key in children.get(".".join(head), {}).items():
+        other = key_lower
+        if tail:  # the keys after the unknown one are compared too, where the sibling has them
+            candidate = lower.get(".".join([*head, key, *parts[known + 1:]]).lower())
+            other = candidate[shared:].lower() if candidate else key_lower
+        total = 2 * shared + len(other) + length
+        if 2 * (shared + min(len(other), length)) < 0.6 * total:
+            continue  # cannot reach the cutoff
+        matcher.set_seq1(other)
+        if 2 * shared + matcher.quick_ratio() * (len(other) + length) < 0.6 * total:
+            continue  # the characters they share cannot reach it either
+        score = 2 * (shared + sum(block.size for block in matcher.get_matching_blocks())) / total
+        if score >= 0.6:
+            found = lower.get(".".join([*head, key, *parts[known + 1:]]).lower()) if tail else None
+            found = found or ".".join([*head, key])
+            if best is None or (score, found) > best:
+                best = (score, found)
+    if best is None:
+        same_leaf = leaves.get(parts[-1].lower(), [])
+        close = difflib.get_close_matches(path.lower(), [p.lower() for p in same_leaf], n=1, cutoff=0.6)
+        return lower[close[0]] if close else None
+    return best[1]
 
 
 # --- model names -----------------------------------------------------------------------------------------------

@@ -55,3 +55,16 @@ def test_the_impact_bench_times_a_driver_change_on_a_generated_cluster_with_its_
     [line] = done.stdout.splitlines()
     assert re.fullmatch(r"impact plan 20 nodes, 300 pods\s+[0-9.]+ ms  whole process \([0-9]+ ms CPU\), peak "
                         r"RSS [0-9]+ MiB; a driver change, NodeList [0-9]+ MB, PodList [0-9]+ MB of JSON", line), line
+
+
+def test_the_import_bench_imports_an_umbrella_charts_values_and_2000_unknown_keys(tmp_path):
+    """`--import-only` (issue 29, item 6: acceptance under 1 s and 2 s, read off `make bench`, not asserted): two
+    lines, each from whole `gpuconf import --values` processes that succeeded."""
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--import-only", "--runs", "1"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    umbrella, unknown = done.stdout.splitlines()
+    assert re.fullmatch(r"import --values umbrella chart's values\s+[0-9.]+ ms  whole process, [0-9,]+ keys "
+                        r"\(acceptance: under 1 s\)", umbrella), umbrella
+    assert re.fullmatch(r"import --values 2,000 unknown keys\s+[0-9.]+ ms  whole process, 2,002 keys "
+                        r"\(acceptance: under 2 s\)", unknown), unknown

@@ -483,3 +483,34 @@ def test_the_security_notes_name_only_tests_that_exist():
     assert missing == []
     cases = set(re.findall(r"`test_cases\.py::test_case\[([a-z0-9-]+)\]`", page))
     assert cases and all((ROOT / "tests" / "cases" / case / "intent.yaml").is_file() for case in cases)
+
+
+# --- item 6: slow input -------------------------------------------------------------------------------------------
+
+
+def test_each_unknown_values_key_is_compared_with_a_handful_of_keys_not_every_path(run, tmp_path, monkeypatch):
+    """Item 6: import searched every values path of the chart (642) for each unknown key's did-you-mean, 20 ms a
+    key: 2,000 unknown keys under node-feature-discovery.worker took 40 s. The paths are indexed once per chart; a
+    key is compared with the child keys of its longest known prefix (`make bench` times it: tools/bench.py)."""
+    import difflib
+
+    compared = []  # each string a did-you-mean compares a key with
+    real = difflib.SequenceMatcher.set_seq1
+
+    def counting(self, a):
+        compared.append(a)
+        return real(self, a)
+
+    monkeypatch.setattr(difflib.SequenceMatcher, "set_seq1", counting)
+    values = tmp_path / "values.yaml"
+    values.write_text("node-feature-discovery:\n  worker:\n" + "".join(f"    key{i}: {i}\n" for i in range(2000)) +
+                      "    tolerationz: []\n", encoding="utf-8")
+    result = run("import", "--values", str(values), "--report", str(tmp_path / "report.json"))
+    assert result.exit_code == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    dropped = [s for s in report["settings"] if s["outcome"] == "dropped"]
+    assert len(dropped) == 2001
+    # About the 28 child keys of node-feature-discovery.worker per unknown key, not the chart's 642 paths.
+    assert len(compared) < 2001 * 64, len(compared)
+    [typo] = [s for s in dropped if s["path"] == "node-feature-discovery.worker.tolerationz"]
+    assert typo["why"].endswith("(did you mean node-feature-discovery.worker.tolerations?)")

@@ -508,11 +508,15 @@ class Adopter:
         built = build_values(plan)
         rendered = S.coalesce(self.facts.defaults, built.overrides())
         self.rendered_values = built.overrides()
+        changes = sorted(built.changes.items())
+        settings = S.PathIndex()
+        for s in self.settings:
+            settings.add(s.path, s)
+        order = {id(s): i for i, s in enumerate(self.settings)}
         for path, old, new in M.differing(self.effective, rendered):
-            change = next((c for p, c in sorted(built.changes.items())
-                           if p[:len(path)] == path or path[:len(p)] == p), None)
+            change = next((c for p, c in changes if p[:len(path)] == path or path[:len(p)] == p), None)
             reason = change.why if change is not None else "the chart's default"
-            related = [s for s in self.settings if s.path[:len(path)] == path or path[:len(s.path)] == s.path]
+            related = sorted(settings.related(path), key=lambda s: order[id(s)])  # in the settings' order
             if not related:
                 found, value = S.get(rendered, path)
                 new = value if found else M.ABSENT
@@ -520,6 +524,8 @@ class Adopter:
                 self.settings.append(Setting(path, None if new is M.ABSENT else new, "gpuconf", "changed", None,
                                              f"gpuconf renders {M.shown(new)} (chart default "
                                              f"{M.shown(value if found else M.ABSENT)}): {reason}"))
+                settings.add(path, self.settings[-1])
+                order[id(self.settings[-1])] = len(self.settings) - 1
                 continue
             for s in related:
                 if s.outcome in ("changed", "dropped"):

@@ -156,9 +156,7 @@ def _unknown_why(facts: catalog.ChartFacts, path: tuple) -> str:
     if head in OPERANDS and len(path) >= 2 and path[1] in ("tolerations", "nodeSelector", "affinity"):
         return (f"the GPU Operator chart {facts.version} has no {path[1]} per operand: Helm ignored it; "
                 f"daemonsets.{path[1]} applies to every operand")
-    text = ".".join(str(p) for p in path)
-    _, _, candidates = catalog._chart_index(facts.version)
-    guess = catalog.suggest(text, candidates)
+    guess = catalog.suggest_path(facts.version, ".".join(str(p) for p in path))
     return (f"not a key of GPU Operator chart {facts.version}: Helm ignored it"
             + (f" (did you mean {guess}?)" if guess else ""))
 

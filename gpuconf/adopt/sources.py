@@ -251,11 +251,40 @@ def read_set(argument: str, strings: bool = False) -> ValuesInput:
 # --- Helm's merge ----------------------------------------------------------------------------------------------
 
 
+class PathIndex:
+    """Items by values path, found by relation: related(path) gives every item whose path is path, above it or
+    below it, in a few dict lookups (not a scan of every item: import relates thousands of paths; issue 29, item 6)."""
+
+    def __init__(self) -> None:
+        self._at: dict[Path, list] = {}
+        self._below: dict[Path, set[Path]] = {}  # each proper prefix -> the paths under it that hold items
+
+    def add(self, path: Path, item: Any) -> None:
+        if path not in self._at:
+            for k in range(len(path)):
+                self._below.setdefault(path[:k], set()).add(path)
+        self._at.setdefault(path, []).append(item)
+
+    def remove(self, path: Path) -> None:
+        if self._at.pop(path, None) is not None:
+            for k in range(len(path)):
+                self._below[path[:k]].discard(path)
+
+    def related_paths(self, path: Path) -> list[Path]:
+        """The paths with items that are path, a prefix of it, or under it, in no particular order."""
+        above = [path[:k] for k in range(len(path) + 1) if path[:k] in self._at]
+        return above + list(self._below.get(path, ()))
+
+    def related(self, path: Path) -> list:
+        return [item for p in self.related_paths(path) for item in self._at[p]]
+
+
 def merge_inputs(inputs: list[ValuesInput]) -> tuple[dict, dict[Path, str]]:
     """The user-supplied values as Helm merges -f files and --set (MergeMaps, then strvals.ParseInto on the result),
     and where each leaf of the result came from."""
     merged: dict = {}
     sources: dict[Path, str] = {}
+    index = PathIndex()
     for given in inputs:
         if given.name.startswith("--set"):
             # --set parses into the merged map: a nested key goes into the existing map, an index into the list.
@@ -267,19 +296,22 @@ def merge_inputs(inputs: list[ValuesInput]) -> tuple[dict, dict[Path, str]]:
                 raise InputError(f"{flag} {argument}: {exc}") from None
             for p, v in leaves(merged):
                 if p not in before or before[p] != v or type(before[p]) is not type(v):
-                    _claim(sources, p, given.name)
+                    _claim(sources, index, p, given.name)
             continue
         merge(merged, given.tree)  # Helm's loader.MergeMaps: maps merge key by key, anything else replaces
         for p, _ in leaves(given.tree):
-            _claim(sources, p, given.where(p))
+            _claim(sources, index, p, given.where(p))
     present = {p for p, _ in leaves(merged)}
     return merged, {p: s for p, s in sources.items() if p in present}
 
 
-def _claim(sources: dict[Path, str], path: Path, where: str) -> None:
-    for other in [p for p in sources if p[:len(path)] == path or path[:len(p)] == p]:
+def _claim(sources: dict[Path, str], index: PathIndex, path: Path, where: str) -> None:
+    """path's leaf comes from where: it replaces what an earlier input said of path, above it or below it."""
+    for other in index.related_paths(path):
         del sources[other]
+        index.remove(other)
     sources[path] = where
+    index.add(path, where)
 
 
 def coalesce(defaults: dict, user: dict) -> dict:
