@@ -666,10 +666,11 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
                 _error(f"gpuconf: note: {note}")
     if not adopting:
         for note in draft.notes:  # pools selected by name: a person must know before the first sync
-            click.echo(f"gpuconf: note: {note}", err=True)
-        _first_sync(draft.text, draft)
+            _error(f"gpuconf: note: {note}")
+        first = _first_sync(draft.text, draft)
         _write_draft(output, draft.text, draft.describe())
-        sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in draft.findings) else EXIT_OK)
+        surprised = first is not None and _surprises(first)
+        sys.exit(EXIT_FINDINGS if surprised or any(f.severity == "error" for f in draft.findings) else EXIT_OK)
     from .pipeline import UsageProblem, import_values
 
     nodes_chart = None
@@ -702,7 +703,8 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
     errors = adopted.errors
     state = "validates" if not errors else f"does NOT validate ({len(errors)} errors: a gpuconf bug, please report)"
     _write_draft(output, adopted.text, f"the draft {state}")
-    sys.exit(EXIT_FINDINGS if errors else EXIT_OK)
+    surprised = first is not None and _surprises(first)
+    sys.exit(EXIT_FINDINGS if errors or surprised else EXIT_OK)
 
 
 def _first_sync(text: str, draft, values: tuple = (), sets: tuple = (), set_strings: tuple = (),
@@ -721,8 +723,18 @@ def _first_sync(text: str, draft, values: tuple = (), sets: tuple = (), set_stri
     plan = I.of_draft(text, draft.gpu_node_objects, inputs, maps)
     if plan is not None:
         for line in I.summary_lines(plan):
-            click.echo(line, err=True)
+            _error(line)
     return plan
+
+
+def _surprises(plan) -> bool:
+    """The errors of a draft whose first sync would repartition or re-share a running node (said on stderr)."""
+    from .impact import installation as I
+
+    lines = I.surprises(plan)
+    for line in lines:
+        _error(line)
+    return bool(lines)
 
 
 def _draft_from_nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float, name: str):

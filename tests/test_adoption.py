@@ -453,3 +453,38 @@ def test_the_report_and_the_draft_name_an_installations_sharing_config_alike(run
     assert [p["sharing"] for p in spec["pools"]] == ["h200-ts4"]
     rows = {r["config"]: r["profile"] for r in json.loads(report.read_text())["configs"]}
     assert rows["h200-ts4"] == "h200-ts4"
+
+
+def test_a_draft_whose_first_sync_repartitions_a_node_is_an_error_naming_it():
+    """What import checks before it exits 0: a first sync that repartitions or re-shares a running node is an error
+    line per node (the merged draft of the trial would repartition gpu-a100-03)."""
+    from gpuconf.impact import installation as I
+
+    plan = I.of_draft(MERGED, copy.deepcopy(A100_NODES))
+    (line,) = I.surprises(plan)
+    assert line.startswith("gpuconf: error: the draft's first sync changes node gpu-a100-03: mig-repartition (pool "
+                           "a100-80gb's MIG config mig-all-3g-40gb-")
+    split = I.of_draft(yaml.safe_dump(yaml.safe_load(MERGED)), copy.deepcopy(A100_NODES[:2]))
+    assert I.surprises(split) == []
+
+
+def test_the_first_sync_plan_reads_a_live_installation_with_get_requests_only(run, tmp_path):
+    """--kubeconfig: the nodes, the gpu-operator release's values (here what gpuconf renders for the intent) and the
+    ConfigMaps they name; the cluster runs what the intent renders, so the first sync is equivalent."""
+    from conftest import ROOT
+    from gpuconf.pipeline import render_path
+    from test_adopt import _cluster, _release_secret
+
+    intent = ROOT / "examples" / "single-pool.yaml"
+    tree = render_path(str(intent), "out").tree
+    values = tree.values.overrides()
+    objects = {"/api/v1/secrets": {"kind": "SecretList", "apiVersion": "v1", "metadata": {},
+                                   "items": [_release_secret(values, 1, version=tree.plan.chart_version)]}}
+    api, kubeconfig = _cluster(tmp_path, objects)
+    with api:
+        result = run("diff", str(intent), "--against-installation", "--kubeconfig", kubeconfig(), "--format", "json")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    plan = json.loads(result.stdout)
+    assert (plan["equivalent"], plan["worst"], [i["kind"] for i in plan["impacts"]]) == (True, "none", ["none"])
+    assert {m for m, _, _ in api.requests} == {"GET"}
+    assert "/api/v1/nodes" in {p for _, p, _ in api.requests}

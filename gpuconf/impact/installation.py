@@ -355,6 +355,17 @@ def outcome(plan: ImpactPlan, where: str, fmt: str, fail_on: str | None, intent:
     return Outcome(text, code=EXIT_FINDINGS if failed else EXIT_OK)
 
 
+#: What an import must never draft silently: a first sync that changes a node's MIG layout or sharing.
+SURPRISES = ("mig-repartition", "device-plugin-config-switch")
+
+
+def surprises(plan: ImpactPlan) -> list[str]:
+    """Error lines, one per node, for the impacts of an import's draft that would change the MIG layout or the
+    sharing of a running node (a driver the intent pins is a decision the values or the user made)."""
+    return [f"gpuconf: error: the draft's first sync changes node {node}: {i.kind} ({i.message})"
+            for i in plan.impacts if i.kind in SURPRISES and i.severity == "disruptive" for node in i.node_names]
+
+
 def summary_lines(plan: ImpactPlan) -> list[str]:
     """`gpuconf import`'s lines about the first sync of its draft (stderr)."""
     lines = [f"gpuconf: first sync: {'equivalent' if equivalent(plan) else 'not equivalent'} (worst impact "
