@@ -203,17 +203,42 @@ def a100_node(name: str, mig: str) -> dict:
 
 A100_NODES = [a100_node("gpu-a100-01", "all-3g.40gb"), a100_node("gpu-a100-02", "all-3g.40gb"),
               a100_node("gpu-a100-03", "all-disabled")]
-A100_VALUES = "mig:\n  strategy: mixed\nmigManager:\n  enabled: true\n  config:\n    default: all-disabled\n"
+#: The installation's values and its mig-parted ConfigMap, which name both configs the nodes run.
+A100_VALUES = ("mig:\n  strategy: mixed\nmigManager:\n  enabled: true\n  config:\n    name: custom-mig-config\n"
+               "    default: all-disabled\n")
+A100_MIG_CONFIGMAP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: custom-mig-config
+  namespace: gpu-operator
+data:
+  config.yaml: |
+    version: v1
+    mig-configs:
+      all-disabled:
+        - devices: all
+          mig-enabled: false
+      all-3g.40gb:
+        - devices: all
+          mig-enabled: true
+          mig-devices:
+            "3g.40gb": 2
+"""
+
+
+def _a100_installation(tmp_path) -> list[str]:
+    (tmp_path / "values.yaml").write_text(A100_VALUES, encoding="utf-8")
+    (tmp_path / "mig.yaml").write_text(A100_MIG_CONFIGMAP, encoding="utf-8")
+    return ["--values", str(tmp_path / "values.yaml"), "--configmap", str(tmp_path / "mig.yaml")]
 
 
 def test_a100_nodes_in_two_mig_configs_become_two_pools_named_after_them(run, tmp_path):
     """Two nodes on all-3g.40gb, one on all-disabled, no label or name prefix to tell them apart: two pools, each
     selecting its nodes by name, said on stderr and in the report."""
     nodes = _write(tmp_path, "a100.json", A100_NODES)
-    (tmp_path / "values.yaml").write_text(A100_VALUES, encoding="utf-8")
     report = tmp_path / "report.json"
-    result = run("import", "--nodes", nodes, "--values", str(tmp_path / "values.yaml"), "--report", str(report),
-                 "--name", "a100")
+    result = run("import", "--nodes", nodes, *_a100_installation(tmp_path), "--report", str(report), "--name", "a100")
     assert result.exit_code == 0, result.stderr
     spec = yaml.safe_load(result.stdout)["spec"]
     assert [(p["name"], p["nodes"], p["match"], p.get("sharing")) for p in spec["pools"]] == [
@@ -273,8 +298,7 @@ def _plan(run, tmp_path, draft_text: str, items: list[dict], *extra: str):
 
 
 def test_the_first_sync_of_a_draft_that_merged_the_pools_repartitions_that_node(run, tmp_path):
-    (tmp_path / "values.yaml").write_text(A100_VALUES, encoding="utf-8")
-    code, plan, _ = _plan(run, tmp_path, MERGED, A100_NODES, "--values", str(tmp_path / "values.yaml"))
+    code, plan, _ = _plan(run, tmp_path, MERGED, A100_NODES, *_a100_installation(tmp_path))
     assert code == 1 and plan["equivalent"] is False and plan["worst"] == "disruptive"
     (repartition,) = [i for i in plan["impacts"] if i["kind"] == "mig-repartition"]
     assert (repartition["severity"], repartition["pools"], repartition["nodeNames"]) == (
@@ -389,12 +413,17 @@ def test_a_nodelist_that_is_not_one_is_exit_2_and_writes_nothing(run, tmp_path, 
     assert result.exit_code == 2 and reason in result.stderr and not out.exists()
 
 
-def test_a_values_file_that_is_not_one_is_exit_2(run, tmp_path):
+def test_a_values_file_that_is_not_one_is_exit_2_and_writes_nothing(run, tmp_path):
     bad = tmp_path / "values.yaml"
     bad.write_text("- a\n- list\n", encoding="utf-8")
     code, plan, result = _plan(run, tmp_path, MERGED, A100_NODES, "--values", str(bad))
     assert code == 2 and plan is None
     assert result.stderr.startswith(f"gpuconf: {bad}")
+    out, report = tmp_path / "new.yaml", tmp_path / "report.json"
+    result = run("import", "--nodes", _write(tmp_path, "a100.json", A100_NODES), "--values", str(bad), "-o", str(out),
+                 "--report", str(report))
+    assert result.exit_code == 2 and result.stderr.startswith(f"gpuconf: {bad}")
+    assert not out.exists() and not report.exists()
 
 
 # --- existing nodes get their labels -----------------------------------------------------------------------------
