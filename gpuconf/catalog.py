@@ -7,16 +7,15 @@ as the package gpuconf.profiles). It is loaded on first use and cached; importin
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
+import orjson
 
 PathStatus = str  # "known" | "template-only" | "open-map" | "unknown"
 
@@ -115,17 +114,19 @@ class ChartFacts:
 # --- loading ---------------------------------------------------------------------------------------------------
 
 
-def _data_dir() -> Traversable:
-    """The directory holding gpus.json and charts/."""
+def _data_dir() -> Path:
+    """The directory holding gpus.json and charts/: the gpuconf.profiles package's own folder (read as files:
+    a plain folder in a wheel and in a checkout alike)."""
     try:
-        return importlib.resources.files("gpuconf.profiles")
+        import gpuconf.profiles as package
     except ModuleNotFoundError:
         # setuptools maps the repository's profiles/ to gpuconf.profiles only when the project is installed;
         # a bare source checkout on PYTHONPATH keeps the data next to the package directory instead.
-        return importlib.resources.files("gpuconf").joinpath("..", "profiles")
+        return Path(__file__).resolve().parent.parent / "profiles"
+    return Path(package.__file__).parent
 
 
-def data_file(name: str) -> Traversable:
+def data_file(name: str) -> Path:
     """A file of profiles/ (gpus.json, platforms.json, charts/...), for the modules that read gpuconf's facts."""
     return _data_dir().joinpath(name)
 
@@ -376,15 +377,22 @@ def chart_versions() -> tuple[str, ...]:
     return tuple(sorted(versions, key=lambda v: tuple(int(p) for p in v.lstrip("v").split("."))))
 
 
+@functools.cache
+def _chart_data(version: str) -> dict[str, Any] | None:
+    """profiles/charts/VERSION.json as data, parsed once per process (a render asks for it a dozen times, a fleet's
+    render that many times per cluster), or None when unknown."""
+    text = _chart_text(version)
+    return None if text is None else json.loads(text)
+
+
 def chart(version: str) -> ChartFacts | None:
     """The facts of one chart version (defaults as a fresh, modifiable copy), or None when unknown."""
-    text = _chart_text(version)
-    if text is None:
+    raw = _chart_data(version)
+    if raw is None:
         return None
-    raw = json.loads(text)
     return ChartFacts(
         version=raw["version"],
-        defaults=raw["defaults"],
+        defaults=orjson.loads(orjson.dumps(raw["defaults"])),  # a deep copy, in C
         template_only_keys=tuple(raw["templateOnlyKeys"]),
         dead_keys=tuple(raw["deadKeys"]),
         renamed_keys=MappingProxyType(raw["renamedKeys"]),

@@ -29,7 +29,7 @@ def test_the_render_bench_runs_helm_template_of_the_chart_with_the_rendered_valu
     assert [re.sub(measured, "", line) for line in lines[1:5]] == [
         "  python -c pass", "  libraries only", "  gpuconf render", "  helm template"]
     assert all(re.fullmatch(r"  [a-z -]+" + measured, line) for line in lines[1:5]), lines
-    assert [re.sub(r"[0-9.]+ wall, [0-9.]+ CPU$", "", line) for line in lines[5:]] == [
+    assert [re.sub(r"[0-9.]+ wall, [0-9.]+ CPU$", "", line) for line in lines[5:7]] == [
         "  ratio gpuconf render / helm template: ", "  ratio libraries only / helm template: "]
     recorded = calls.read_text(encoding="utf-8").splitlines()
     assert len(recorded) == 10
@@ -42,7 +42,7 @@ def test_without_helm_the_render_bench_says_why_there_is_no_ratio(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--render-only", "--runs", "1"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == (
+    assert done.stdout.splitlines()[4] == (
         "  helm template: no `helm` binary (--helm PATH, or helm on PATH), so no side-by-side ratio")
 
 
@@ -68,3 +68,40 @@ def test_the_import_bench_imports_an_umbrella_charts_values_and_2000_unknown_key
                         r"\(acceptance: under 1 s\)", umbrella), umbrella
     assert re.fullmatch(r"import --values 2,000 unknown keys\s+[0-9.]+ ms  whole process, 2,002 keys "
                         r"\(acceptance: under 2 s\)", unknown), unknown
+
+
+def test_the_fleet_bench_renders_a_generated_fleet_against_helm_per_cluster(tmp_path):
+    """`--fleet-only N`: one render of a generated fleet of N clusters, then N runs of a stand-in helm with each
+    cluster's values (the full bench runs 100 against the real helm)."""
+    calls = tmp_path / "calls.txt"
+    helm = tmp_path / "helm"
+    helm.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {calls}\ntest -f "$7"\n', encoding="utf-8")
+    helm.chmod(helm.stat().st_mode | stat.S_IEXEC)
+    chart = tmp_path / "gpu-operator"
+    chart.mkdir()
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--fleet-only", "4", "--runs", "1",
+                           "--helm", str(helm), "--chart", str(chart)],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert re.fullmatch(r"render a fleet of 4 clusters\s+[0-9.]+ ms  whole process \([0-9]+ ms CPU\), output on "
+                        r"(tmpfs|disk)", first), first
+    assert re.fullmatch(r"  4 x helm template: [0-9]+ ms wall \([0-9]+ ms CPU\); ratio [0-9.]+ wall, [0-9.]+ CPU",
+                        second), second
+    recorded = calls.read_text(encoding="utf-8").splitlines()
+    assert [re.sub(r"/gpu-00[0-3]/", "/C/", c).split(" -f ")[0] for c in recorded] == [
+        f"template gpu-operator {chart} --namespace gpu-operator"] * 4
+    assert sorted(re.search(r"/(gpu-00[0-3])/values\.yaml$", c).group(1) for c in recorded) == [
+        "gpu-000", "gpu-001", "gpu-002", "gpu-003"]
+
+
+def test_the_render_bench_breaks_gpuconfs_time_down_by_phase(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--render-only", "--runs", "1"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = lines.index("  gpuconf render's CPU by phase (medians of 5 runs):")
+    assert [re.sub(r"\s+[0-9.]+ ms$", "", line) for line in lines[at + 1:]] == [
+        "    interpreter", "    imports", "    model building", "    load and validate", "    planning",
+        "    rendering", "    verification", "    report", "    write", "    other"]

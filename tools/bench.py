@@ -9,6 +9,7 @@ Timings are medians of several runs on this machine; nothing here asserts a time
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -104,6 +105,150 @@ def render_against_helm(runs: int, chart: Path | None, helm: str | None) -> None
     else:
         print("  helm template: give --chart DIR (the GPU Operator chart folder) for the side-by-side ratio")
     shutil.rmtree(out, ignore_errors=True)
+    phases = render_breakdown(example, max(3, runs // 2))
+    print(f"  gpuconf render's CPU by phase (medians of {max(3, runs // 2)} runs):")
+    for label in ("interpreter", "imports", "model building", *dict.fromkeys(p[0] for p in PHASES), "other"):
+        print(f"    {label:<18} {phases.get(label, 0.0) * 1000:7.1f} ms")
+
+
+#: The phases of a render, each a function wrapped in the measuring process: (label, module, attribute). A phase's
+#: time is its own, without the phases it calls (render_tree calls the verification and the report).
+PHASES = (("load and validate", "gpuconf.intent.inputs", "read_input"), ("planning", "gpuconf.plan", "build"),
+          ("rendering", "gpuconf.render.tree", "render_tree"), ("verification", "gpuconf.render.tree", "_verify"),
+          ("report", "gpuconf.output.report", "build_report"), ("report", "gpuconf.output.report", "report_markdown"),
+          ("report", "gpuconf.output.report", "report_json"), ("write", "gpuconf.pipeline", "_write_trees"))
+
+_BREAKDOWN = """
+import json, sys, time
+start = time.process_time()  # the interpreter's start-up, site included
+from gpuconf.entry import prepare
+prepare()
+import importlib
+modules = json.loads(sys.argv[1])
+for name in modules:
+    try:
+        importlib.import_module(name)
+    except Exception:  # a module that only its package may import
+        pass
+imported = time.process_time()
+from gpuconf.intent.model import ClusterIntent
+ClusterIntent.model_rebuild()  # pydantic builds a deferred model's validator at its first use: here, on its own
+built = time.process_time()
+spent, stack = {}, []
+def timed(label, fn):
+    def run(*args, **kwargs):
+        stack.append(0.0)
+        begin = time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            total = time.process_time() - begin
+            inner = stack.pop()
+            spent[label] = spent.get(label, 0.0) + total - inner
+            if stack:
+                stack[-1] += total
+    return run
+for label, module, name in json.loads(sys.argv[2]):
+    owner = importlib.import_module(module)
+    setattr(owner, name, timed(label, getattr(owner, name)))
+from gpuconf import pipeline
+outcome = pipeline.render([sys.argv[3]], sys.argv[4], False)
+assert outcome.code == 0, outcome.stderr
+done = time.process_time()
+print(json.dumps({"interpreter": start, "imports": imported - start, "model building": built - imported,
+                  **spent, "other": done - built - sum(spent.values())}))
+"""
+
+
+def render_breakdown(example: Path, runs: int) -> dict[str, float]:
+    """Median CPU seconds of each phase of a whole render process (its own modules imported first, so that the
+    phases hold no import): interpreter, imports, model building, then PHASES, and what none of them holds."""
+    import json
+
+    out = Path(tempfile.mkdtemp(prefix="gpuconf-bench-phases-"))
+    probe = ("import json, sys\nfrom gpuconf import pipeline\npipeline.render([sys.argv[1]], sys.argv[2], False)\n"
+             "print(json.dumps(sorted(m for m in sys.modules if not any(p.startswith('_') for p in m.split('.')))))")
+    modules = subprocess.run([sys.executable, "-c", probe, str(example), str(out)], check=True,
+                             capture_output=True, text=True).stdout
+    phases = json.dumps([list(p) for p in PHASES])
+    samples: dict[str, list[float]] = {}
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-c", _BREAKDOWN, modules, phases, str(example), str(out)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        for label, seconds in json.loads(done.stdout).items():
+            samples.setdefault(label, []).append(seconds)
+    import shutil
+
+    shutil.rmtree(out, ignore_errors=True)
+    return {label: statistics.median(values) for label, values in samples.items()}
+
+
+def write_fleet(folder: Path, clusters: int) -> Path:
+    """A fleet of CLUSTERS clusters in folder: examples/fleet's base, each cluster with one of its three overlays in
+    turn, registered in Argo CD under its own name; returns the fleet file."""
+    import re
+    import shutil
+
+    shutil.copy(ROOT / "examples" / "fleet" / "base.yaml", folder / "base.yaml")
+    overlays = sorted((ROOT / "examples" / "fleet" / "overlays").glob("*.yaml"))
+    (folder / "overlays").mkdir()
+    entries = []
+    for i in range(clusters):
+        name = f"gpu-{i:03d}"
+        text = overlays[i % len(overlays)].read_text(encoding="utf-8")
+        text, found = re.subn(r"(destination:\n\s+name: )\S+", rf"\g<1>{name}", text)
+        assert found == 1
+        (folder / "overlays" / f"{name}.yaml").write_text(text, encoding="utf-8")
+        entries.append(f"    - name: {name}\n      overlay: overlays/{name}.yaml\n")
+    fleet = folder / "fleet.yaml"
+    fleet.write_text("apiVersion: gpuconf.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: bench-fleet\nspec:\n"
+                     "  base: base.yaml\n  clusters:\n" + "".join(entries), encoding="utf-8")
+    return fleet
+
+
+def fleet_bench(clusters: int, runs: int, chart: Path | None, helm: str | None) -> None:
+    """One `gpuconf render` of a generated fleet of CLUSTERS clusters against CLUSTERS `helm template` runs, each with
+    its cluster's rendered values (issue 32: at most 0.1x): medians of whole processes, wall and CPU."""
+    import resource
+    import shutil
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    # The output goes to memory where there is a tmpfs: helm template writes nothing, and on an overlay file system
+    # creating the fleet's 1,700 files costs more system time than gpuconf's whole render (measured here).
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir=shm) as written:
+        fleet = write_fleet(Path(tmp), clusters)
+        out = Path(written) / "out"
+        render = [sys.executable, "-m", "gpuconf", "render", str(fleet), "-o", str(out)]
+        walls, cpus = [], []
+        for _ in range(runs):
+            shutil.rmtree(out, ignore_errors=True)
+            used, start = cpu(), time.perf_counter()
+            done = subprocess.run(render, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            walls.append(time.perf_counter() - start)
+            cpus.append(cpu() - used)
+            assert done.returncode == 0, done.stderr[-2000:]
+        wall, used = statistics.median(walls), statistics.median(cpus)
+        label = f"render a fleet of {clusters} clusters"
+        print(f"{label:<44} {wall * 1000:8.1f} ms  whole process ({used * 1000:.0f} ms CPU), output "
+              f"{'on tmpfs' if shm else 'on disk'}")
+        helm = helm or shutil.which("helm")
+        if not (helm and chart is not None):
+            print(f"  {clusters} x helm template: needs --chart DIR and a helm binary, so no ratio")
+            return
+        values = sorted(out.glob("gpu-*/values.yaml"))
+        assert len(values) == clusters
+        used, start = cpu(), time.perf_counter()
+        for file in values:
+            subprocess.run([helm, "template", "gpu-operator", str(chart), "--namespace", "gpu-operator", "-f",
+                            str(file)], check=True, stdout=subprocess.DEVNULL)
+        helm_wall, helm_cpu = time.perf_counter() - start, cpu() - used
+        print(f"  {clusters} x helm template: {helm_wall * 1000:.0f} ms wall ({helm_cpu * 1000:.0f} ms CPU); ratio "
+              f"{wall / helm_wall:.3f} wall, {used / helm_cpu:.3f} CPU")
 
 
 def main() -> None:
@@ -114,6 +259,8 @@ def main() -> None:
     parser.add_argument("--helm", help="the helm binary for `helm template` (default: helm on PATH)")
     parser.add_argument("--render-only", action="store_true",
                         help="only the whole-process render against bare Python (and helm), then stop")
+    parser.add_argument("--fleet-only", metavar="CLUSTERS", type=int,
+                        help="only the render of a generated fleet of that many clusters (and the helm runs), then stop")
     parser.add_argument("--impact-only", metavar="NODES:PODS",
                         help="only the impact plan of a driver change on a generated cluster of that size, then stop")
     parser.add_argument("--import-only", action="store_true",
@@ -121,6 +268,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.import_only:
         import_bench(args.runs)
+        return
+    if args.fleet_only:
+        fleet_bench(args.fleet_only, args.runs, args.chart, args.helm)
         return
     if args.impact_only:
         nodes, _, pods = args.impact_only.partition(":")
@@ -161,6 +311,7 @@ def main() -> None:
                   f"in process, {whole * 1000:.0f} ms whole process")
         _render_benchmarks(gpuconf, tmp, args.runs, big_intent_text)
         impact_bench(tmp, args.runs)
+    fleet_bench(100, 3, args.chart, args.helm)
     impact_scale_bench(5_200, 200_000, 3)
     import_bench(args.runs)
 
@@ -439,5 +590,5 @@ def audit_bench(runs: int) -> None:
 
 if __name__ == "__main__":
     main()
-    if not {"--render-only", "--impact-only", "--import-only"} & set(sys.argv):
+    if not {"--render-only", "--impact-only", "--import-only", "--fleet-only"} & set(sys.argv):
         audit_bench(7)

@@ -16,7 +16,6 @@ Importing this module is free: the validators and the schema files are loaded on
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import importlib.util
 import json
 import re
@@ -28,8 +27,6 @@ from typing import TYPE_CHECKING, Any
 import orjson  # the schema files decode a quarter faster than with json, to the same data (tests/test_verify.py)
 
 if TYPE_CHECKING:
-    from importlib.resources.abc import Traversable
-
     import jsonschema
 
 
@@ -102,14 +99,15 @@ _NAMESPACED = frozenset({
 # --- schema files ----------------------------------------------------------------------------------------------
 
 
-def _schemas_dir() -> Traversable:
-    """The directory holding crds/ and values/ (the gpuconf.schemas package)."""
+def _schemas_dir() -> Path:
+    """The directory holding crds/ and values/: the gpuconf.schemas package's own folder."""
     try:
-        return importlib.resources.files("gpuconf.schemas")
+        import gpuconf.schemas as package
     except ModuleNotFoundError:
         # setuptools maps the repository's schemas/ to gpuconf.schemas only when the project is installed; a bare
         # source checkout on PYTHONPATH keeps the data next to the package directory instead.
-        return importlib.resources.files("gpuconf").joinpath("..", "schemas")
+        return Path(__file__).resolve().parent.parent.parent / "schemas"
+    return Path(package.__file__).parent
 
 
 @functools.cache
