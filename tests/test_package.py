@@ -3,7 +3,9 @@ templates, and a gpuconf installed from it renders an example byte for byte like
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -95,9 +97,9 @@ def test_the_installed_package_renders_an_example_like_the_golden_tree(venv, tmp
         assert result.returncode == 0, (command, result.stderr)
 
 
-def test_the_ci_example_installs_this_version_the_documented_way():
-    """examples/ci/github-actions.yml pins the version pyproject.toml declares, with the install command the Install
-    page gives for a tag."""
+def test_the_ci_example_installs_a_pinned_commit_the_documented_way(tmp_path):
+    """examples/ci/github-actions.yml installs the commit GPUCONF_COMMIT names with the pipx line the Install page
+    gives, and refuses to run without one (bash, with no variable set); the wheel line names this version."""
     import re
 
     from ruamel.yaml import YAML
@@ -106,7 +108,47 @@ def test_the_ci_example_installs_this_version_the_documented_way():
     workflow = YAML(typ="safe").load((ROOT / "examples" / "ci" / "github-actions.yml").read_text(encoding="utf-8"))
     [install] = [step for job in workflow["jobs"].values() for step in job["steps"]
                  if step.get("name", "").startswith("Install gpuconf")]
-    assert install["run"] == f'pipx install "git+${{GPUCONF_REPOSITORY}}@v{version}"'
+    assert install["env"]["GPUCONF_COMMIT"] == "${{ vars.GPUCONF_COMMIT }}"
+    assert install["run"].rstrip().endswith('pipx install "git+${GPUCONF_REPOSITORY}@${GPUCONF_COMMIT}"')
+    env = {**_clean_env(), "GPUCONF_REPOSITORY": "https://git.example.com/gpuconf.git", "GPUCONF_COMMIT": ""}
+    done = subprocess.run(["bash", "-e", "-c", install["run"]], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.startswith("::error::set the repository variable GPUCONF_COMMIT")
     page = (ROOT / "docs" / "getting-started" / "install.md").read_text(encoding="utf-8")
-    assert f'pipx install "git+<gpuconf repository URL>@v{version}"' in page
+    assert 'pipx install "git+<gpuconf repository URL>@<commit SHA>"' in page
     assert f"dist/gpuconf-{version}-py3-none-any.whl" in page
+    assert "@v0.1.0" not in install["run"]
+
+
+def test_the_documented_install_line_installs_main_from_the_repository(tmp_path):
+    """The Install page's one line (`pip install "git+URL@$(git ls-remote URL refs/heads/main | cut -f1)"`), run
+    under bash against a clone of this repository whose main is this commit: it installs exactly that commit.
+    Offline here, so pip gets --no-deps --no-build-isolation and a --target; the line is otherwise as written."""
+    import re
+    import shutil
+
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout: the line installs from a repository")
+    page = (ROOT / "docs" / "getting-started" / "install.md").read_text(encoding="utf-8")
+    [line] = [line for line in page.splitlines() if "git ls-remote <gpuconf repository URL> refs/heads/main" in line
+              and line.startswith("python3 -m pip install")]
+    clone = tmp_path / "gpuconf.git"
+    git = ["git", "-c", "safe.directory=*"]
+    subprocess.run([*git, "clone", "--quiet", "--bare", "--no-tags", str(ROOT), str(clone)], check=True)
+    head = subprocess.run([*git, "-C", str(ROOT), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    subprocess.run([*git, "-C", str(clone), "update-ref", "refs/heads/main", head], check=True)
+    url = f"file://{clone}"
+    command = line.replace("<gpuconf repository URL>", url).replace(
+        "python3 -m pip install", f"{shlex.quote(sys.executable)} -m pip install --quiet --no-deps "
+                                  f"--no-build-isolation --target {shlex.quote(str(tmp_path / 'site'))}")
+    env = {**_clean_env(), "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*",
+           "PIP_NO_INDEX": "1"}
+    done = subprocess.run(["bash", "-e", "-c", command], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    installed = list((tmp_path / "site").glob("gpuconf-*.dist-info"))
+    assert len(installed) == 1
+    record = json.loads((installed[0] / "direct_url.json").read_text(encoding="utf-8"))
+    assert record["vcs_info"]["commit_id"] == head and record["url"] == url
+    assert re.fullmatch(r"gpuconf-[0-9.]+\.dist-info", installed[0].name)
