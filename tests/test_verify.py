@@ -231,6 +231,7 @@ EXPECTED_KINDS = {
     "source.toolkit.fluxcd.io/v1/OCIRepository", "kustomize.toolkit.fluxcd.io/v1/Kustomization",
     *(f"kueue.x-k8s.io/{v}/{k}" for v in ("v1beta1", "v1beta2")
       for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")),
+    "kyverno.io/v1/Policy", "kyverno.io/v2beta1/Policy",
 }
 
 

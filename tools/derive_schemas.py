@@ -64,12 +64,16 @@ CRD_INPUTS = (
     "crds/kueue.x-k8s.io/kueue.x-k8s.io_clusterqueues.yaml",
     "crds/kueue.x-k8s.io/kueue.x-k8s.io_localqueues.yaml",
     "crds/kueue.x-k8s.io/kueue.x-k8s.io_workloadpriorityclasses.yaml",
+    # The admission policy of spec.security.admission: kyverno, a namespaced Policy in the operator's namespace
+    # (provenance/crds/SOURCES.md: kyverno/kyverno v1.19.0 config/crds/kyverno/kyverno.io_policies.yaml).
+    "provenance/crds/kyverno.io/kyverno.io_policies.yaml",
 )
 CP_CRD = CRD_INPUTS[0]
 NVD_CRD = CRD_INPUTS[1]
 #: The table of crds/SOURCES.md says which upstream release each file under crds/ was copied from; index.json
 #: carries it per kind, so that gpuconf can check the release an intent pins (spec.queueing.kueue.version).
 CRD_SOURCES = "crds/SOURCES.md"
+PROVENANCE_SOURCES = "provenance/crds/SOURCES.md"  # the admission policies' CRDs (Kyverno, Sigstore)
 _SOURCE_ROW = re.compile(r"^\| (?P<file>[^|]+?) \| (?P<repository>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+) \| "
                          r"(?P<tag>v[0-9][^ |]*) \(")
 _FOLDER_SOURCE_ROW = re.compile(r"^\| (?P<file>[^|]+?) \| (?P<repository>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+) \| "
@@ -516,10 +520,12 @@ def _crds(ref: Reference, rel: str) -> list[dict[str, Any]]:
 def crd_releases(ref: Reference) -> dict[str, dict[str, str]]:
     """CRD file under crds/ or dra/ (reference-relative) -> {repository, tag} of the release it was copied from."""
     releases: dict[str, dict[str, str]] = {}
-    for line in ref.bytes(CRD_SOURCES).decode("utf-8").splitlines():
-        match = _SOURCE_ROW.match(line)
-        if match:
-            releases["crds/" + match["file"]] = {"repository": match["repository"], "tag": match["tag"]}
+    for sources in (CRD_SOURCES, PROVENANCE_SOURCES):  # the same table, each naming files relative to its folder
+        folder = sources.rsplit("/", 1)[0]
+        for line in ref.bytes(sources).decode("utf-8").splitlines():
+            match = _SOURCE_ROW.match(line)
+            if match:
+                releases[f"{folder}/{match['file']}"] = {"repository": match["repository"], "tag": match["tag"]}
     # A group folder may carry its own SOURCES.md (crds/karpenter.k8s.aws/): | file | repo | tag | ... with the file
     # named relative to that folder.
     for rel in CRD_INPUTS:

@@ -1,4 +1,5 @@
-"""The image lock's rules (GC450-GC451): the lock pins every image the render pulls, and a driver digest can pin it.
+"""The image lock's rules (GC450-GC451: the lock pins every image the render pulls, and a driver digest can pin it)
+and the admission policy's (GC452: it has the images it admits).
 
 A lock that cannot be read, or that is not a map of image references to digests, is not a finding: it is bad input
 (gpuconf/render/imagelock.py raises LockError, exit 2 with the reason)."""
@@ -77,3 +78,24 @@ def lock_driver_pins(ctx: Context) -> Iterator[Finding]:
     if drivers and merged["driver"].get("usePrecompiled"):
         yield ctx.finding("GC451", LOCK_LOC, "the driver is precompiled (driver.usePrecompiled), which cannot be "
                           "pinned by digest", "drop the override of driver.usePrecompiled, or the image lock")
+
+
+@rule("GC452", "an admission policy has the images it admits")
+def admission_has_images(ctx: Context) -> Iterator[Finding]:
+    """`spec.security.admission: kyverno` admits, in the operator's namespace, only the images of
+    `spec.operator.imageLock` (pinned by digest), else anything under `spec.operator.registry`: one of them must be
+    set. On OpenShift with `install: olm` the operator's own images come from OLM's catalogue, which gpuconf cannot
+    list, so the policy would refuse the operator."""
+    spec = ctx.intent.spec
+    if spec.admission is None:
+        return
+    loc = ("spec", "security", "admission")
+    if spec.operator.registry is None and spec.operator.image_lock is None:
+        yield ctx.finding("GC452", loc, f"admission: {spec.admission} admits the mirror's images or the "
+                          "lock's, but neither spec.operator.registry nor spec.operator.imageLock is set",
+                          "set spec.operator.registry to the mirror the nodes pull from, or an imageLock")
+    openshift = spec.cluster.openshift
+    if spec.cluster.distribution == "openshift" and (openshift is None or openshift.install == "olm"):
+        yield ctx.finding("GC452", loc, "OLM installs the operator from its catalogue, whose images gpuconf cannot "
+                          "list: the policy would refuse the operator's own pods",
+                          "install with Helm (spec.cluster.openshift.install: helm), or drop the admission policy")

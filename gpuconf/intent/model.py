@@ -842,6 +842,15 @@ class Queueing(Strict):
     kueue: Optional[Kueue] = Field(None, description="Queue the teams' Jobs with Kueue.")
 
 
+class Security(Strict):
+    """Supply-chain controls rendered with the cluster's files."""
+
+    admission: Optional[Literal["kyverno"]] = Field(
+        None, description="Render a Kyverno Policy (kyverno.io/v1) that admits, in the operator's namespace, only "
+                          "Pods whose images come from operator.registry, or exactly the images of operator.imageLock "
+                          "pinned by digest when a lock is given.", examples=["kyverno"])
+
+
 class Spec(Strict):
     """Everything gpuconf needs to know about one cluster."""
 
@@ -860,6 +869,12 @@ class Spec(Strict):
     overrides: List[Override] = Field(default_factory=list, max_length=MAX_ITEMS, description="Escape hatch: raw chart values, each with a reason.")
     delivery: Delivery = Field(default_factory=Delivery, description="GitOps delivery: Argo CD, Flux or none (default).")
     queueing: Optional[Queueing] = Field(None, description="Team queueing (Kueue); default: ResourceQuotas only.")
+    security: Optional[Security] = Field(None, description="Admission policy for the operator's images.")
+
+    @property
+    def admission(self) -> str | None:
+        """spec.security.admission, None when there is no security block."""
+        return self.security.admission if self.security is not None else None
 
     @field_validator("teams")
     @classmethod

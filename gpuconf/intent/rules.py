@@ -1799,4 +1799,4 @@ from . import platform_rules  # noqa: E402,F401  - registers the platform rules 
 from . import dra_rules  # noqa: E402,F401  - registers the DRA rules (GC430-GC438) into RULES
 from . import transitions  # noqa: E402,F401  - registers the transition rules (GC370-GC379) into RULES
 from . import hazard_rules  # noqa: E402,F401  - registers the known-hazard rules (GC460-GC467) into RULES
-from . import lock_rules  # noqa: E402,F401  - registers the image lock's rules (GC450-GC451) into RULES, last
+from . import lock_rules  # noqa: E402,F401  - registers the image lock and admission rules (GC450-GC452) into RULES, last

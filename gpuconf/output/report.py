@@ -1052,7 +1052,18 @@ def build_report(plan: P.Plan, values, command, files: Iterable[str] = ()) -> di
         "acceptance": acceptance_facts(plan, command.out, files),
         # Only on the DRA stack, so that the reports of device-plugin clusters keep their shape.
         **({"dra": dra_facts(plan, merged)} if plan.intent.spec.cluster.allocation == "dra" else {}),
+        **({"admission": admission_facts(plan)} if plan.intent.spec.admission else {}),
     }
+
+
+def admission_facts(plan: P.Plan) -> dict:
+    """The admission policy (render/admission.py): where it is and which images it admits."""
+    from ..render import admission
+
+    return {"kind": "Policy", "name": admission.POLICY_NAME, "namespace": plan.namespace,
+            "file": "manifests/admission.yaml", "images": admission.allowed_images(plan),
+            "pinned": plan.image_lock is not None,
+            "lock": plan.image_lock.file if plan.image_lock is not None else None}
 
 
 def report_json(report: dict) -> str:

@@ -10,12 +10,13 @@ from .. import plan as P
 from ..emit import dump, dump_all, header, shell_word
 from ..findings import dotted
 from ..gcpause import gc_paused
-from . import access, dra, gitops, kueue, monitoring, nodes, platform, probes, sharing, teams
+from . import access, admission, dra, gitops, kueue, monitoring, nodes, platform, probes, sharing, teams
 from .values import ValuesBuilder, build_values
 
 #: Which manifest file each kind goes to; files are applied in kustomization order (namespaces first).
 KIND_FILES = {
     "Namespace": "manifests/namespaces.yaml",
+    "Policy": "manifests/admission.yaml",  # Kyverno's, before any object that makes the operator start pods
     "PriorityClass": "manifests/priority-classes.yaml",
     "ConfigMap": "manifests/sharing-configs.yaml",
     "NodeFeatureRule": "manifests/node-feature-rules.yaml",
@@ -39,6 +40,7 @@ KIND_FILES = {
 NAMED_FILES = {monitoring.METRICS_CONFIGMAP: "manifests/monitoring.yaml"}
 MANIFEST_RENDERERS: tuple[Callable[[P.Plan], list[dict]], ...] = (
     lambda plan: [operator_namespace(plan)],
+    admission.render,
     sharing.render,
     nodes.node_feature_rules,
     dra.render,

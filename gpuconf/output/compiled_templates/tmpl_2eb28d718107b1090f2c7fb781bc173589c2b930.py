@@ -12,6 +12,7 @@ def root(context, missing=missing):
     l_0_d = resolve('d')
     l_0_q = resolve('q')
     l_0_mermaid = resolve('mermaid')
+    l_0_a = resolve('a')
     l_0_c = l_0_u = missing
     try:
         t_1 = environment.filters['allocatable']
@@ -130,9 +131,11 @@ def root(context, missing=missing):
         yield 'the platform; '
     yield 'team quotas against capacity; '
     yield str(('team queues (Kueue); ' if environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'queueing') else cond_expr_undefined("the inline if-expression on line 8 in 'report.md.j2' evaluated to false and no else section was defined.")))
-    yield 'from intent to device; driver upgrade and rollback; acceptance checklist.\n\n'
+    yield 'from intent to device; driver upgrade and rollback; '
+    yield str(('the admission policy; ' if t_13(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'admission')) else cond_expr_undefined("the inline if-expression on line 8 in 'report.md.j2' evaluated to false and no else section was defined.")))
+    yield 'acceptance checklist.\n\n'
     template = environment.get_template('overrides.md.j2', 'report.md.j2')
-    gen = template.root_render_func(template.new_context(context.get_all(), True, {'c': l_0_c, 'd': l_0_d, 'q': l_0_q, 'u': l_0_u}))
+    gen = template.root_render_func(template.new_context(context.get_all(), True, {'a': l_0_a, 'c': l_0_c, 'd': l_0_d, 'q': l_0_q, 'u': l_0_u}))
     try:
         for event in gen:
             yield event
@@ -693,7 +696,42 @@ def root(context, missing=missing):
         yield str(l_1_step)
         yield '\n'
     l_1_loop = l_1_step = missing
-    yield '\n## Acceptance checklist\n\n'
+    yield '\n'
+    if t_13(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'admission')):
+        pass
+        l_0_a = environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'admission')
+        context.vars['a'] = l_0_a
+        context.exported_vars.add('a')
+        yield '## Admission policy (Kyverno)\n\n`'
+        yield str(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'file'))
+        yield '` holds the Kyverno '
+        yield str(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'kind'))
+        yield ' '
+        yield str(t_3(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'name')))
+        yield ' (`kyverno.io/v1`, namespaced: it applies in '
+        yield str(t_3(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'namespace')))
+        yield ' only). With `failureAction: Enforce` Kyverno refuses every Pod there unless each container, init container and ephemeral container image matches '
+        if environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'pinned'):
+            pass
+            yield 'one of these '
+            yield str(t_8(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'images')))
+            yield ' images of the image lock '
+            yield str(t_3(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'lock')))
+            yield ', each pinned by digest (a tag alone, or another digest, is refused)'
+        else:
+            pass
+            yield str(t_3(environment.getitem(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'images'), 0)))
+            yield ' (anything under the mirror; `*` also matches `/`)'
+        yield ':\n\n'
+        for l_1_image in environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'images'):
+            _loop_vars = {}
+            pass
+            yield '- '
+            yield str(t_3(l_1_image))
+            yield '\n'
+        l_1_image = missing
+        yield '\nKyverno and its CRDs must be installed before this folder syncs, or the Policy cannot be applied. Kyverno deprecates the `kyverno.io` policy kinds in favour of `policies.kyverno.io` (removal planned for 1.20).\n\n'
+    yield '## Acceptance checklist\n\n'
     l_1_loop = missing
     for l_1_s, l_1_loop in LoopContext(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'acceptance'), undefined):
         _loop_vars = {}
@@ -715,4 +753,4 @@ def root(context, missing=missing):
     l_1_loop = l_1_s = missing
 
 blocks = {}
-debug_info = '1=94&2=98&3=104&4=106&6=108&8=127&10=133&16=140&17=144&20=181&25=184&26=188&34=212&35=216&38=237&39=240&43=242&44=246&48=254&49=256&52=260&53=282&55=285&63=307&64=311&71=319&72=323&79=336&88=338&95=341&96=345&97=347&105=353&107=356&112=359&113=363&114=367&116=390&123=403&127=406&128=410&130=435&134=438&135=442&139=446&140=448&143=452&147=456&148=460&150=470&152=472&155=481&161=487&162=490&163=494&165=511&166=515&169=525&171=528&174=531&176=546&179=560&181=562&185=566&186=570&188=579&190=582&193=584&196=587&204=590&208=592&209=595&212=601&216=605&217=607&218=609&219=611&220=613&221=615&223=617&224=620&227=623&228=626&231=635&232=639&234=651&235=654&237=660&239=663&243=667&244=670&247=673&248=676&251=680&252=683&258=687&259=690&264=697&265=700&267=704&268=708&271=712'
+debug_info = '1=95&2=99&3=105&4=107&6=109&8=128&10=136&16=143&17=147&20=184&25=187&26=191&34=215&35=219&38=240&39=243&43=245&44=249&48=257&49=259&52=263&53=285&55=288&63=310&64=314&71=322&72=326&79=339&88=341&95=344&96=348&97=350&105=356&107=359&112=362&113=366&114=370&116=393&123=406&127=409&128=413&130=438&134=441&135=445&139=449&140=451&143=455&147=459&148=463&150=473&152=475&155=484&161=490&162=493&163=497&165=514&166=518&169=528&171=531&174=534&176=549&179=563&181=565&185=569&186=573&188=582&190=585&193=587&196=590&204=593&208=595&209=598&212=604&216=608&217=610&218=612&219=614&220=616&221=618&223=620&224=623&227=626&228=629&231=638&232=642&234=654&235=657&237=663&239=666&243=670&244=673&247=676&248=679&251=683&252=686&258=690&259=693&262=699&263=701&266=705&268=725&269=729&277=735&278=738&280=742&281=746&284=750'

@@ -1,0 +1,158 @@
+"""spec.security.admission: kyverno (issue 31, item 5): the Policy validates against Kyverno's own CRD (v1.19.0,
+derived into schemas/crds by tools/derive_schemas.py), and its pattern admits every image the render uses and
+refuses others, evaluated the way Kyverno's documentation says patterns work:
+
+- a map in the pattern: each of its keys must be in the resource and match, except a key written `=(key)`, the
+  conditional anchor, which is checked only when the resource has that key;
+- a list in the pattern with one element: every element of the resource's list must match that element;
+- a string: `|` separates alternatives, each trimmed of spaces; an alternative matches with wildcards, where `*`
+  matches any run of characters (`/` included) and `?` one character (Kyverno uses IGLOU-EU/go-wildcard, a Minio
+  fork: ext/wildcard/match.go), and the string matches when some alternative does.
+
+(shared/reference/provenance/facts.md §9, from kyverno/kyverno v1.19.0.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+AIRGAPPED = ROOT / "examples" / "airgapped.yaml"
+
+
+def _wildcard(pattern: str, value: str) -> bool:
+    regex = "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in pattern)
+    return re.fullmatch(regex, value, re.S) is not None
+
+
+def matches(pattern, resource) -> bool:
+    """Kyverno's pattern semantics as the module docstring states them."""
+    if isinstance(pattern, dict):
+        if not isinstance(resource, dict):
+            return False
+        for key, sub in pattern.items():
+            anchored = re.fullmatch(r"=\((.+)\)", key)
+            name = anchored.group(1) if anchored else key
+            if name not in resource:
+                if anchored:
+                    continue
+                return False
+            if not matches(sub, resource[name]):
+                return False
+        return True
+    if isinstance(pattern, list):
+        [element] = pattern
+        return isinstance(resource, list) and all(matches(element, item) for item in resource)
+    if isinstance(pattern, str):
+        return isinstance(resource, str) and any(_wildcard(alt.strip(), resource) for alt in pattern.split("|"))
+    return pattern == resource
+
+
+def _pod(image: str, init: str | None = None, ephemeral: str | None = None) -> dict:
+    spec: dict = {"containers": [{"name": "c", "image": image}]}
+    if init is not None:
+        spec["initContainers"] = [{"name": "i", "image": init}]
+    if ephemeral is not None:
+        spec["ephemeralContainers"] = [{"name": "e", "image": ephemeral}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+
+
+def test_the_semantics_above_are_what_the_test_evaluates():
+    assert matches("a/* | b/c:1", "a/x/y:2") and matches("a/* | b/c:1", "b/c:1") and not matches("a/*", "b/a/x")
+    assert matches("v?.1", "v0.1") and not matches("v?.1", "v10.1")
+    assert matches({"=(x)": [{"k": "v"}]}, {}) and not matches({"=(x)": [{"k": "v"}]}, {"x": [{"k": "w"}]})
+    assert not matches({"x": [{"k": "v"}]}, {}) and not matches({"x": [{"k": "v"}]}, {"x": [{"k": "v"}, {"k": "w"}]})
+
+
+def _render(run, intent, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = run("render", intent.name, "-o", "out")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    folder = next(p for p in (tmp_path / "out").iterdir() if p.is_dir())
+    docs = list(yaml.safe_load_all((folder / "manifests" / "admission.yaml").read_text(encoding="utf-8")))
+    [policy] = [d for d in docs if d]
+    return folder, policy
+
+
+def _with_admission(source, folder, lock: bool = False):
+    text = source.read_text(encoding="utf-8")
+    assert "\n  security:\n    admission: kyverno " in text  # the example has the policy
+    if lock:
+        text = text.replace("    imagePullSecrets: [enclave-mirror]\n",
+                            "    imagePullSecrets: [enclave-mirror]\n    imageLock: images.lock.yaml\n", 1)
+    path = folder / "intent.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _policy_schema() -> dict:
+    return json.loads((ROOT / "schemas" / "crds" / "kyverno.io_policy_v1.json").read_text(encoding="utf-8"))
+
+
+def test_the_policy_validates_against_kyvernos_crd_and_admits_the_mirror_only(run, tmp_path, monkeypatch):
+    import jsonschema
+
+    intent = _with_admission(AIRGAPPED, tmp_path)
+    folder, policy = _render(run, intent, tmp_path, monkeypatch)
+    schema = _policy_schema()
+    jsonschema.validate(policy, schema)  # the CRD's openAPIV3Schema, converted strict (unknown fields are errors)
+    broken = json.loads(json.dumps(policy))
+    broken["spec"]["rules"][0]["validate"]["failureAction"] = "Deny"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+    index = json.loads((ROOT / "schemas" / "crds" / "index.json").read_text(encoding="utf-8"))
+    assert index["kinds"]["kyverno.io/v1/Policy"]["file"] == "crds/kyverno.io_policy_v1.json"
+    assert policy["metadata"]["namespace"] == "nvidia-gpu-operator"
+    pattern = policy["spec"]["rules"][0]["validate"]["pattern"]
+    used = run("images", intent.name, "--driver-os", "rhel9.6").stdout.split()
+    assert used
+    for image in used:
+        assert matches(pattern, _pod(image)), image
+        assert matches(pattern, _pod(used[0], init=image, ephemeral=image)), image
+    for foreign in ("docker.io/library/busybox:1.36", "nvcr.io/nvidia/gpu-operator:v26.7.0",
+                    "evil.example/registry.enclave.internal/nvidia/x:1"):
+        assert not matches(pattern, _pod(foreign))
+        assert not matches(pattern, _pod(used[0], init=foreign))
+        assert not matches(pattern, _pod(used[0], ephemeral=foreign))
+    report = (folder / "REPORT.md").read_text(encoding="utf-8")
+    assert "## Admission policy (Kyverno)" in report
+    assert "`registry.enclave.internal/nvidia/*` (anything under the mirror; `*` also matches `/`)" in report
+    assert json.loads((folder / "report.json").read_text())["admission"]["images"] == [
+        "registry.enclave.internal/nvidia/*"]
+
+
+def test_with_a_lock_the_policy_admits_exactly_the_pinned_images(run, tmp_path, monkeypatch):
+    refs = run("images", str(AIRGAPPED), "--driver-os", "rhel9.6").stdout.split()
+    lock = {ref: "sha256:" + hashlib.sha256(ref.encode()).hexdigest() for ref in refs}
+    (tmp_path / "images.lock.yaml").write_text(yaml.safe_dump(lock), encoding="utf-8")
+    intent = _with_admission(AIRGAPPED, tmp_path, lock=True)
+    folder, policy = _render(run, intent, tmp_path, monkeypatch)
+    import jsonschema
+
+    jsonschema.validate(policy, _policy_schema())
+    pattern = policy["spec"]["rules"][0]["validate"]["pattern"]
+    used = run("images", intent.name).stdout.split()
+    assert used == sorted(f"{ref}@{digest}" for ref, digest in lock.items())
+    for image in used:
+        assert matches(pattern, _pod(image, init=image, ephemeral=image)), image
+    for ref, digest in lock.items():
+        assert not matches(pattern, _pod(ref))  # the tag alone
+        assert not matches(pattern, _pod(f"{ref}@sha256:{'0' * 64}"))  # another digest
+    assert not matches(pattern, _pod("docker.io/library/busybox:1.36"))
+    report = json.loads((folder / "report.json").read_text())["admission"]
+    assert report["pinned"] is True and report["images"] == used and report["lock"] == "images.lock.yaml"
+
+
+def test_an_admission_policy_needs_a_mirror_or_a_lock(run, tmp_path, monkeypatch):
+    shutil.copy(ROOT / "tests" / "cases" / "admission-without-mirror" / "intent.yaml", tmp_path / "intent.yaml")
+    monkeypatch.chdir(tmp_path)
+    result = run("render", "intent.yaml", "-o", "out")
+    assert result.exit_code == 1 and "GC452" in result.stdout
+    assert not (tmp_path / "out").exists()
