@@ -308,3 +308,12 @@ def test_a_fleet_attests_each_cluster_with_its_base_and_overlay(run, tmp_path, m
     assert [d["name"] for d in own if "uri" not in d] == [
         "fleet/fleet.yaml", "fleet/base.yaml", "fleet/overlays/edge-lab.yaml", "fleet/overlays/eu-prod.yaml",
         "fleet/overlays/us-prod.yaml"]
+
+
+def test_diff_against_an_attested_folder_sees_no_change(run, here):
+    """The attestation is derived from the other files and never applied: `diff --against` leaves it out, as it does
+    the file record and the reports."""
+    assert run("render", "intent.yaml", "-o", "out", "--attest").exit_code == 0
+    result = run("diff", "intent.yaml", "--against", "out")
+    assert result.exit_code == 0, result.stdout
+    assert "no deployed object changes" in result.stdout and "attestation.intoto.json" not in result.stdout

@@ -14,11 +14,12 @@ from typing import Any
 
 from ..escape import md_code, md_fence, md_html, md_text, term_text
 from ..findings import dotted
+from .attest import ATTESTATION
 from .writer import RECORD
 
 #: Derived from the other files; they change whenever those do and are not applied to the cluster (the record of
-#: what gpuconf wrote neither).
-REPORT_FILES = ("REPORT.md", "report.json", RECORD)
+#: what gpuconf wrote and the attestation of `render --attest` neither).
+REPORT_FILES = ("REPORT.md", "report.json", RECORD, ATTESTATION)
 
 
 @dataclass(frozen=True)
