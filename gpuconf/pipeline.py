@@ -484,8 +484,20 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
             existing = read_tree(target)
         except OutputError as exc:
             return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
-        result = compare_trees(existing, tree.files, str(target), intent)
-        impacts = plan_impacts(existing, tree.files, result)
+        try:
+            result = compare_trees(existing, tree.files, str(target), intent)
+            impacts = plan_impacts(existing, tree.files, result)
+        except (TypeError, AttributeError, KeyError, ValueError, IndexError, RecursionError):
+            # An edited folder may hold anything; where it is not what gpuconf wrote, say where (exit 2). A
+            # folder in gpuconf's shape that still fails is a bug in gpuconf (exit 3).
+            from .escape import term_text
+            from .output.foldercheck import folder_problem
+
+            problem = folder_problem(existing, tree.plan.intent.spec.cluster.kubernetes_version)
+            if problem is None:
+                raise
+            return Outcome(stderr=[f"gpuconf: {target}: {term_text(problem)}: not what gpuconf wrote there (edited by "
+                                   "hand?); restore the folder or render it again"], code=EXIT_USAGE)
     transitions = [f for f in findings or [] if f.code in TRANSITION_CODES]
     notes: list[str] = []
     if live is not None:

@@ -514,3 +514,62 @@ def test_each_unknown_values_key_is_compared_with_a_handful_of_keys_not_every_pa
     assert len(compared) < 2001 * 64, len(compared)
     [typo] = [s for s in dropped if s["path"] == "node-feature-discovery.worker.tolerationz"]
     assert typo["why"].endswith("(did you mean node-feature-discovery.worker.tolerations?)")
+
+
+# --- item 8: exit 3 on bad input ----------------------------------------------------------------------------------
+
+
+def _edit_folder(root, file: str, old: str, new: str, count: int = 1) -> None:
+    path = root / file
+    text = path.read_text(encoding="utf-8")
+    assert old in text, (file, old)
+    path.write_text(text.replace(old, new, count), encoding="utf-8")
+
+
+@pytest.mark.parametrize("file, old, new, problem", [
+    ("kustomization.yaml", "resources:\n", "resources: true\nold:\n", "kustomization.yaml: resources is a list, not bool"),
+    ("manifests/sharing-configs.yaml", "namespace: gpu-operator", "namespace: [gpu-operator]",
+     "manifests/sharing-configs.yaml: ConfigMap/gpuconf-device-plugin-config: $.metadata.namespace: ['gpu-operator'] "
+     "is not of type 'string', 'null'"),
+    ("manifests/karpenter.yaml", None, None, None),  # the NodePool's spec replaced by `spec: true`, below
+])
+def test_a_hand_edited_folder_diff_against_reads_is_exit_2_naming_the_file(run, tmp_path, monkeypatch, file, old, new,
+                                                                          problem):
+    """Item 8: `diff --against` a folder whose kustomization.yaml has `resources: true`, a manifest with
+    `namespace: [gpu-operator]`, a NodePool with `spec: true` gave exit 3. Exit 2 now, naming the file and field."""
+    from conftest import ROOT
+
+    monkeypatch.chdir(tmp_path)
+    example = str(ROOT / "examples" / "platforms" / "eks.yaml")
+    assert run("render", example, "-o", "out").exit_code == 0
+    folder = tmp_path / "out" / "eks-inference"
+    if file == "manifests/karpenter.yaml":  # the NodePool's own spec: the last key of its document
+        text = (folder / file).read_text(encoding="utf-8")
+        start = text.index("kind: NodePool")
+        spec = text.index("\nspec:\n", start)
+        end = text.find("\n---", spec)
+        (folder / file).write_text(text[:spec] + "\nspec: true\n" + (text[end + 1:] if end != -1 else ""),
+                                   encoding="utf-8")
+        problem = "manifests/karpenter.yaml (document 2): NodePool/a10g: $.spec: True is not of type 'object'"
+    else:
+        _edit_folder(folder, file, old, new)
+    result = run("diff", example, "--against", "out")
+    assert (result.exit_code, result.stderr) == (2, f"gpuconf: out/eks-inference: {problem}: not what gpuconf wrote "
+                                                    "there (edited by hand?); restore the folder or render it "
+                                                    "again\n")
+
+
+def test_a_configmaps_config_nested_5000_deep_is_a_note_not_exit_3(run, tmp_path):
+    """Item 8: a --configmap whose device-plugin config nests 5,000 flow levels deep gave exit 3 (RecursionError)."""
+    values = tmp_path / "values.yaml"
+    values.write_text("devicePlugin:\n  config:\n    name: deep\n", encoding="utf-8")
+    configmap = tmp_path / "configmap.yaml"
+    configmap.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: deep, namespace: gpu-operator}\ndata:\n"
+                         f"  any: {json.dumps('[' * 5000 + ']' * 5000)}\n", encoding="utf-8")
+    result = run("import", "--values", str(values), "--configmap", str(configmap), "--report",
+                 str(tmp_path / "report.json"), "-o", str(tmp_path / "intent.yaml"))
+    assert result.exit_code == 0, result.stderr
+    configs = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["configs"]
+    assert [c["why"] for c in configs if c["config"] == "any"] == [
+        "not expressible as a sharing profile (not YAML that gpuconf reads: nested too deep): its nodes get whole GPUs "
+        "unless you declare the sharing yourself"]

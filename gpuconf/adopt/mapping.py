@@ -174,14 +174,26 @@ class PluginConfig:
     why: str = ""  # why not expressible
 
 
-def plugin_profile(text: str) -> tuple[dict | None, str]:
-    """The sharing profile of a device-plugin config file (k8s-device-plugin config v1), or None and why not."""
+def _embedded(text: str) -> tuple[Any, str]:
+    """A config file held in a ConfigMap's data (YAML): (its value, "") or (None, why it is not readable): a syntax
+    error, nesting deeper than the parser recurses, a number Python does not read (issue 29, item 8)."""
     import yaml
 
     try:
-        doc = yaml.safe_load(text)
+        return yaml.safe_load(text), ""
     except yaml.YAMLError as exc:
         return None, f"not YAML: {' '.join(str(exc).split())[:120]}"
+    except RecursionError:
+        return None, "not YAML that gpuconf reads: nested too deep"
+    except (ValueError, TypeError, OverflowError) as exc:
+        return None, f"not YAML that gpuconf reads: {type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
+
+
+def plugin_profile(text: str) -> tuple[dict | None, str]:
+    """The sharing profile of a device-plugin config file (k8s-device-plugin config v1), or None and why not."""
+    doc, problem = _embedded(text)
+    if problem:
+        return None, problem
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
@@ -229,12 +241,9 @@ MIG_LABEL = "nvidia.com/mig.config"
 def mig_configs(text: str) -> tuple[dict[str, tuple[dict | None, str]], str]:
     """The named configs of a mig-parted config file (version v1, mig-configs): name -> (MIG layout per GPU, or None
     and why not), and why the file itself cannot be read ("" when it can)."""
-    import yaml
-
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        return {}, f"not YAML: {' '.join(str(exc).split())[:120]}"
+    doc, problem = _embedded(text)
+    if problem:
+        return {}, problem
     configs = doc.get("mig-configs") if isinstance(doc, dict) else None
     if not isinstance(configs, dict):
         return {}, "not a mig-parted config (a map with version: v1 and mig-configs)"

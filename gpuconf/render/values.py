@@ -392,10 +392,11 @@ def with_chart(intent, version: str):
 
 def derived_changes(intent) -> dict | None:
     """The values changes gpuconf derives from an intent without its overrides (path -> Change), or None when the
-    intent is too broken to plan (unknown chart, GPU model or sharing profile: other rules report those)."""
+    intent is too broken to plan (unknown chart, GPU model or sharing profile, a MIG layout the GPU does not have:
+    other rules report those)."""
     if catalog.chart(intent.spec.operator.chart_version) is None:
         return None
     for pool in intent.spec.pools:
-        if P.gpu_model(intent, pool.gpu) is None or P.pool_profile(intent, pool) is None:
+        if P.pool_capacity(intent, pool) is None:  # its GPU, its sharing profile and the profile's MIG layout
             return None
     return dict(build_values(P.build(without_overrides(intent), "")).changes)
