@@ -18,9 +18,9 @@ from . import catalog
 #: Conditions that are about one pool (or node): an entry without any is about the whole cluster.
 POOL_CONDITIONS = frozenset({"gpus", "drivers", "kernelModules", "os", "kernels", "arch", "containerd"})
 POOL_FEATURES = frozenset({"mig", "migNextToWhole", "preinstalled", "managed", "allBalanced"})
-#: Conditions the intent chooses (a hazard it avoids by one of them is worth saying in the report).
-CHOSEN = frozenset({"drivers", "charts", "features", "kernelModules", "toolkit", "migManager", "distributions",
-                    "kubernetes"})
+#: Conditions the intent chooses (a hazard it avoids by one of them is worth saying in the report); not using a
+#: feature is no such choice.
+CHOSEN = frozenset({"drivers", "charts", "kernelModules", "toolkit", "migManager", "distributions", "kubernetes"})
 #: Features an intent can only approximate: gpuconf gives every GPU of a node the same MIG layout, so "MIG slices
 #: next to whole GPUs" means, in an intent, a MIG pool and a whole-GPU pool of one model under the mixed strategy.
 APPROXIMATE = frozenset({"migNextToWhole"})

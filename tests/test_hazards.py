@@ -380,3 +380,27 @@ def test_values_a_chart_fail_rule_refuses_are_an_intent_finding(run, tmp_path):
     on_134 = _intent(tmp_path, pools, extra=extra, kubernetes="1.34")
     findings = json.loads(run("validate", "--format", "json", str(on_134)).stdout)
     assert len([f for f in findings if f["code"] == "GC468"]) == 2  # 1.34 serves resource.k8s.io/v1
+
+
+# --- REPORT.md and report.json ----------------------------------------------------------------------------------
+
+
+def test_the_report_lists_the_hazards_that_apply_and_those_a_choice_avoids(tmp_path):
+    from gpuconf.pipeline import render_path
+
+    broken = _intent(tmp_path, A100_MIXED, '  driver: {version: "570.148.08"}\n', MIXED_PROFILE)
+    files = render_path(str(broken), str(tmp_path / "out")).tree.files
+    hazards = json.loads(files["report.json"])["hazards"]
+    assert [(h["id"], h["pools"]) for h in hazards["applies"]] == [("driver-570-mig-with-whole-gpus", ["a100-mig"])]
+    assert ("| `driver-570-mig-with-whole-gpus` (GC460) | error | applies to pools a100-mig | GPU pods stay Pending "
+            "forever on nodes that carry MIG slices next to full GPUs | run driver 570.172.08 (or a later branch) on "
+            "these nodes | gpu-operator/release-notes.rst:819,820,822,885 (NVIDIA/cloud-native-docs) |") \
+        in files["REPORT.md"]
+    fixed = _intent(tmp_path, A100_MIXED, '  driver: {version: "570.172.08"}\n', MIXED_PROFILE)
+    files = render_path(str(fixed), str(tmp_path / "out")).tree.files
+    hazards = json.loads(files["report.json"])["hazards"]
+    assert hazards["applies"] == []
+    avoided = {h["id"]: h["where"] for h in hazards["avoided"]}
+    assert avoided["driver-570-mig-with-whole-gpus"] == "avoided by the intent's driver version (pools a100-mig)"
+    assert "| `driver-570-mig-with-whole-gpus` (GC460) | avoided by the intent's driver version (pools a100-mig) |" \
+        in files["REPORT.md"]

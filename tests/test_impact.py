@@ -358,6 +358,29 @@ MIG_FLIP = [
     ("object-change", "none", [], None, [])]
 
 #: name -> (before/after pair, the exact impacts (kind, severity, pools, nodes, resources), words each message holds)
+def _mixed_mig_a100(version: str) -> dict:
+    """A MIG pool and a whole-GPU pool of A100s under the mixed strategy, on one cluster driver version."""
+    return {"apiVersion": "gpuconf.dev/v1alpha1", "kind": "ClusterIntent", "metadata": {"name": "lab"},
+            "spec": {"cluster": {"kubernetesVersion": "1.33"}, "operator": {"chartVersion": "v26.7.0"},
+                     "driver": {"version": version},
+                     "sharingProfiles": {"mixed-slices": {"mig": {"layout": {
+                         "3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}}}},
+                     "pools": [{"name": "a100-mig", "gpu": "A100-80GB", "gpusPerNode": 8, "nodes": 2,
+                                "match": {"nodeLabels": {"node-type": "a100-mig"}}, "sharing": "mixed-slices"},
+                               {"name": "a100-whole", "gpu": "A100-80GB", "gpusPerNode": 8, "nodes": 2,
+                                "match": {"nodeLabels": {"node-type": "a100"}}}]}}
+
+
+def hazard_entered():
+    """A driver bump into the 570 builds that cannot schedule on nodes mixing MIG slices and whole GPUs."""
+    return _mixed_mig_a100("570.172.08"), _mixed_mig_a100("570.148.08")
+
+
+def hazard_left():
+    """The bump out of that range, to the fixed 570.172.08."""
+    return _mixed_mig_a100("570.148.08"), _mixed_mig_a100("570.172.08")
+
+
 CASES = {
     "driver-mode-switch": (waves_first_time, [
         ("driver-mode-switch", "disruptive", ALL3, 26, []), PROBES,
@@ -369,6 +392,16 @@ CASES = {
         ("probe-run", "pending", ["l40s"], None, []),  # the probe's pod template changes: a plain apply refuses it
         ("probe-run", "none", ["l40s"], None, []), ("object-change", "none", [], None, [])],
         {"allocation-switch": "from the device plugin (ClusterPolicy) to DRA (GPUCluster)"}),
+    "hazard: a driver bump into a broken range": (hazard_entered, [
+        ("driver-upgrade", "disruptive", ["a100-mig", "a100-whole"], 4, []),
+        ("hazard", "pending", ["a100-mig"], 2, [])],
+        {"hazard": "the change enters known hazard driver-570-mig-with-whole-gpus (applies to pools a100-mig): GPU "
+                   "pods stay Pending forever on nodes that carry MIG slices next to full GPUs"}),
+    "hazard: the bump out of it": (hazard_left, [
+        ("driver-upgrade", "disruptive", ["a100-mig", "a100-whole"], 4, []),
+        ("hazard", "none", ["a100-mig"], None, [])],
+        {"hazard": "the change leaves known hazard driver-570-mig-with-whole-gpus (GPU pods stay Pending forever on "
+                   "nodes that carry MIG slices next to full GPUs): it no longer applies"}),
     "driver-upgrade": (driver_version, [("driver-upgrade", "disruptive", ["l40s"], 3, [])],
                        {"driver-upgrade": "from 580.126.20 to 595.91.07"}),
     "driver-upgrade: the registry of a ClusterPolicy driver": (driver_registry, [

@@ -202,9 +202,9 @@ def build(curated: dict[str, Any], curated_hash: str) -> dict[str, Any]:
     return {
         "generated": {"command": COMMAND, "tool": "tools/derive_hazards.py",
                       "inputs": {CURATED: curated_hash, **{f"{DOCS}/{k}": v for k, v in sorted(pages.items())}},
-                      "what": "Known hazards of the GPU Operator: driver, chart, GPU, OS and kernel combinations NVIDIA "
-                              "documents as broken, each with its source line. Generated: do not edit by hand; change "
-                              f"{CURATED} and rerun."},
+                      "what": "Known hazards of the GPU Operator: driver, chart, GPU, OS and kernel combinations "
+                              "NVIDIA documents as broken, each with its source line. Generated: do not edit by "
+                              f"hand; change {CURATED} and rerun."},
         "codes": CODES,
         "hazards": sorted(hazards, key=lambda h: h["id"]),
         "validatedDrivers": validated,

@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Callable
 
 from ..output.treediff import DocumentDiff, TreeDiff
-from . import deviceplugin, driver, nodepools, nodes, quotas, workloads  # noqa: F401 (each registers its kinds)
+from . import deviceplugin, driver, hazards, nodepools, nodes, quotas, workloads  # noqa: F401 (each registers kinds)
 from .chart import advise, chart_section
 from .model import KINDS, SEVERITIES, Change, Impact, ImpactPlan, _names
 
 #: The impact kinds in the order they are looked for (a kind sees what the earlier ones explained).
-ORDER = ("operator-upgrade", "allocation-switch", "driver-mode-switch", "driver-upgrade", "device-plugin-restart",
-         "resource-rename", "mig-repartition", "config-key-removed", "node-replacement", "taint-change",
-         "pool-selection", "capacity-change", "probe-run")
+ORDER = ("operator-upgrade", "allocation-switch", "driver-mode-switch", "driver-upgrade", "hazard",
+         "device-plugin-restart", "resource-rename", "mig-repartition", "config-key-removed", "node-replacement",
+         "taint-change", "pool-selection", "capacity-change", "probe-run")
 
 
 #: Kinds applied in place that stop or restart nothing on a GPU node: RBAC, namespaces, priorities, monitoring

@@ -152,7 +152,8 @@ def chart_fail_rules(ctx: Context) -> Iterator[Finding]:
         yield ctx.finding("GC468", loc, f"chart {chart} refuses these values at sync ({chart_rule['id']}: "
                           f"{chart_rule['breaks']}): {', '.join(f'{p} is {_shown(H._get(values, p))}' for p in paths)}",
                           f"change the intent or the override so that the rule holds; source: the chart's "
-                          f"{source['template']}:{source['lines'][chart]} ({source['chart'].replace('<version>', chart)})")
+                          f"{source['template']}:{source['lines'][chart]} "
+                          f"({source['chart'].replace('<version>', chart)})")
 
 
 def _shown(value) -> str:

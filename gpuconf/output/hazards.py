@@ -10,7 +10,8 @@ from .. import hazards as H
 
 FEATURE_WORDS = {
     "mig": "MIG", "migNextToWhole": "MIG slices next to whole GPUs of the same model (mixed strategy)",
-    "preinstalled": "a preinstalled driver", "managed": "an operator-managed driver", "dra": "the GPUCluster (DRA) stack",
+    "preinstalled": "a preinstalled driver", "managed": "an operator-managed driver",
+    "dra": "the GPUCluster (DRA) stack",
     "gds": "GPUDirect Storage", "rdma": "GPUDirect RDMA", "precompiled": "precompiled driver containers",
     "nri": "the NRI plugin", "cdi": "CDI", "crio": "CRI-O", "allBalanced": "the all-balanced MIG layout",
 }
@@ -20,7 +21,11 @@ CONDITION_WORDS = {
     "os": "OS", "kernels": "kernel", "arch": "architecture", "containerd": "containerd",
 }
 RANGE_WORDS = {"in": "", "from": "from ", "below": "below ", "upTo": "up to ", "before": "before "}
-STATUSES = ("applies", "avoided", "undecided")
+STATUSES = ("applies", "avoided", "undecided", "listed")
+#: A condition the intent chose, as the report names it ("avoided by the intent's driver version").
+CHOICE_WORDS = {"drivers": "driver version", "charts": "chart version", "kernelModules": "kernel modules",
+                "toolkit": "Container Toolkit version (its chart's)", "migManager": "MIG Manager version (its chart's)",
+                "distributions": "distribution", "kubernetes": "Kubernetes version"}
 
 
 def describe(applies: dict[str, Any]) -> list[str]:
@@ -65,9 +70,10 @@ class Standing:
         return {"id": self.hazard.id, "status": self.status, "pools": self.pools, "conditions": self.conditions}
 
 
-def standings(intent) -> list[Standing]:
-    """Every entry that concerns the intent, with its status (entries with no condition at all are left out)."""
-    facts = H.intent_facts(intent, H.values_of(intent))
+def standings(intent, values: dict | None = None) -> list[Standing]:
+    """Every entry that concerns the intent, with its status (entries with no condition at all are left out);
+    values are the chart values its render gives, when the caller has them."""
+    facts = H.intent_facts(intent, values if values is not None else H.values_of(intent))
     out = []
     for hazard in H.hazards():
         if not hazard.applies:
@@ -76,8 +82,11 @@ def standings(intent) -> list[Standing]:
             judged = [(p.name, H.judge(hazard, f.facts)) for p, f in zip(intent.spec.pools, facts.pools)]
         else:
             judged = [("", H.judge(hazard, facts.cluster))]
-        for status, test in (("applies", lambda v: v.applies), ("avoided", lambda v: v.avoided),
-                             ("undecided", lambda v: not v.failed and v.unknown)):
+        # An entry no check sees (what gpuconf neither renders nor reads) is only listed, when all of it holds.
+        tests = ((("applies", lambda v: v.applies), ("avoided", lambda v: v.avoided),
+                  ("undecided", lambda v: not v.failed and v.unknown)) if hazard.seen_by else
+                 (("listed", lambda v: v.applies),))
+        for status, test in tests:
             hits = [(name, v) for name, v in judged if test(v)]
             if hits:
                 conditions = sorted({c for _, v in hits for c in (v.failed if status == "avoided" else v.unknown)})
@@ -105,7 +114,8 @@ def table_text() -> str:
     out = []
     for h in H.hazards():
         out.append(f"{h.id} ({h.code}, {h.severity})\n  applies to: {'; '.join(describe(dict(h.applies)))}\n"
-                   f"  breaks: {h.breaks}\n  fix: {h.fix}\n  checked by: {', '.join(h.seen_by) or 'nothing (listed only)'}"
+                   f"  breaks: {h.breaks}\n  fix: {h.fix}\n"
+                   f"  checked by: {', '.join(h.seen_by) or 'nothing (listed only)'}"
                    f"\n  source: {h.cite()}\n")
     return "\n".join(out)
 
@@ -114,9 +124,13 @@ def _standing_line(s: Standing) -> str:
     if s.status == "applies":
         where = f"pools {', '.join(s.pools)}" if s.pools else "the cluster"
         return f"applies to {where}"
-    words = ", ".join(CONDITION_WORDS[c] for c in s.conditions)
+    if s.status == "listed":
+        where = f"pools {', '.join(s.pools)}" if s.pools else "the cluster"
+        return f"may concern {where}: no check sees it (gpuconf neither renders nor reads what it is about)"
     if s.status == "avoided":
+        words = ", ".join(CHOICE_WORDS[c] for c in s.conditions)
         return f"avoided by the intent's {words}" + (f" (pools {', '.join(s.pools)})" if s.pools else "")
+    words = ", ".join(CONDITION_WORDS[c] for c in s.conditions)
     return f"undecided: depends on the {words}, which the intent does not say" + (
         " (audit checks it on the nodes)" if "audit" in s.hazard.seen_by else "")
 
@@ -127,7 +141,7 @@ def intent_text(name: str, found: list[Standing]) -> str:
         return f"{name}: no known hazard concerns this intent\n"
     out = [f"{name}: {sum(s.status == 'applies' for s in found)} known hazard(s) apply, "
            f"{sum(s.status == 'avoided' for s in found)} avoided, {sum(s.status == 'undecided' for s in found)} "
-           "undecided\n"]
+           f"undecided, {sum(s.status == 'listed' for s in found)} listed\n"]
     for status in STATUSES:
         for s in (s for s in found if s.status == status):
             h = s.hazard
@@ -196,3 +210,15 @@ def intent_markdown(name: str, found: list[Standing]) -> str:
             out.append(f"| {h.id} ({h.code}) | {h.severity} | {_cell(_standing_line(s))} | {_cell(h.breaks)} | "
                        f"{_cell(h.fix)} | {_cell(h.cite())} |\n")
     return "".join(out)
+
+
+def report_facts(intent, values: dict | None = None) -> dict[str, list[dict[str, Any]]]:
+    """REPORT.md's and report.json's "Known hazards": the entries the intent runs into, those it avoids by a choice
+    (and which), and those that depend on what it does not say, each with its fix and source."""
+    out: dict[str, list[dict[str, Any]]] = {status: [] for status in STATUSES}
+    for s in standings(intent, values):
+        h = s.hazard
+        out[s.status].append({"id": h.id, "code": h.code, "severity": h.severity, "pools": s.pools,
+                              "conditions": s.conditions, "where": _standing_line(s), "breaks": h.breaks,
+                              "fix": h.fix, "source": h.cite()})
+    return out

@@ -1020,6 +1020,13 @@ def dra_facts(plan: P.Plan, merged: dict) -> dict | None:
     }
 
 
+def hazard_facts(intent, merged: dict) -> dict:
+    """The known hazards that concern the cluster (gpuconf.output.hazards): applies, avoided, undecided."""
+    from .hazards import report_facts
+
+    return report_facts(intent, merged)
+
+
 def build_report(plan: P.Plan, values, command, files: Iterable[str] = ()) -> dict:
     """Every fact of REPORT.md and report.json for a rendered plan; plain data, deterministic."""
     merged = values.merged()
@@ -1039,6 +1046,7 @@ def build_report(plan: P.Plan, values, command, files: Iterable[str] = ()) -> di
         "chartNotes": chart_notes(plan),
         "findings": [f.as_dict() for f in override_findings(plan)],
         "pools": pool_facts(plan),
+        "hazards": hazard_facts(plan.intent, merged),
         "gpuModels": declared_model_facts(plan),
         "platform": platform_notes(plan),
         "teams": teams,

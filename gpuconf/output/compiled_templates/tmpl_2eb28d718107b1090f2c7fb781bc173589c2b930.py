@@ -13,7 +13,7 @@ def root(context, missing=missing):
     l_0_q = resolve('q')
     l_0_mermaid = resolve('mermaid')
     l_0_a = resolve('a')
-    l_0_c = l_0_u = missing
+    l_0_c = l_0_h = l_0_u = missing
     try:
         t_1 = environment.filters['allocatable']
     except KeyError:
@@ -125,7 +125,7 @@ def root(context, missing=missing):
         yield 'MIG strategy: '
         yield str((t_3(environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'migStrategy')) if environment.getattr((undefined(name='c') if l_0_c is missing else l_0_c), 'migStrategy') else 'none (no MIG pools)'))
         yield '.'
-    yield " `report.json` beside this file carries the same facts for machines.\n\nContents: overrides of the chart's defaults; pools; "
+    yield " `report.json` beside this file carries the same facts for machines.\n\nContents: overrides of the chart's defaults; pools; known hazards; "
     if environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'platform'):
         pass
         yield 'the platform; '
@@ -135,7 +135,7 @@ def root(context, missing=missing):
     yield str(('the admission policy; ' if t_13(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'admission')) else cond_expr_undefined("the inline if-expression on line 8 in 'report.md.j2' evaluated to false and no else section was defined.")))
     yield 'acceptance checklist.\n\n'
     template = environment.get_template('overrides.md.j2', 'report.md.j2')
-    gen = template.root_render_func(template.new_context(context.get_all(), True, {'a': l_0_a, 'c': l_0_c, 'd': l_0_d, 'q': l_0_q, 'u': l_0_u}))
+    gen = template.root_render_func(template.new_context(context.get_all(), True, {'a': l_0_a, 'c': l_0_c, 'd': l_0_d, 'h': l_0_h, 'q': l_0_q, 'u': l_0_u}))
     try:
         for event in gen:
             yield event
@@ -353,7 +353,98 @@ def root(context, missing=missing):
             l_1_m = missing
             yield '```\n'
         yield '\n'
-    yield '## Team quotas against capacity\n\n'
+    yield '## Known hazards\n\n'
+    l_0_h = environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'hazards')
+    context.vars['h'] = l_0_h
+    context.exported_vars.add('h')
+    if ((((not environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'applies')) and (not environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'avoided'))) and (not environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'undecided'))) and (not environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'listed'))):
+        pass
+        yield "No entry of gpuconf's known-hazards table (`gpuconf hazards`) concerns this cluster.\n"
+    else:
+        pass
+        yield "Entries of gpuconf's known-hazards table (`gpuconf hazards`, from the GPU Operator's release notes and platform support page) that concern this cluster."
+        if environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'applies'):
+            pass
+            yield ' It runs into '
+            yield str(t_8(environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'applies')))
+            yield ' (validate reports each one):\n\n| hazard | severity | where | breaks | fix | source |\n|---|---|---|---|---|---|\n'
+            for l_1_x in environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'applies'):
+                _loop_vars = {}
+                pass
+                yield '| '
+                yield str(t_3(environment.getattr(l_1_x, 'id')))
+                yield ' ('
+                yield str(environment.getattr(l_1_x, 'code'))
+                yield ') | '
+                yield str(environment.getattr(l_1_x, 'severity'))
+                yield ' | '
+                yield str(t_2(environment.getattr(l_1_x, 'where')))
+                yield ' | '
+                yield str(t_2(environment.getattr(l_1_x, 'breaks')))
+                yield ' | '
+                yield str(t_2(environment.getattr(l_1_x, 'fix')))
+                yield ' | '
+                yield str(t_2(environment.getattr(l_1_x, 'source')))
+                yield ' |\n'
+            l_1_x = missing
+        else:
+            pass
+            yield '\n'
+        if environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'avoided'):
+            pass
+            yield '\nAvoided by a choice this intent made (change it and the hazard applies):\n\n| hazard | avoided by | breaks | source |\n|---|---|---|---|\n'
+            for l_1_x in environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'avoided'):
+                _loop_vars = {}
+                pass
+                yield '| '
+                yield str(t_3(environment.getattr(l_1_x, 'id')))
+                yield ' ('
+                yield str(environment.getattr(l_1_x, 'code'))
+                yield ') | '
+                yield str(t_2(environment.getattr(l_1_x, 'where')))
+                yield ' | '
+                yield str(t_2(environment.getattr(l_1_x, 'breaks')))
+                yield ' | '
+                yield str(t_2(environment.getattr(l_1_x, 'source')))
+                yield ' |\n'
+            l_1_x = missing
+        if environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'undecided'):
+            pass
+            yield "\nUndecided: they depend on what the intent does not say (the nodes' OS, kernel, container runtime, a preinstalled driver's version); `gpuconf audit` checks the ones it can read on the nodes:\n\n| hazard | depends on | breaks | source |\n|---|---|---|---|\n"
+            for l_1_x in environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'undecided'):
+                _loop_vars = {}
+                pass
+                yield '| '
+                yield str(t_3(environment.getattr(l_1_x, 'id')))
+                yield ' ('
+                yield str(environment.getattr(l_1_x, 'code'))
+                yield ') | '
+                yield str(t_2(environment.getattr(l_1_x, 'where')))
+                yield ' | '
+                yield str(t_2(environment.getattr(l_1_x, 'breaks')))
+                yield ' | '
+                yield str(t_2(environment.getattr(l_1_x, 'source')))
+                yield ' |\n'
+            l_1_x = missing
+        if environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'listed'):
+            pass
+            yield '\nKnown issues of what gpuconf neither renders nor reads, which may concern this cluster:\n\n| hazard | breaks | fix | source |\n|---|---|---|---|\n'
+            for l_1_x in environment.getattr((undefined(name='h') if l_0_h is missing else l_0_h), 'listed'):
+                _loop_vars = {}
+                pass
+                yield '| '
+                yield str(t_3(environment.getattr(l_1_x, 'id')))
+                yield ' ('
+                yield str(environment.getattr(l_1_x, 'code'))
+                yield ') | '
+                yield str(t_2(environment.getattr(l_1_x, 'breaks')))
+                yield ' | '
+                yield str(t_2(environment.getattr(l_1_x, 'fix')))
+                yield ' | '
+                yield str(t_2(environment.getattr(l_1_x, 'source')))
+                yield ' |\n'
+            l_1_x = missing
+    yield '\n## Team quotas against capacity\n\n'
     if ((environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'teams') and environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'queueing')) and (not environment.getattr(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'queueing'), 'resourceQuotas'))):
         pass
         yield 'Kueue enforces the team quotas: each team\'s ClusterQueue holds its quota once for all its namespaces, per pool (see "Team queues (Kueue)"). No ResourceQuota is rendered, so pods Kueue does not queue (Deployments, bare Pods, unless Kueue\'s integrations for them are on) have no GPU limit; set `spec.queueing.kueue.resourceQuotas: true` for per-namespace ceilings as well.\n'
@@ -404,7 +495,7 @@ def root(context, missing=missing):
         pass
         yield 'The intent has no teams, so no ResourceQuota limits GPU use: any namespace may request any GPU resource.\n'
     yield '\nCapacity per resource name'
-    yield str((' (what a ResourceQuota counts)' if (not (environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'queueing') and (not environment.getattr(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'queueing'), 'resourceQuotas')))) else cond_expr_undefined("the inline if-expression on line 123 in 'report.md.j2' evaluated to false and no else section was defined.")))
+    yield str((' (what a ResourceQuota counts)' if (not (environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'queueing') and (not environment.getattr(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'queueing'), 'resourceQuotas')))) else cond_expr_undefined("the inline if-expression on line 163 in 'report.md.j2' evaluated to false and no else section was defined.")))
     yield ':\n\n| resource | advertised by | capacity | team quotas (total) | not covered by a quota |\n|---|---|---|---|---|\n'
     l_1_loop = missing
     for l_1_x, l_1_loop in LoopContext(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'capacity'), undefined):
@@ -417,7 +508,7 @@ def root(context, missing=missing):
         for l_2_p, l_2_loop in LoopContext(environment.getattr(l_1_x, 'pools'), undefined):
             _loop_vars = {}
             pass
-            yield str((', ' if (not environment.getattr(l_2_loop, 'first')) else cond_expr_undefined("the inline if-expression on line 128 in 'report.md.j2' evaluated to false and no else section was defined.")))
+            yield str((', ' if (not environment.getattr(l_2_loop, 'first')) else cond_expr_undefined("the inline if-expression on line 168 in 'report.md.j2' evaluated to false and no else section was defined.")))
             yield str(environment.getattr(l_2_p, 'pool'))
             yield ' ('
             yield str(environment.getattr(l_2_p, 'units'))
@@ -641,15 +732,15 @@ def root(context, missing=missing):
             pass
             yield '**Wave '
             yield str(environment.getattr(l_1_w, 'number'))
-            yield str((str_join((': ', environment.getattr(l_1_w, 'name'), )) if environment.getattr(l_1_w, 'name') else cond_expr_undefined("the inline if-expression on line 232 in 'report.md.j2' evaluated to false and no else section was defined.")))
+            yield str((str_join((': ', environment.getattr(l_1_w, 'name'), )) if environment.getattr(l_1_w, 'name') else cond_expr_undefined("the inline if-expression on line 272 in 'report.md.j2' evaluated to false and no else section was defined.")))
             yield '** ('
             yield str(t_6(context.eval_ctx, environment.getattr(l_1_w, 'pools'), ', '))
             yield '; '
             yield str(environment.getattr(l_1_w, 'nodes'))
             yield ' node'
-            yield str(('s' if (environment.getattr(l_1_w, 'nodes') != 1) else cond_expr_undefined("the inline if-expression on line 232 in 'report.md.j2' evaluated to false and no else section was defined.")))
+            yield str(('s' if (environment.getattr(l_1_w, 'nodes') != 1) else cond_expr_undefined("the inline if-expression on line 272 in 'report.md.j2' evaluated to false and no else section was defined.")))
             yield ')'
-            yield str((str_join((': ', environment.getattr(l_1_w, 'status'), )) if environment.getattr(l_1_w, 'status') else cond_expr_undefined("the inline if-expression on line 232 in 'report.md.j2' evaluated to false and no else section was defined.")))
+            yield str((str_join((': ', environment.getattr(l_1_w, 'status'), )) if environment.getattr(l_1_w, 'status') else cond_expr_undefined("the inline if-expression on line 272 in 'report.md.j2' evaluated to false and no else section was defined.")))
             yield '\n\n'
             l_2_loop = missing
             for l_2_step, l_2_loop in LoopContext(environment.getattr(l_1_w, 'steps'), undefined):
@@ -753,4 +844,4 @@ def root(context, missing=missing):
     l_1_loop = l_1_s = missing
 
 blocks = {}
-debug_info = '1=95&2=99&3=105&4=107&6=109&8=128&10=136&16=143&17=147&20=184&25=187&26=191&34=215&35=219&38=240&39=243&43=245&44=249&48=257&49=259&52=263&53=285&55=288&63=310&64=314&71=322&72=326&79=339&88=341&95=344&96=348&97=350&105=356&107=359&112=362&113=366&114=370&116=393&123=406&127=409&128=413&130=438&134=441&135=445&139=449&140=451&143=455&147=459&148=463&150=473&152=475&155=484&161=490&162=493&163=497&165=514&166=518&169=528&171=531&174=534&176=549&179=563&181=565&185=569&186=573&188=582&190=585&193=587&196=590&204=593&208=595&209=598&212=604&216=608&217=610&218=612&219=614&220=616&221=618&223=620&224=623&227=626&228=629&231=638&232=642&234=654&235=657&237=663&239=666&243=670&244=673&247=676&248=679&251=683&252=686&258=690&259=693&262=699&263=701&266=705&268=725&269=729&277=735&278=738&280=742&281=746&284=750'
+debug_info = '1=95&2=99&3=105&4=107&6=109&8=128&10=136&16=143&17=147&20=184&25=187&26=191&34=215&35=219&38=240&39=243&43=245&44=249&48=257&49=259&52=263&53=285&55=288&63=310&64=314&71=322&72=326&79=339&88=341&95=344&96=348&97=350&105=356&106=359&109=365&113=370&117=392&123=395&125=410&131=413&133=428&139=431&145=447&147=450&152=453&153=457&154=461&156=484&163=497&167=500&168=504&170=529&174=532&175=536&179=540&180=542&183=546&187=550&188=554&190=564&192=566&195=575&201=581&202=584&203=588&205=605&206=609&209=619&211=622&214=625&216=640&219=654&221=656&225=660&226=664&228=673&230=676&233=678&236=681&244=684&248=686&249=689&252=695&256=699&257=701&258=703&259=705&260=707&261=709&263=711&264=714&267=717&268=720&271=729&272=733&274=745&275=748&277=754&279=757&283=761&284=764&287=767&288=770&291=774&292=777&298=781&299=784&302=790&303=792&306=796&308=816&309=820&317=826&318=829&320=833&321=837&324=841'
