@@ -404,3 +404,21 @@ def test_the_report_lists_the_hazards_that_apply_and_those_a_choice_avoids(tmp_p
     assert avoided["driver-570-mig-with-whole-gpus"] == "avoided by the intent's driver version (pools a100-mig)"
     assert "| `driver-570-mig-with-whole-gpus` (GC460) | avoided by the intent's driver version (pools a100-mig) |" \
         in files["REPORT.md"]
+
+
+def test_a_chart_move_onto_a_version_with_a_known_issue_for_the_cluster_is_a_hazard_impact(run, tmp_path):
+    pools = """    - name: l4
+      gpu: L4
+      gpusPerNode: 1
+      nodes: 1
+      match: {pciDevice: true}
+"""
+    onto = json.loads(run("diff", str(_intent(tmp_path, pools, kubernetes="1.37")), "--to-chart", "v26.3.3",
+                          "--format", "json").stdout)
+    assert [(i["severity"], i["message"]) for i in onto["impacts"] if i["kind"] == "hazard"] == [
+        ("pending", "the change enters known hazard chart-v26-3-kubernetes (applies to the cluster): the 26.3 charts "
+                    "are validated up to Kubernetes 1.36 (added in v26.3.2)")]
+    back = _intent(tmp_path, pools, chart="v26.3.3", kubernetes="1.37")
+    off = json.loads(run("diff", str(back), "--to-chart", "v26.7.0", "--format", "json").stdout)
+    assert [(i["severity"], i["message"].split(" (")[0]) for i in off["impacts"] if i["kind"] == "hazard"] == [
+        ("none", "the change leaves known hazard chart-v26-3-kubernetes")]
