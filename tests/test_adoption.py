@@ -517,3 +517,38 @@ def test_the_first_sync_plan_reads_a_live_installation_with_get_requests_only(ru
     assert (plan["equivalent"], plan["worst"], [i["kind"] for i in plan["impacts"]]) == (True, "none", ["none"])
     assert {m for m, _, _ in api.requests} == {"GET"}
     assert "/api/v1/nodes" in {p for _, p, _ in api.requests}
+
+
+def test_a_changed_rke2_drop_in_is_explained_by_the_impact_plan(run, tmp_path):
+    """The drop-in is YAML (a document, not a text file): changing it is node-replacement, never unclassified."""
+    before = tmp_path / "trial.yaml"
+    before.write_text(RKE2, encoding="utf-8")
+    assert run("render", str(before), "-o", str(tmp_path / "out")).exit_code == 0
+    before.write_text(RKE2.replace("      sharing: mig-3g\n", "      sharing: mig-3g\n      taints:\n"
+                                   "        - {key: example.com/gpu, value: a100, effect: NoSchedule}\n"),
+                      encoding="utf-8")
+    result = run("diff", str(before), "--against", str(tmp_path / "out"), "--format", "json")
+    kinds = {i["kind"]: i for i in json.loads(result.stdout)["impacts"]}
+    assert "unclassified" not in kinds
+    replaced = kinds["node-replacement"]
+    assert replaced["documents"] == ["node-templates/a100-mig.rke2-config.yaml: document"]
+    assert "only when its agent starts (RKE2 and k3s apply node-label at every start)" in replaced["message"]
+
+
+@pytest.mark.parametrize("edit", ["new-pool", "to-rke2"])
+def test_an_added_or_moved_rke2_drop_in_is_explained(run, tmp_path, edit):
+    """A new pool's drop-in is capacity-change's; a pool moving from kubelet flags to the drop-in (the cluster now
+    says rke2) is node-replacement's: neither is unclassified."""
+    intent = tmp_path / "trial.yaml"
+    before = RKE2 if edit == "new-pool" else RKE2.replace("    distribution: rke2\n", "")
+    intent.write_text(before, encoding="utf-8")
+    assert run("render", str(intent), "-o", str(tmp_path / "out")).exit_code == 0
+    extra = ("    - name: a100-b\n      gpu: A100-80GB\n      gpusPerNode: 8\n      nodes: 1\n      match:\n"
+             "        nodeLabels:\n          example.com/gpu-group: a100-b\n")
+    intent.write_text(RKE2 + extra if edit == "new-pool" else RKE2, encoding="utf-8")
+    result = run("diff", str(intent), "--against", str(tmp_path / "out"), "--format", "json")
+    impacts = json.loads(result.stdout)["impacts"]
+    assert "unclassified" not in {i["kind"] for i in impacts}, impacts
+    claimed = {d for i in impacts for d in i["documents"]}
+    pool = "a100-b" if edit == "new-pool" else "a100-mig"
+    assert f"node-templates/{pool}.rke2-config.yaml: document" in claimed

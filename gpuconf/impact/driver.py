@@ -39,7 +39,7 @@ def _driver_mode_switch(change: Change) -> list[Impact]:
     for (before, after), pools in groups.items():
         docs = change.documents(["NVIDIADriver", "NodeFeatureRule", "NodePool"], pools)
         docs += change.values_paths("driver.")
-        docs += change.documents(["file"], where=lambda d: any(d.file == _template_file(change, p) for p in pools))
+        docs += change.documents(["file", "document"], where=lambda d: any(d.file == _template_file(change, p) for p in pools))
         if "host" in (before, after):
             what = ("the operator's driver leaves nodes that must then run a host driver: its pod unloads the kernel "
                     "modules, so every GPU pod there stops" if after == "host" else

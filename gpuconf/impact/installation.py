@@ -278,7 +278,7 @@ def first_sync(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], live_values: Ma
     if not out:
         out.append(Impact("none", "none", [], "the first sync changes nothing that runs: values equal, every node "
                           "already as its pool renders it", "nothing to do"))
-    return ImpactPlan(out, nodes_source="cluster")
+    return ImpactPlan(out)
 
 
 def _unplaced(acc: _Acc, node: str, labels: Mapping[str, str], plugin: set, mig: set, pools: int) -> None:

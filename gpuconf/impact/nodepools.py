@@ -161,7 +161,8 @@ def _node_replacement(change: Change) -> list[Impact]:
         impacts.append(Impact("node-replacement", "disruptive", users, what,
                               "merge in a maintenance window, with disruption budgets on the NodePools",
                               nodes=nodes, documents=[doc]))
-    for doc in change.documents(["file"], where=lambda d: d.file.startswith("node-templates/")):
+    # Text templates (kubelet flags, node-pool commands) and YAML ones (RKE2's and k3s's config drop-ins).
+    for doc in change.documents(["file", "document"], where=lambda d: d.file.startswith("node-templates/")):
         pool = next((p for p in {**change.old.pools, **change.new.pools} if _template_file(change, p) == doc.file),
                     None)
         if doc.status == "added" and pool not in change.old.pools:
@@ -169,10 +170,13 @@ def _node_replacement(change: Change) -> list[Impact]:
         if doc.status == "changed" and all(_count_line(c.old) and _count_line(c.new) for c in doc.changes):
             continue  # only the node count of a node-pool command: capacity-change says so
         pools = [pool] if pool else []
+        when = ("only when its agent starts (RKE2 and k3s apply node-label at every start), so the pool's existing "
+                "nodes keep the old ones until the drop-in is copied and the agent restarted, or they are replaced"
+                if doc.kind == "document" else "only when a node registers, so the pool's existing nodes keep the "
+                "old ones until they are replaced")
         impacts.append(Impact("node-replacement", "disruptive", pools,
                               f"{doc.file} changes: the node template's settings (labels, taints, GPU driver) apply "
-                              "only when a node registers, so the pool's existing nodes keep the old ones until they "
-                              "are replaced",
+                              + when,
                               "apply the new template to the node group, then roll its nodes one at a time (drain, "
                               "replace) in a maintenance window",
                               nodes=change.pools_nodes(pools) if pools else None, documents=[doc]))

@@ -109,12 +109,12 @@ def _capacity_change(change: Change) -> list[Impact]:
         before, after = change.old.totals(name), change.new.totals(name)
         limits = change.documents(["NodePool"], [name], where=lambda d: any(
             c.path.startswith("spec.limits") for c in d.changes)) + change.documents(
-            ["file"], where=lambda d: d.status == "changed" and d.file == _template_file(change, name) and all(
+            ["file", "document"], where=lambda d: d.status == "changed" and d.file == _template_file(change, name) and all(
                 _count_line(c.old) and _count_line(c.new) for c in d.changes))
         pool_docs = limits if name in change.old.pools and name in change.new.pools else limits + change.documents(
             ["NodeFeatureRule", "NVIDIADriver", "NodePool", "ResourceFlavor", "Job"], [name],
             where=lambda d: d.status != "changed") + change.documents(
-            ["file"], where=lambda d: d.status != "changed" and d.file == _template_file(change, name))
+            ["file", "document"], where=lambda d: d.status != "changed" and d.file == _template_file(change, name))
         if name in renamed:
             to = renamed[name]
             what = (f"pool {name} is renamed to {to} (the same GPU model, GPUs per node and node selection): its "
