@@ -484,18 +484,23 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
             existing = read_tree(target)
         except OutputError as exc:
             return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
-        try:
-            result = compare_trees(existing, tree.files, str(target), intent)
-            impacts = plan_impacts(existing, tree.files, result)
-        except (TypeError, AttributeError, KeyError, ValueError, IndexError, RecursionError):
-            # An edited folder may hold anything; where it is not what gpuconf wrote, say where (exit 2). A
-            # folder in gpuconf's shape that still fails is a bug in gpuconf (exit 3).
-            from .escape import term_text
-            from .output.foldercheck import folder_problem
+        from .escape import term_text
+        from .output.foldercheck import folder_problem, report_problem
 
-            problem = folder_problem(existing, tree.plan.intent.spec.cluster.kubernetes_version)
-            if problem is None:
-                raise
+        # An edited folder may hold anything; where it is not what gpuconf wrote, say where (exit 2): report.json's
+        # pools, which the impact plan reads as they are, first; the documents when reading them fails. A folder
+        # in gpuconf's shape that still fails is a bug in gpuconf (exit 3).
+        problem = report_problem(existing)
+        if problem is None:
+            try:
+                result = compare_trees(existing, tree.files, str(target), intent)
+                impacts = plan_impacts(existing, tree.files, result)
+            except (TypeError, AttributeError, KeyError, ValueError, IndexError, RecursionError):
+                spec = tree.plan.intent.spec
+                problem = folder_problem(existing, spec.cluster.kubernetes_version, spec.operator.chart_version)
+                if problem is None:
+                    raise
+        if problem is not None:
             return Outcome(stderr=[f"gpuconf: {target}: {term_text(problem)}: not what gpuconf wrote there (edited by "
                                    "hand?); restore the folder or render it again"], code=EXIT_USAGE)
     transitions = [f for f in findings or [] if f.code in TRANSITION_CODES]

@@ -131,6 +131,18 @@ def test_a_finding_whose_file_name_is_a_workflow_command_is_escaped():
     assert _log_commands(finding.text()) == []
 
 
+def test_the_impact_plans_text_keeps_each_value_on_its_line():
+    """Item 10: the impact plan's text (stdout of diff --against in a CI log) printed messages and pod names raw."""
+    from gpuconf.impact import impacts_text
+    from gpuconf.impact.model import Impact, ImpactPlan
+
+    impact = Impact("driver-upgrade", "disruptive", ["l40s"], WORKFLOW_COMMAND, "drain first", nodes=1, pods=1,
+                    node_names=["gpu-1"], pod_names=[f"ml/{WORKFLOW_COMMAND}"])
+    text = impacts_text(ImpactPlan([impact]), "out/lab")
+    assert _log_commands(text) == []
+    assert "    pods: ml/1\\n::error title=gpuconf::all checks passed, safe to merge\n" in text
+
+
 # --- item 7: huge numbers -----------------------------------------------------------------------------------------
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..escape import md_code, md_text
+from ..escape import md_code, md_text, term_text
 from .model import NAMES_SHOWN, ImpactPlan, _node_count
 
 
@@ -48,15 +48,15 @@ def chart_lines(section: dict[str, Any] | None) -> list[str]:
 
 def impacts_text(plan: ImpactPlan, where: str) -> str:
     """The impacts as text, worst first."""
-    lines = [f"Impact on {where}: {len(plan.impacts)} impact(s), worst: {plan.worst}"]
+    lines = [f"Impact on {term_text(where)}: {len(plan.impacts)} impact(s), worst: {plan.worst}"]
     for i in plan.impacts:
         count = _node_count(i.nodes) + (f", {i.pods} GPU pod(s)" if i.pods is not None else "")
         lines.append(f"  {i.severity.upper()} {i.kind}" + (f" [{', '.join(i.pools)}]" if i.pools else "") + count)
-        lines.append(f"    {i.message}")
-        lines.append(f"    safe: {i.safe}")
+        lines.append(f"    {term_text(i.message)}")
+        lines.append(f"    safe: {term_text(i.safe)}")
         for what, names, total in (("nodes", i.node_names, i.nodes), ("pods", i.pod_names, i.pods)):
             if names:
-                lines.append(f"    {what}: {_first(names, total)}")
+                lines.append(f"    {what}: {term_text(_first(names, total))}")
     lines += [f"  note: {note}" for note in plan.notes]
     lines += [f"  {line}" for line in chart_lines(plan.chart)]
     return "\n".join(lines) + "\n\n"

@@ -4,7 +4,8 @@ gpuconf writes there, so that the command exits 2 naming it instead of 3 (issue 
 
 The checks are those of the render's own verification: every Kubernetes object against its kind's schema (the
 built-in kinds of the cluster's Kubernetes version, the custom resources' CRDs), kustomization.yaml's resources a
-list of file names, values.yaml a mapping, report.json an object whose pools are objects with a name.
+list of file names, values.yaml against the chart's values schema, report.json an object whose pools are objects
+with a name.
 """
 
 from __future__ import annotations
@@ -13,21 +14,22 @@ import json
 from typing import Any
 
 
-def folder_problem(files: dict[str, str], kubernetes_version: str) -> str | None:
+def folder_problem(files: dict[str, str], kubernetes_version: str, chart_version: str) -> str | None:
     """The first thing in a rendered folder (relative path -> text) that gpuconf would not have written, in words,
-    or None when the folder has the shape gpuconf writes."""
+    or None when the folder has the shape gpuconf writes (for the Kubernetes and chart versions it was rendered
+    for)."""
     import yaml
 
-    from .verify import UnsupportedKubernetesVersion, verify_object
+    from .verify import UnsupportedKubernetesVersion, verify_object, verify_values
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    problem = report_problem(files)
+    if problem is not None:
+        return problem
     for path in sorted(files):
         text = files[path]
         if path == "report.json":
-            problem = _report_problem(text)
-            if problem:
-                return f"report.json: {problem}"
-            continue
+            continue  # report_problem
         if not path.endswith((".yaml", ".yml")):
             continue
         try:
@@ -40,6 +42,10 @@ def folder_problem(files: dict[str, str], kubernetes_version: str) -> str | None
                 problem = _plain_problem(path, document)
                 if problem:
                     return f"{where}: {problem}"
+                if path == "values.yaml":
+                    problems = verify_values(document, chart_version)
+                    if problems:
+                        return f"values.yaml: {problems[0].path}: {problems[0].message}"
                 continue
             try:
                 problems = verify_object(document, kubernetes_version, where)
@@ -62,6 +68,15 @@ def _plain_problem(path: str, document: Any) -> str | None:
         if any(not isinstance(r, str) for r in document.get("resources") or []):
             return "resources is a list of file names"
     return None
+
+
+def report_problem(files: dict[str, str]) -> str | None:
+    """What in the folder's report.json the impact plan cannot read, or None (a folder without one is a legacy
+    folder: the impact plan reads its documents alone)."""
+    if "report.json" not in files:
+        return None
+    problem = _report_problem(files["report.json"])
+    return f"report.json: {problem}" if problem else None
 
 
 def _report_problem(text: str) -> str | None:
