@@ -176,3 +176,32 @@ def test_a_probe_job_whose_metadata_alone_changes_is_no_pending_apply():
     after["metadata"].setdefault("labels", {})["team"] = "platform"
     plan, _ = T.impacts(before, after)
     assert "pending" not in {i.severity for i in plan.impacts if i.kind == "probe-run"}
+
+
+RKE2 = """apiVersion: gpuconf.dev/v1alpha1
+kind: ClusterIntent
+metadata: {name: rk}
+spec:
+  cluster: {kubernetesVersion: "1.33", distribution: rke2}
+  operator: {chartVersion: v26.7.0}
+  pools:
+    - {name: l4, gpu: L4, gpusPerNode: 2, nodes: 3, match: {nodeLabels: {node.example/gpu: l4}}}
+"""
+
+
+def test_an_rke2_node_templates_config_drop_in_is_explained_like_any_node_template():
+    """RKE2 and k3s pools get a YAML config drop-in (node-templates/<pool>.rke2-config.yaml), which the diff reads as
+    a document, not a text file: a changed one replaces nodes, a new pool's is capacity, never `unclassified`."""
+    before = T.S.load_plain(RKE2)
+    tainted = copy.deepcopy(before)
+    tainted["spec"]["pools"][0]["taints"] = [{"key": "example.com/l4", "effect": "NoSchedule"}]
+    plan, _ = T.impacts(before, tainted)
+    replaced = [i for i in plan.impacts if i.kind == "node-replacement"]
+    assert [(i.pools, [d.file for d in i.documents]) for i in replaced] == [
+        (["l4"], ["node-templates/l4.rke2-config.yaml"])]
+    more = copy.deepcopy(before)
+    more["spec"]["pools"].append({"name": "l40s", "gpu": "L40S", "gpusPerNode": 4, "nodes": 2,
+                                  "match": {"nodeLabels": {"node.example/gpu": "l40s"}}})
+    for pair in ((before, more), (more, before)):
+        plan, _ = T.impacts(*pair)
+        assert "unclassified" not in {i.kind for i in plan.impacts}, [(i.kind, i.message) for i in plan.impacts]
