@@ -119,7 +119,7 @@ def test_build_refuses_an_unknown_condition_and_a_short_table() -> None:
         derive.build(curated, digest)
 
 
-def test_script_check_mode_passes_on_the_committed_table(tmp_path: Path, capsys) -> None:
+def test_script_stops_when_a_page_does_not_hash_as_the_curated_file_says(tmp_path: Path, capsys) -> None:
     derive = _derive()
     ref = _reference(tmp_path)
     # The committed hashes are of the real pages; against the stand-in pages the check must say the page changed.
