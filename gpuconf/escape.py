@@ -45,16 +45,21 @@ def single_line(text: str) -> str:
 
 
 _SHELL_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+#: What single quotes keep but shellcheck reads as a slip (SC2016 `$` and backticks, SC1003 a backslash), and the
+#: quote itself: such a word is written in bash's $'...'.
+_SHELL_SLIPS = re.compile(r"[$`\\']")
 
 
 def shell_word(text: str) -> str:
-    """text as one word of a POSIX shell command line that fits on one line: bare when it needs no quoting,
-    single-quoted when it is printable, otherwise bash's $'...' with escapes (a path with a newline stays one
-    line, and pasting it into bash gives the same path back)."""
-    if _SHELL_SAFE.fullmatch(text):
+    """text as one word of a bash command line that fits on one line and that shellcheck reads as meant: bare when
+    it needs no quoting (not with a leading `=`, which shellcheck takes for a botched assignment, SC2283), in single
+    quotes when it is printable and holds no quote, backslash, `$` or backtick, otherwise in bash's $'...' with
+    escapes (a path with a newline stays one line, and pasting it into bash gives the same path back). The one
+    quoting of the platform scripts, the commands in file headers and REPORT.md, and the notes gpuconf prints."""
+    if _SHELL_SAFE.fullmatch(text) and not text.startswith("="):
         return text
-    if text.isprintable():
-        return "'" + text.replace("'", "'\"'\"'") + "'"
+    if text.isprintable() and not _SHELL_SLIPS.search(text):
+        return "'" + text + "'"
     special = {"\\": "\\\\", "'": "\\'"}
     return "$'" + "".join(special.get(ch, ch) if ch.isprintable() else _escaped(ch) for ch in text) + "'"
 

@@ -644,7 +644,7 @@ def test_commands_in_headers_and_the_report_are_one_shell_word_per_path(run, her
     assert run("render", "it's.yaml", "-o", "my out\nnext").exit_code == 0
     folder = here / "my out\nnext" / "lab"
     line = (folder / "values.yaml").read_text(encoding="utf-8").splitlines()[1]
-    assert line == "# Do not edit: change the intent, then run: gpuconf render 'it'\"'\"'s.yaml' -o $'my out\\nnext'"
+    assert line == "# Do not edit: change the intent, then run: gpuconf render $'it\\'s.yaml' -o $'my out\\nnext'"
     command = line.split("then run: ", 1)[1]
     words = subprocess.run(["bash", "-c", "printf '%s\\0' " + command], capture_output=True).stdout
     assert words.split(b"\0")[:-1] == [b"gpuconf", b"render", b"it's.yaml", b"-o", b"my out\nnext"]

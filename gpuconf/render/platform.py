@@ -5,13 +5,12 @@ fact sheet); this module decides which of them apply to a plan.
 
 from __future__ import annotations
 
-import re
-import shlex
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .. import platforms
 from .. import plan as P
+from .. import platforms
+from ..escape import shell_word
 from . import metadata
 
 #: Objects the platform needs before the chart installs (GKE's ResourceQuota, the OLM subscription); applied right
@@ -216,19 +215,9 @@ class Env:
     name: str
 
 
-#: Characters bash's single quotes keep, but shellcheck reads as a slip (SC2016 `$`, SC1003 backslash) or cannot hold.
-_ANSI = re.compile(r"[$`\\'\x00-\x1f\x7f]")
-
-
 def quote(text: str) -> str:
-    """One literal shell word: bare when safe, in single quotes, or in bash's $'...' when it holds a quote, a
-    backslash, `$`, a backtick or a control character (so shellcheck reads it as meant, too)."""
-    if not _ANSI.search(text):
-        # shlex leaves a leading '=' bare, which shellcheck reads as a botched assignment (SC2283)
-        return f"'{text}'" if text.startswith("=") else shlex.quote(text)
-    escaped = "".join({"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t"}.get(c) or (
-        f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7f else c) for c in text)
-    return f"$'{escaped}'"
+    """One literal shell word (gpuconf.escape.shell_word: the one shell quoting of gpuconf)."""
+    return shell_word(text)
 
 
 def _word(word: Any) -> str:
