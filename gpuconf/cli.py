@@ -692,7 +692,10 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
         click.echo(line, err=True)
     first = _first_sync(adopted.text, draft, values, sets, set_strings, configmaps, cluster)
     if first is not None:
+        from .impact.installation import equivalent
+
         adopted.first_sync = first.as_list()
+        adopted.first_sync_equivalent = equivalent(first)
     if report:
         import json
 

@@ -254,6 +254,7 @@ def test_a100_nodes_in_two_mig_configs_become_two_pools_named_after_them(run, tm
     # The plan of the draft's first sync: on stderr, and in the report; it repartitions nothing.
     assert "gpuconf: first sync: not equivalent (worst impact restart; `gpuconf diff DRAFT --against-installation` " \
         "shows the plan)\n" in result.stderr
+    assert written["firstSyncEquivalent"] is False  # the device plugin restarts, the values differ
     assert {(i["kind"], i["severity"]) for i in written["firstSync"]} == {
         ("device-plugin-config-switch", "restart"), ("values-change", "restart"), ("node-relabel", "none")}
     assert run("validate", "-", input=result.stdout).exit_code == 0

@@ -87,6 +87,7 @@ class Adopted:
     parent_chart: bool = False
     configs: list[dict] = field(default_factory=list)  # each device-plugin and MIG config and what became of it
     first_sync: list | None = None  # with --nodes: the impact plan of the draft's first sync (impact/installation.py)
+    first_sync_equivalent: bool | None = None  # ... and whether it is equivalent (values equal, nothing above none)
 
     @property
     def errors(self) -> list:
@@ -103,7 +104,8 @@ class Adopted:
                 "counts": self.counts(), "settings": [s.as_dict() for s in self.settings],
                 "configs": self.configs,
                 "notes": self.notes, "draftValid": not self.errors,
-                **({"firstSync": self.first_sync} if self.first_sync is not None else {})}
+                **({"firstSync": self.first_sync, "firstSyncEquivalent": self.first_sync_equivalent}
+                   if self.first_sync is not None else {})}
 
     def summary(self) -> list[str]:
         """The text summary for stderr: counts, then every dropped and changed path; each value escaped for a
