@@ -11,6 +11,8 @@ the facts it encodes are data, not rules.
 
 from __future__ import annotations
 
+import json
+
 import copy
 import io
 import math
@@ -201,7 +203,11 @@ def chart_leaf_paths(version: str) -> tuple[str, ...]:
 
     walk(catalog.chart(version).defaults, "")
     dead = set(catalog.chart(version).dead_keys)  # overrides of dead keys are warnings (GC319)
-    return tuple(p for p in out if p and "" not in p.split(".") and p not in dead)
+    # The keys the chart's own `fail` rules read (profiles/hazards.json chartRules): an override of one can make the
+    # chart refuse the values at sync, which GC468 says; a random override stays clear of them.
+    rules = json.loads(catalog.data_file("hazards.json").read_text(encoding="utf-8"))["chartRules"]
+    guarded = {condition["path"] for rule in rules for condition in rule["when"]}
+    return tuple(p for p in out if p and "" not in p.split(".") and p not in dead and p not in guarded)
 
 
 _LEAVES = {version: chart_leaf_paths(version) for version in CHARTS}
