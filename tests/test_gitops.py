@@ -367,11 +367,33 @@ def test_pre_commit_hooks_run_gpuconf_commands():
 def test_ci_workflow_example_runs_validate_and_render_check():
     workflow = YAML11.load((ROOT / "examples" / "ci" / "github-actions.yml").read_text(encoding="utf-8"))
     runs = [step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
-    commands = [r.split() for r in runs if r.startswith("gpuconf ")]
+    commands = [line.split() for r in runs for line in r.splitlines()
+                if line.strip().startswith("gpuconf ") and not line.strip().startswith("gpuconf diff")]
     assert [c[1] for c in commands] == ["validate", "render"]
     assert "--check" in commands[1]
     for command in commands:
         _command_exists(command)
+
+
+def test_ci_workflow_checks_pass_in_a_repository_without_fleets(tmp_path):
+    """The validate and render --check steps, under bash with the real gpuconf, in a repository that has intents/ and
+    no fleets/: nullglob drops the pattern that matches nothing (without it gpuconf got a literal path: exit 2)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    workflow = YAML11.load((ROOT / "examples" / "ci" / "github-actions.yml").read_text(encoding="utf-8"))
+    steps = {step["name"]: step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step}
+    (tmp_path / "intents").mkdir()
+    shutil.copy(ROOT / "examples" / "single-pool.yaml", tmp_path / "intents" / "lab.yaml")
+    gpuconf = Path(sys.executable).parent / "gpuconf"
+    env = {**os.environ, "PATH": f"{gpuconf.parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run([str(gpuconf), "render", "intents/lab.yaml", "-o", "out"], cwd=tmp_path, check=True,
+                   capture_output=True, env=env)
+    for name in ("Validate intents and fleets", "The committed output is up to date"):
+        done = subprocess.run(["bash", "-e", "-c", steps[name]], cwd=tmp_path, capture_output=True, text=True, env=env)
+        assert done.returncode == 0, (name, done.stdout, done.stderr)
 
 
 def test_shell_completion_is_clicks(tmp_path):
