@@ -118,3 +118,17 @@ def test_no_renderer_takes_another_renderers_private_name():
 
 def test_shared_names_import_no_renderer():
     assert {t for t, _ in import_graph()["gpuconf.render.names"] if t.startswith("gpuconf.render")} == set()
+
+
+def test_the_design_page_names_only_modules_and_folders_that_exist():
+    """docs/explanation/design.md names files and folders of the package as it is (issue 33, item 5): a module moved
+    or renamed without the page fails here; the generated modules page lists them all (tests/test_docs.py)."""
+    import re
+
+    repo = Path(__file__).resolve().parent.parent
+    page = (repo / "docs" / "explanation" / "design.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(gpuconf/[A-Za-z0-9_/]+(?:\.py)?/?)`", page))
+    assert len(named) > 20, named
+    missing = sorted(p for p in named if not (repo / p.rstrip("/")).exists())
+    assert missing == [], missing
+    assert "(../reference/modules.md)" in page

@@ -597,6 +597,37 @@ def session_outputs(files: list, steps: list) -> dict[str, str]:
     return shown
 
 
+def _role(docstring: str | None) -> str:
+    """A module's one-line role: the first sentence of its docstring's first paragraph, on one line."""
+    paragraph = " ".join((docstring or "").strip().split("\n\n")[0].split())
+    end = paragraph.find(". ")
+    return (paragraph if end < 0 else paragraph[:end + 1]).replace("|", "\\|")
+
+
+def modules_page() -> str:
+    """Every package and module of gpuconf/ with its role, read from the modules' own docstrings (ast, no import)."""
+    import ast
+
+    package = ROOT / "gpuconf"
+    out = [HEADER.format(what="the docstrings of the modules under gpuconf/"), "# Modules\n\n",
+           "Every package and module of `gpuconf/`, with the first sentence of its docstring: where to look for a job. "
+           "The layers and how they depend on each other are on the [design page](../explanation/design.md); "
+           "`tests/test_layers.py` holds the import graph to them.\n\n"]
+    folders = sorted({p.parent for p in package.rglob("*.py") if "compiled_templates" not in p.parts})
+    for folder in folders:
+        name = folder.relative_to(ROOT).as_posix()
+        init = folder / "__init__.py"
+        role = _role(ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))) if init.exists() else ""
+        out.append(f"## `{name}/`\n\n{role}\n\n| module | role |\n|---|---|\n")
+        for path in sorted(folder.glob("*.py")):
+            if path.name == "__init__.py":
+                continue
+            text = path.read_text(encoding="utf-8")
+            out.append(f"| `{path.relative_to(ROOT).as_posix()}` | {_role(ast.get_docstring(ast.parse(text)))} |\n")
+        out.append("\n")
+    return "".join(out).rstrip("\n") + "\n"
+
+
 def pages() -> dict[str, str]:
     """Every generated file under docs/, by its path relative to docs/."""
     out = {
@@ -606,6 +637,7 @@ def pages() -> dict[str, str]:
         "reference/gpus.md": gpus_page(),
         "reference/versions.md": versions_page(),
         "reference/hazards.md": hazards_page(),
+        "reference/modules.md": modules_page(),
     }
     for files, steps in SESSIONS:
         for name, text in session_outputs(files, steps).items():
