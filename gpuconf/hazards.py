@@ -94,8 +94,10 @@ def chart_rules(chart: str) -> list[Mapping[str, Any]]:
 # --- versions ----------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
 def version_key(text: str) -> tuple[int, ...]:
-    """v0.13.1, 570.148.08, 1.33 -> numbers; a suffix (-ubuntu22.04, +build) and a leading v are ignored."""
+    """v0.13.1, 570.148.08, 1.33 -> numbers; a suffix (-ubuntu22.04, +build) and a leading v are ignored. Cached:
+    every pool of every cluster of a fleet compares the same few versions with the whole table."""
     core = text.strip().lstrip("vV").split("-")[0].split("+")[0]
     out = []
     for part in core.split("."):

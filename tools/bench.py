@@ -242,11 +242,11 @@ def fleet_bench(clusters: int, runs: int, chart: Path | None, helm: str | None) 
             return
         values = sorted(out.glob("gpu-*/values.yaml"))
         assert len(values) == clusters
-        used, start = cpu(), time.perf_counter()
+        before, start = cpu(), time.perf_counter()
         for file in values:
             subprocess.run([helm, "template", "gpu-operator", str(chart), "--namespace", "gpu-operator", "-f",
                             str(file)], check=True, stdout=subprocess.DEVNULL)
-        helm_wall, helm_cpu = time.perf_counter() - start, cpu() - used
+        helm_wall, helm_cpu = time.perf_counter() - start, cpu() - before
         print(f"  {clusters} x helm template: {helm_wall * 1000:.0f} ms wall ({helm_cpu * 1000:.0f} ms CPU); ratio "
               f"{wall / helm_wall:.3f} wall, {used / helm_cpu:.3f} CPU")
 
