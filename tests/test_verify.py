@@ -7,6 +7,7 @@ import importlib.resources
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -991,6 +992,8 @@ def test_the_release_of_each_crd_comes_from_the_sources_table(tmp_path: Path) ->
     sources = (REFERENCE / "crds" / "SOURCES.md").read_text(encoding="utf-8")
     (tmp_path / "crds" / "SOURCES.md").write_text(
         "\n".join(line for line in sources.splitlines() if "clusterqueues" not in line), encoding="utf-8")
+    (tmp_path / "provenance" / "crds").mkdir(parents=True)  # the admission policies' table, read beside it
+    shutil.copyfile(REFERENCE / "provenance" / "crds" / "SOURCES.md", tmp_path / "provenance" / "crds" / "SOURCES.md")
     with pytest.raises(derive.DeriveError, match="no release row for .*crds/kueue.x-k8s.io/kueue.x-k8s.io_clusterq"):
         derive.crd_releases(derive.Reference(tmp_path))
 
