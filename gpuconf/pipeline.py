@@ -692,7 +692,8 @@ def diff_against_installation(intent: str, values: tuple[str, ...], sets: tuple[
         plan = I.first_sync(tree.plan, nodes, **pieces)
     except (S.InputError, NodeSourceError) as exc:
         return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
-    return I.outcome(plan, nodes_source, fmt, fail_on, intent)
+    text, failed = I.report(plan, nodes_source, fmt, fail_on, intent)
+    return Outcome(text, code=EXIT_FINDINGS if failed else EXIT_OK)
 
 
 def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str, ...], fmt: str,
@@ -713,7 +714,7 @@ def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str
         extra, _ = S.merge_inputs([S.read_values_file(p) for p in values])
     except S.InputError as exc:
         return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
-    old = _unwrapped(old, defaults)
+    old = S.unwrapped(old, defaults)
     new_user = tree.values.overrides()
     V.merge(new_user, extra)
     rows = M.differing(S.coalesce(defaults, old), S.coalesce(defaults, new_user))
@@ -738,7 +739,7 @@ def _diff_foreign(tree, intent: str, against: str, fmt: str) -> Outcome | None:
             except S.InputError as exc:
                 return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
             defaults = tree.plan.chart.defaults
-            rows = M.differing(S.coalesce(defaults, _unwrapped(old, defaults)),
+            rows = M.differing(S.coalesce(defaults, S.unwrapped(old, defaults)),
                                S.coalesce(defaults, tree.values.overrides()))
             outcome = _values_diff_outcome(rows, str(values), f"{intent} (chart {tree.plan.chart_version})", fmt
                                            if fmt == "json" else "text")
@@ -747,16 +748,6 @@ def _diff_foreign(tree, intent: str, against: str, fmt: str) -> Outcome | None:
                                   "are not compared")
             return outcome
     return None
-
-
-def _unwrapped(values: dict, defaults: dict) -> dict:
-    """Values nested under a parent chart's gpu-operator: key, unnested."""
-    from .adopt.sources import PARENT_KEY
-
-    inner = values.get(PARENT_KEY)
-    if isinstance(inner, dict) and PARENT_KEY not in defaults and not (set(values) - {PARENT_KEY}) & set(defaults):
-        return inner
-    return values
 
 
 def _values_diff_outcome(rows: list, old_name: str, new_name: str, fmt: str) -> Outcome:

@@ -274,14 +274,14 @@ def test_no_values_make_import_fail_internally(run, tmp_path, tree, sets):
     assert "the draft validates" in result.stderr
     # The proof holds for any input: every leaf where the render's effective values differ is reported.
     from gpuconf import catalog
-    from gpuconf.pipeline import _unwrapped, render_path
+    from gpuconf.pipeline import render_path
 
     data = json.loads(report.read_text())
     defaults = catalog.chart(data["chartVersion"]).defaults
     user, _ = S.merge_inputs([S.read_values_file(str(path))] + [S.ValuesInput(f"--set {s}", {}) for s in sets])
     rendered = render_path(str(draft), str(tmp_path / "out")).tree.values.overrides()
     settled = {row["path"] for row in data["settings"] if row["outcome"] in ("changed", "dropped")}
-    for leaf, old, new in M.differing(S.coalesce(defaults, _unwrapped(user, defaults)),
+    for leaf, old, new in M.differing(S.coalesce(defaults, S.unwrapped(user, defaults)),
                                       S.coalesce(defaults, rendered)):
         assert any(dotted(leaf[:n]) in settled for n in range(1, len(leaf) + 1)) or any(
             p.startswith(dotted(leaf)) for p in settled), (dotted(leaf), old, new)

@@ -314,6 +314,14 @@ def _claim(sources: dict[Path, str], index: PathIndex, path: Path, where: str) -
     index.add(path, where)
 
 
+def unwrapped(values: dict, defaults: dict) -> dict:
+    """Values nested under a parent chart's gpu-operator: key, unnested."""
+    inner = values.get(PARENT_KEY)
+    if isinstance(inner, dict) and PARENT_KEY not in defaults and not (set(values) - {PARENT_KEY}) & set(defaults):
+        return inner
+    return values
+
+
 def coalesce(defaults: dict, user: dict) -> dict:
     """The chart's effective values: user values over the chart defaults (chartutil.CoalesceValues): maps merge,
     a user value replaces anything else, a user null deletes the default."""

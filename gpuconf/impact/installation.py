@@ -298,7 +298,7 @@ def equivalent(plan: ImpactPlan) -> bool:
     return plan.worst == "none" and not any(i.kind == "values-change" for i in plan.impacts)
 
 
-__all__ = ["ORDER", "equivalent", "first_sync", "of_draft", "outcome", "read_installation", "summary_lines"]
+__all__ = ["ORDER", "equivalent", "first_sync", "of_draft", "read_installation", "report", "summary_lines"]
 
 
 # --- the installation as the user gives it ---------------------------------------------------------------------
@@ -311,12 +311,11 @@ def read_installation(tree, values: Iterable[Any], configmaps: Iterable[Any]) ->
     InputError for an input that is not what its option says)."""
     from ..adopt import mapping as M
     from ..adopt import sources as S
-    from ..pipeline import _unwrapped
 
     values = list(values)
     defaults = tree.plan.chart.defaults
     user, _ = S.merge_inputs(values) if values else ({}, {})
-    user = _unwrapped(user, defaults)
+    user = S.unwrapped(user, defaults)
     live = S.coalesce(defaults, user)
     rows = M.differing(live, S.coalesce(defaults, tree.values.overrides())) if values else None
     mig_name = ((live.get("migManager") or {}).get("config") or {}).get("name")
@@ -332,12 +331,11 @@ def read_installation(tree, values: Iterable[Any], configmaps: Iterable[Any]) ->
     return {"live_values": live, "mig_configs": mig, "plugin_keys": keys, "values_rows": rows}
 
 
-def outcome(plan: ImpactPlan, where: str, fmt: str, fail_on: str | None, intent: str):
-    """The Outcome of `gpuconf diff --against-installation`: the plan as text, JSON or Markdown; exit 0 when the draft
-    is equivalent (values equal, no node impact above none), else 1; with fail_on, 1 exactly when an impact that
-    severe is present."""
+def report(plan: ImpactPlan, where: str, fmt: str, fail_on: str | None, intent: str) -> tuple[str, bool]:
+    """What `gpuconf diff --against-installation` prints (the plan as text, JSON or Markdown) and whether it fails:
+    it fails when the draft is not equivalent (values equal, no node impact above none); with fail_on, exactly when
+    an impact that severe is present."""
     from ..impact import impacts_markdown, impacts_text
-    from ..pipeline import EXIT_FINDINGS, EXIT_OK, Outcome
 
     same = equivalent(plan)
     verdict = (f"the first sync of {intent} is equivalent: values equal, no node impact above none" if same else
@@ -351,8 +349,7 @@ def outcome(plan: ImpactPlan, where: str, fmt: str, fail_on: str | None, intent:
         text = impacts_markdown(plan, where) + verdict + "\n"
     else:
         text = impacts_text(plan, where) + verdict + "\n"
-    failed = plan.fails(fail_on) if fail_on else not same
-    return Outcome(text, code=EXIT_FINDINGS if failed else EXIT_OK)
+    return text, (plan.fails(fail_on) if fail_on else not same)
 
 
 #: What an import must never draft silently: a first sync that changes a node's MIG layout or sharing.

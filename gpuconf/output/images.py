@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
+from ..render.imagelock import reference
+
 #: Operands of the ClusterPolicy that pull one image each when enabled: values key -> sub-block ("" for the block).
 OPERANDS = ("toolkit", "devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter", "gds",
             "gdrcopy")
@@ -59,12 +61,6 @@ def image_sources(references: Iterable[str], registry: str | None, upstreams: It
         out[ref] = next((upstream + ref[len(mirror):] for mirror, upstream in mirrors
                          if ref.startswith(mirror) and ref[len(mirror):len(mirror) + 1] in ("/", ":", "@")), ref)
     return out
-
-
-def reference(repository: str, image: str, version: str) -> str:
-    """repository/image:version, or @sha256:... for a digest."""
-    separator = "@" if version.startswith("sha256:") else ":"
-    return f"{repository.rstrip('/')}/{image}{separator}{version}"
 
 
 def _block(values: dict, key: str) -> dict:

@@ -24,6 +24,12 @@ DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 LOCK_LOC = ("spec", "operator", "imageLock")
 
 
+def reference(repository: str, image: str, version: str) -> str:
+    """repository/image:version, or @sha256:... for a digest."""
+    separator = "@" if version.startswith("sha256:") else ":"
+    return f"{repository.rstrip('/')}/{image}{separator}{version}"
+
+
 class LockError(Exception):
     """The image lock cannot be read or is not a map of image references to digests (exit 2)."""
 

@@ -103,8 +103,7 @@ def nvidia_drivers(plan: P.Plan, values: dict) -> list[dict]:
 
 def _driver_version(plan: P.Plan, spec: dict, version: str) -> str:
     """A pool's driver version, pinned as `<version>-<osTag>@<digest>` when the image lock has its one OS variant."""
-    from ..output.images import reference
-    from .imagelock import driver_pinned
+    from .imagelock import driver_pinned, reference
 
     return driver_pinned(plan.image_lock, reference(spec["repository"], spec["image"], version), version)
 

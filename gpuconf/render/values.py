@@ -134,8 +134,7 @@ _PINNED = "pinned by digest: the image lock (spec.operator.imageLock)"
 def _pin_images(plan: P.Plan, b: ValuesBuilder) -> None:
     """Set every image version of the merged values that the lock has to `<tag>@<digest>` (NFD's image.tag; the
     driver's `<version>-<osTag>@<digest>`), after every other change, so an override's version is pinned too."""
-    from ..output.images import reference
-    from .imagelock import APP_VERSIONED, driver_pinned, pinned
+    from .imagelock import APP_VERSIONED, driver_pinned, pinned, reference
 
     lock = plan.image_lock
     if lock is None:
