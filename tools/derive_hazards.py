@@ -15,26 +15,21 @@ reference. Output is byte-stable. Only the standard library and ruamel.yaml are 
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import io
-import json
 import re
 import sys
 import tarfile
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from derive_reference import _write  # noqa: E402 - the same atomic write as the other derived files
+from derivation.common import (  # noqa: E402 - what every derive script shares
+    REPO_ROOT, DeriveError, arguments, dump, header, load_yaml, read_input, run, sha256,
+)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
 CURATED = "tools/reference/hazards.yaml"
 OUT = "profiles/hazards.json"
-COMMAND = "python tools/derive_hazards.py"
+SCRIPT = "tools/derive_hazards.py"
 DOCS = "gpu-operator/docs"
 #: Where each page lives upstream (the reference copies it from NVIDIA/cloud-native-docs).
 UPSTREAM = "NVIDIA/cloud-native-docs gpu-operator/"
@@ -63,10 +58,6 @@ ENTRY_KEYS = {"id", "code", "severity", "appliesTo", "breaks", "fix", "seenBy", 
 RULE_KEYS = {"id", "when", "capability", "breaks", "source"}
 ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 CHART = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+$")
-
-
-class DeriveError(Exception):
-    """The curated file is malformed, or a citation does not hold."""
 
 
 def _text(value: Any, where: str) -> str:
@@ -200,11 +191,9 @@ def build(curated: dict[str, Any], curated_hash: str) -> dict[str, Any]:
     if len(hazards) < 25:
         raise DeriveError(f"the table has {len(hazards)} hazards; the issue asks for at least 25")
     return {
-        "generated": {"command": COMMAND, "tool": "tools/derive_hazards.py",
-                      "inputs": {CURATED: curated_hash, **{f"{DOCS}/{k}": v for k, v in sorted(pages.items())}},
-                      "what": "Known hazards of the GPU Operator: driver, chart, GPU, OS and kernel combinations "
-                              "NVIDIA documents as broken, each with its source line. Generated: do not edit by "
-                              f"hand; change {CURATED} and rerun."},
+        "generated": header(SCRIPT, {CURATED: curated_hash, **{f"{DOCS}/{k}": v for k, v in pages.items()}},
+                            "Known hazards of the GPU Operator: driver, chart, GPU, OS and kernel combinations NVIDIA "
+                            "documents as broken, each with its source line.", change=CURATED),
         "codes": CODES,
         "hazards": sorted(hazards, key=lambda h: h["id"]),
         "validatedDrivers": validated,
@@ -220,11 +209,8 @@ def verify(curated: dict[str, Any], reference: Path, charts: Path | None) -> lis
     """Check every citation against its page (and, with charts, every chart rule); returns what was not checked."""
     pages: dict[str, list[str]] = {}
     for name, digest in (curated.get("pages") or {}).items():
-        path = reference / DOCS / name
-        if not path.is_file():
-            raise DeriveError(f"required input {path} is missing")
-        data = path.read_bytes()
-        got = "sha256:" + hashlib.sha256(data).hexdigest()
+        data = read_input(reference / DOCS / name)
+        got = sha256(data)
         if got != digest:
             raise DeriveError(f"{DOCS}/{name} hashes {got}, the curated file says {digest}: the page changed; "
                               "re-check every line cited from it, then update `pages`")
@@ -279,48 +265,30 @@ def _template(charts: Path, version: str, template: str) -> list[str]:
 def load_curated(path: Path) -> tuple[dict[str, Any], str]:
     """The curated file parsed, and its hash."""
     data = path.read_bytes()
-    try:
-        parsed = YAML(typ="safe", pure=True).load(io.BytesIO(data))
-    except Exception as exc:  # ruamel raises several unrelated types; all mean the file is malformed
-        raise DeriveError(f"{CURATED}: not valid YAML: {exc}") from exc
-    return parsed, "sha256:" + hashlib.sha256(data).hexdigest()
+    return load_yaml(io.BytesIO(data), CURATED), sha256(data)
 
 
 def derive_bytes(curated_path: Path) -> bytes:
     """profiles/hazards.json's bytes, from the curated file alone."""
     curated, digest = load_curated(curated_path)
-    return (json.dumps(build(curated, digest), indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+    return dump(build(curated, digest))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: verify the citations, then write (or with --check, compare)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE,
-                        help="the shared reference folder (default: ../shared/reference next to the repository)")
-    parser.add_argument("--charts", type=Path, help="a folder of published chart .tgz files (or extracted charts)")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed table differs; write nothing")
+    parser = arguments(__doc__, "exit 1 if the committed table differs; write nothing", lambda p: p.add_argument(
+        "--charts", type=Path, help="a folder of published chart .tgz files (or extracted charts)"))
     args = parser.parse_args(argv)
-    try:
+
+    def derive() -> dict[str, bytes]:
         curated, _ = load_curated(REPO_ROOT / CURATED)
         skipped = verify(curated, args.reference, args.charts)
         data = derive_bytes(REPO_ROOT / CURATED)
-    except DeriveError as exc:
-        print(f"derive_hazards: error: {exc}", file=sys.stderr)
-        return 2
-    for what in skipped:
-        print(f"not checked: {what}", file=sys.stderr)
-    target = REPO_ROOT / OUT
-    stale = not target.is_file() or target.read_bytes() != data
-    if args.check:
-        if stale:
-            print(f"stale: {OUT}", file=sys.stderr)
-        return 1 if stale else 0
-    if stale:
-        _write(target, data)
-        print(f"wrote {OUT}")
-    else:
-        print("up to date")
-    return 0
+        for what in skipped:
+            print(f"not checked: {what}", file=sys.stderr)
+        return {OUT: data}
+
+    return run("derive_hazards", derive, args.check)
 
 
 if __name__ == "__main__":

@@ -14,23 +14,18 @@ Only the standard library and ruamel.yaml are used.
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import math
 import json
-import os
+import math
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
-COMMAND = "python tools/derive_reference.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from derivation.common import (  # noqa: E402 - what every derive script shares
+    REFERENCE_SCRIPT, DeriveError, Reference, arguments, dump, header, markdown_table, require, run,
+)
 
 # Input files, relative to the reference folder.
 CURATED_MIG = "nvidia-formats/mig-catalog.curated.yaml"
@@ -47,10 +42,6 @@ DCGM_METRICS = "dcgm-exporter/dcp-metrics-included.csv"
 GPUS_OUT = "profiles/gpus.json"
 H200_FIXTURE_OUT = "tests/fixtures/h200-mig-placements.json"
 DCGM_OUT = "profiles/dcgm-metrics.json"
-
-
-class DeriveError(Exception):
-    """An input is missing, malformed, or disagrees with another input."""
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -217,33 +208,6 @@ EXTRA_MODELS: dict[str, ExtraSpec] = {
 EXTRA_HEADER = "model (marketing name)"
 
 
-def markdown_tables(text: str, where: str) -> list[list[list[str]]]:
-    """Every pipe table of a Markdown text as rows of stripped cells (header first, the |---| line dropped)."""
-    tables: list[list[list[str]]] = []
-    current: list[list[str]] = []
-    for line in [*text.splitlines(), ""]:
-        if line.startswith("|") and line.rstrip().endswith("|"):
-            cells = [cell.strip() for cell in line.strip()[1:-1].split("|")]
-            if all(re.fullmatch(r":?-+:?", cell) for cell in cells):
-                continue
-            if current and len(cells) != len(current[0]):
-                raise DeriveError(f"{where}: table row {line!r} has {len(cells)} cells, the header {len(current[0])}")
-            current.append(cells)
-        elif current:
-            tables.append(current)
-            current = []
-    return tables
-
-
-def markdown_table(text: str, where: str, first_header: str) -> list[dict[str, str]]:
-    """The rows (header cell -> cell) of the one table whose first header cell is first_header."""
-    found = [t for t in markdown_tables(text, where) if t[0][0] == first_header]
-    if len(found) != 1:
-        raise DeriveError(f"{where}: expected one table headed {first_header!r}, found {len(found)}")
-    header, *rows = found[0]
-    return [dict(zip(header, row)) for row in rows]
-
-
 def build_extra_models(text: str) -> dict[str, dict[str, Any]]:
     """Catalogue JSON of the extra models, each checked against its row of gpu-models-extra.md §1."""
     rows = {row[EXTRA_HEADER]: row for row in markdown_table(text, EXTRA_GPUS, EXTRA_HEADER)}
@@ -323,13 +287,6 @@ def parse_placements(text: str, where: str) -> tuple[list[int], int]:
     return starts, int(match.group(2))
 
 
-def _require(mapping: dict[str, Any], key: str, where: str) -> Any:
-    """mapping[key], or a DeriveError naming where the key was expected."""
-    if not isinstance(mapping, dict) or key not in mapping:
-        raise DeriveError(f"{where}: missing key {key!r}")
-    return mapping[key]
-
-
 def _confidence_rank(word: str) -> int:
     """Order of the confidence words used by the curated catalogue."""
     ranks = {"low": 0, "medium": 1, "high": 2}
@@ -341,12 +298,12 @@ def _confidence_rank(word: str) -> int:
 def _profile(entry: dict[str, Any], group: str, geometry: tuple[int, int]) -> tuple[str, dict[str, Any]]:
     """One curated profile entry as (name, catalogue JSON), checked against the group's geometry."""
     where = f"{CURATED_MIG} {group}"
-    name = _require(entry, "name", where)
+    name = require(entry, "name", where)
     where = f"{where} profile {name}"
-    starts, size = parse_placements(_require(entry, "placements", where), where)
-    compute = int(_require(entry, "compute_slices", where))
-    memory = int(_require(entry, "memory_slices", where))
-    max_instances = int(_require(entry, "max_instances", where))
+    starts, size = parse_placements(require(entry, "placements", where), where)
+    compute = int(require(entry, "compute_slices", where))
+    memory = int(require(entry, "memory_slices", where))
+    max_instances = int(require(entry, "max_instances", where))
     match = PROFILE_RE.match(name)
     if not match or int(match.group(1)) != compute:
         raise DeriveError(f"{where}: name does not start with {compute}g.<GB>gb")
@@ -363,14 +320,14 @@ def _profile(entry: dict[str, Any], group: str, geometry: tuple[int, int]) -> tu
 def _mig_model(model_id: str, spec: ModelSpec, group: dict[str, Any]) -> dict[str, Any]:
     """Catalogue JSON for a MIG model from its curated group."""
     where = f"{CURATED_MIG} {group.get('model')}"
-    geometry = (int(_require(group, "compute_slices", where)), int(_require(group, "memory_slices", where)))
-    profiles = dict(_profile(entry, str(group["model"]), geometry) for entry in _require(group, "profiles", where))
-    balanced = {str(k): int(v) for k, v in _require(group, "all_balanced", where).items()}
+    geometry = (int(require(group, "compute_slices", where)), int(require(group, "memory_slices", where)))
+    profiles = dict(_profile(entry, str(group["model"]), geometry) for entry in require(group, "profiles", where))
+    balanced = {str(k): int(v) for k, v in require(group, "all_balanced", where).items()}
     for name in balanced:
         if name not in profiles:
             raise DeriveError(f"{where}: all_balanced names unknown profile {name}")
-    names = _require(group, "pci_device_ids", where)
-    confidence_word = str(_require(group, "confidence", where)).split()[0]
+    names = require(group, "pci_device_ids", where)
+    confidence_word = str(require(group, "confidence", where)).split()[0]
     if _confidence_rank(spec.confidence) > _confidence_rank(confidence_word):
         raise DeriveError(f"{model_id}: confidence {spec.confidence} is above the curated {confidence_word}")
     # go-nvlib names profiles after the memory the driver reports, so the full-GPU profile says how much a
@@ -397,7 +354,7 @@ def _mig_model(model_id: str, spec: ModelSpec, group: dict[str, Any]) -> dict[st
         "pciDevices": {pci: str(names[pci]) for pci in spec.pci_ids},
         "pciSubsystemIds": [],
         "productLabels": list(spec.products),
-        "sources": [str(s) for s in _require(group, "sources", where)]
+        "sources": [str(s) for s in require(group, "sources", where)]
         + [f"compute capability: {spec.cc_evidence}"]
         + ([f"name, memory and product label: {H200_REAL_SMI} (Product Name, FB Memory Total) and {H200_REAL_GFD} "
             "(GFD v0.20.0 nvidia.com/gpu.product)"] if spec.products else []),
@@ -427,7 +384,7 @@ def _entry_filters(entry: dict[str, Any]) -> set[str] | None:
 
 def _check_against_mig_parted(models: dict[str, dict[str, Any]], config: dict[str, Any]) -> None:
     """Fail when mig-parted's shipped config disagrees with the catalogue on counts or balanced layouts."""
-    configs = _require(config, "mig-configs", MIG_PARTED_DEFAULT)
+    configs = require(config, "mig-configs", MIG_PARTED_DEFAULT)
     for model_id, model in models.items():
         if not model["migCapable"]:
             continue
@@ -468,10 +425,10 @@ def check_pci_ids(models: dict[str, dict[str, Any]]) -> None:
 
 def build_gpus(curated: dict[str, Any], mig_parted: dict[str, Any], extra: str) -> dict[str, Any]:
     """The models map of profiles/gpus.json."""
-    groups = _require(curated, "gpus", CURATED_MIG)
+    groups = require(curated, "gpus", CURATED_MIG)
     by_pci: dict[str, dict[str, Any]] = {}
     for group in groups:
-        for pci in _require(group, "pci_device_ids", f"{CURATED_MIG} {group.get('model')}"):
+        for pci in require(group, "pci_device_ids", f"{CURATED_MIG} {group.get('model')}"):
             if not PCI_ID_RE.match(str(pci)):
                 raise DeriveError(f"{CURATED_MIG}: PCI id {pci!r} is not in 0x<DEVICE>10DE form")
             if str(pci) in by_pci:
@@ -738,10 +695,10 @@ def chart_crds(version: str, load: Any) -> tuple[dict[str, Any], str, list[str]]
     inputs = [f"gpu-operator/v26.7.0/crds/{name}" for name in CRDS_26_7]
     for name, rel in zip(CRDS_26_7, inputs):
         crd = load(rel)
-        spec = _require(crd, "spec", rel)
-        versions = _require(spec, "versions", rel)
+        spec = require(crd, "spec", rel)
+        versions = require(spec, "versions", rel)
         fields = sorted({f for v in versions for f in _schema_fields(
-            _require(_require(v, "schema", rel), "openAPIV3Schema", rel))})
+            require(require(v, "schema", rel), "openAPIV3Schema", rel))})
         crds[name] = {"group": spec["group"], "kind": spec["names"]["kind"], "scope": spec["scope"],
                       "versions": [v["name"] for v in versions], "fields": fields}
     if version == "v26.7.0":
@@ -818,9 +775,9 @@ def _lookup(defaults: dict[str, Any], path: str) -> tuple[bool, Any]:
 
 def _crd_spec(crd: dict[str, Any]) -> dict[str, Any]:
     """The properties of the ClusterPolicy spec in its (single) served version."""
-    versions = _require(_require(crd, "spec", CP_CRD), "versions", CP_CRD)
-    schema = _require(_require(versions[0], "schema", CP_CRD), "openAPIV3Schema", CP_CRD)
-    return _require(_require(_require(schema, "properties", CP_CRD), "spec", CP_CRD), "properties", CP_CRD)
+    versions = require(require(crd, "spec", CP_CRD), "versions", CP_CRD)
+    schema = require(require(versions[0], "schema", CP_CRD), "openAPIV3Schema", CP_CRD)
+    return require(require(require(schema, "properties", CP_CRD), "spec", CP_CRD), "properties", CP_CRD)
 
 
 def _operand_args_keys(values: dict[str, Any], crd_spec: dict[str, Any]) -> list[str]:
@@ -851,7 +808,7 @@ def build_chart(chart: ChartInput, load: Any, crd_spec: dict[str, Any]) -> dict[
         raise DeriveError(f"{chart.values}: not a mapping")
     _check_plain(values, chart.values)
     if chart.chart_yaml is not None:
-        deps = _require(load(chart.chart_yaml), "dependencies", chart.chart_yaml)
+        deps = require(load(chart.chart_yaml), "dependencies", chart.chart_yaml)
         nfd = [d for d in deps if d.get("name") == "node-feature-discovery"]
         if len(nfd) != 1:
             raise DeriveError(f"{chart.chart_yaml}: expected one node-feature-discovery dependency")
@@ -864,8 +821,8 @@ def build_chart(chart: ChartInput, load: Any, crd_spec: dict[str, Any]) -> dict[
     free_form_paths = list(NFD_CONFIG_BLOCKS)
     nfd_app_version = None  # the NFD image's default tag; not in the reference for v26.3.3's subchart
     if chart.nfd_values is not None and chart.nfd_chart_yaml is not None:
-        sub_version = str(_require(load(chart.nfd_chart_yaml), "version", chart.nfd_chart_yaml))
-        nfd_app_version = str(_require(load(chart.nfd_chart_yaml), "appVersion", chart.nfd_chart_yaml))
+        sub_version = str(require(load(chart.nfd_chart_yaml), "version", chart.nfd_chart_yaml))
+        nfd_app_version = str(require(load(chart.nfd_chart_yaml), "appVersion", chart.nfd_chart_yaml))
         if sub_version != nfd_version:
             raise DeriveError(f"{chart.nfd_chart_yaml}: version {sub_version} but the parent pins {nfd_version}")
         sub_values = load(chart.nfd_values)
@@ -1169,7 +1126,7 @@ def _karpenter(sheet: FactSheet, crd: dict[str, Any], models: dict[str, dict[str
             "gpuMemoryMiB": int(mib) if mib.isdigit() else mib,
             "gpuCounts": counts if "= 0" not in row["GPUs per size"] else [0],
         })
-    versions = _require(crd, "spec", EC2_NODECLASS_CRD)["versions"]
+    versions = require(crd, "spec", EC2_NODECLASS_CRD)["versions"]
     spec = versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     ami_families = spec["properties"]["amiFamily"]["enum"]
     alias = spec["properties"]["amiSelectorTerms"]["items"]["properties"]["alias"]
@@ -1285,51 +1242,6 @@ def build_platforms(text: str, crd: dict[str, Any], models: dict[str, dict[str, 
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _dump(data: dict[str, Any]) -> bytes:
-    """Stable JSON bytes: sorted keys, two-space indent, trailing newline."""
-    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _header(inputs: dict[str, str], what: str) -> dict[str, Any]:
-    """The self-description every generated file carries (tool, inputs and their hashes, how to regenerate)."""
-    return {"command": COMMAND, "inputs": dict(sorted(inputs.items())), "tool": "tools/derive_reference.py",
-            "what": what + " Generated: do not edit by hand; change the script or its inputs and rerun."}
-
-
-class Reference:
-    """Read access to the reference folder that records what was read."""
-
-    def __init__(self, root: Path) -> None:
-        """Open the folder, failing when it does not exist."""
-        if not root.is_dir():
-            raise DeriveError(f"reference folder {root} does not exist (pass --reference)")
-        self.root = root
-        self.hashes: dict[str, str] = {}
-        self._yaml = YAML(typ="safe", pure=True)
-
-    def text(self, rel: str) -> str:
-        """The text of one input file."""
-        path = self.root / rel
-        if not path.is_file():
-            raise DeriveError(f"required input {path} is missing")
-        data = path.read_bytes()
-        self.hashes[rel] = "sha256:" + hashlib.sha256(data).hexdigest()
-        return data.decode("utf-8")
-
-    def yaml(self, rel: str) -> Any:
-        """One input file parsed as YAML 1.2."""
-        try:
-            return self._yaml.load(self.text(rel))
-        except DeriveError:
-            raise
-        except Exception as exc:  # ruamel raises several unrelated types; all mean the input is malformed
-            raise DeriveError(f"{rel}: not valid YAML: {exc}") from exc
-
-    def take(self, *rels: str) -> dict[str, str]:
-        """The recorded hashes of the given inputs."""
-        return {rel: self.hashes[rel] for rel in rels if rel in self.hashes}
-
-
 def derive(reference: Path) -> dict[str, bytes]:
     """Every output file (repository-relative path -> bytes) derived from the reference folder."""
     ref = Reference(reference)
@@ -1360,19 +1272,19 @@ def derive(reference: Path) -> dict[str, bytes]:
         },
         "models": models,
     }
-    outputs[GPUS_OUT] = _dump(gpus)
-    outputs[H200_FIXTURE_OUT] = _dump({"generated": _header(ref.take(H200_SMI),
+    outputs[GPUS_OUT] = dump(gpus)
+    outputs[H200_FIXTURE_OUT] = dump({"generated": _header(ref.take(H200_SMI),
                                                             "The H200 MIG table parsed from nvidia-smi output."),
                                        **fixture})
     dcgm = build_dcgm_metrics(ref.text(DCGM_METRICS))
-    outputs[DCGM_OUT] = _dump({
+    outputs[DCGM_OUT] = dump({
         "generated": _header(ref.take(DCGM_METRICS),
                              "dcgm-exporter's metrics file as the GPU Operator runs it by default (dcp-metrics-"
                              "included.csv from the exporter image): every row, enabled or shipped commented out."),
         **dcgm})
     platforms = build_platforms(ref.text(PLATFORM_FACTS), ref.yaml(EC2_NODECLASS_CRD), models)
     gke_aks_facts(ref.text(GKE_AKS_FACTS), platforms["gke"], platforms["aks"])
-    outputs[PLATFORMS_OUT] = _dump({
+    outputs[PLATFORMS_OUT] = dump({
         "generated": _header(ref.take(PLATFORM_FACTS, EC2_NODECLASS_CRD, GKE_AKS_FACTS),
                              "What gpuconf sets on each platform, each fact checked against the platform fact sheet."),
         **platforms,
@@ -1383,48 +1295,19 @@ def derive(reference: Path) -> dict[str, bytes]:
         used = [chart.values, chart.chart_yaml, chart.nfd_values, chart.nfd_chart_yaml, CP_CRD, *crd_inputs]
         facts["generated"] = _header(ref.take(*[u for u in used if u]),
                                      f"Base defaults and known quirks of GPU Operator chart {chart.version}.")
-        outputs[f"profiles/charts/{chart.version}.json"] = _dump(facts)
+        outputs[f"profiles/charts/{chart.version}.json"] = dump(facts)
     return dict(sorted(outputs.items()))
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Replace a file atomically, so an interrupted run never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; these files are committed and read by everyone
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _header(inputs: dict[str, str], what: str) -> dict[str, Any]:
+    """The self-description every file this script writes carries."""
+    return header(REFERENCE_SCRIPT, inputs, what)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: derive, then write (or with --check, compare)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE,
-                        help="the shared reference folder (default: ../shared/reference next to the repository)")
-    parser.add_argument("--check", action="store_true", help="exit 1 if a committed file differs; write nothing")
-    args = parser.parse_args(argv)
-    try:
-        outputs = derive(args.reference)
-    except DeriveError as exc:
-        print(f"derive_reference: error: {exc}", file=sys.stderr)
-        return 2
-    stale = [rel for rel, data in outputs.items()
-             if not (REPO_ROOT / rel).is_file() or (REPO_ROOT / rel).read_bytes() != data]
-    if args.check:
-        for rel in stale:
-            print(f"stale: {rel}", file=sys.stderr)
-        return 1 if stale else 0
-    for rel in stale:
-        _write(REPO_ROOT / rel, outputs[rel])
-        print(f"wrote {rel}")
-    if not stale:
-        print("up to date")
-    return 0
+    args = arguments(__doc__, "exit 1 if a committed file differs; write nothing").parse_args(argv)
+    return run("derive_reference", lambda: derive(args.reference), args.check)
 
 
 if __name__ == "__main__":

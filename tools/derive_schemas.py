@@ -19,22 +19,19 @@ stops it with an error. Reads YAML with ruamel.yaml; checks every result with js
 
 from __future__ import annotations
 
-import argparse
 import copy
-import hashlib
 import json
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from derivation.common import (  # noqa: E402 - what every derive script shares
+    REFERENCE_SCRIPT, REPO_ROOT, DeriveError, Reference, arguments, dump, header, run, sha256,
+)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
-COMMAND = "python tools/derive_schemas.py"
+SCRIPT = "tools/derive_schemas.py"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 # CRD files (relative to the reference folder) whose served versions gpuconf's output may contain. Every served
@@ -111,10 +108,6 @@ LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
 # restricted label domains, one of role/instanceProfile, alias terms).
 CEL_KEPT_GROUPS = frozenset({"karpenter.sh", "karpenter.k8s.aws"})
 CEL_RULES = "x-kubernetes-validations"
-
-
-class DeriveError(Exception):
-    """An input is missing, malformed, or uses a construct the converter does not translate."""
 
 
 def python_pattern(pattern: str, where: str) -> str:
@@ -462,51 +455,13 @@ def check_instance(schema: dict[str, Any], instance: Any, where: str) -> None:
 
 
 def _dump(data: Any) -> bytes:
-    """Stable JSON bytes: sorted keys, one-space indent (the CRD schemas nest deeply), trailing newline."""
-    return (json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def _sha256(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    """Stable JSON bytes with a one-space indent (the CRD schemas nest deeply)."""
+    return dump(data, indent=1)
 
 
 def _generated(inputs: dict[str, str], what: str) -> dict[str, Any]:
-    """The self-description every generated file carries (tool, inputs and their hashes, how to regenerate)."""
-    return {"command": COMMAND, "inputs": dict(sorted(inputs.items())), "tool": "tools/derive_schemas.py",
-            "what": what + " Generated: do not edit by hand; change the script or its inputs and rerun."}
-
-
-class Reference:
-    """Read access to the reference folder that records the hash of what was read."""
-
-    def __init__(self, root: Path) -> None:
-        if not root.is_dir():
-            raise DeriveError(f"reference folder {root} does not exist (pass --reference)")
-        self.root = root
-        self.hashes: dict[str, str] = {}
-        self._yaml = YAML(typ="safe", pure=True)
-
-    def bytes(self, rel: str) -> bytes:
-        path = self.root / rel
-        if not path.is_file():
-            raise DeriveError(f"required input {path} is missing")
-        data = path.read_bytes()
-        self.hashes[rel] = _sha256(data)
-        return data
-
-    def yaml_all(self, rel: str) -> list[Any]:
-        try:
-            return [doc for doc in self._yaml.load_all(self.bytes(rel).decode("utf-8")) if doc is not None]
-        except DeriveError:
-            raise
-        except Exception as exc:  # ruamel raises several unrelated types; all mean the input is malformed
-            raise DeriveError(f"{rel}: not valid YAML: {exc}") from exc
-
-    def json(self, rel: str) -> Any:
-        try:
-            return json.loads(self.bytes(rel))
-        except ValueError as exc:
-            raise DeriveError(f"{rel}: not valid JSON: {exc}") from exc
+    """The self-description every file this script writes carries."""
+    return header(SCRIPT, inputs, what)
 
 
 def _crds(ref: Reference, rel: str) -> list[dict[str, Any]]:
@@ -625,14 +580,14 @@ def _chart_facts(version: str, ref: Reference) -> tuple[dict[str, Any], str]:
     rel = f"profiles/charts/{version}.json"
     path = REPO_ROOT / rel
     if not path.is_file():
-        raise DeriveError(f"{rel} is missing: run python tools/derive_reference.py first")
+        raise DeriveError(f"{rel} is missing: run python {REFERENCE_SCRIPT} first")
     data = path.read_bytes()
     facts = json.loads(data)
     for source, digest in facts["generated"]["inputs"].items():
-        actual = _sha256((ref.root / source).read_bytes()) if (ref.root / source).is_file() else None
+        actual = sha256((ref.root / source).read_bytes()) if (ref.root / source).is_file() else None
         if actual != digest:
-            raise DeriveError(f"{rel} was derived from another {source}: run python tools/derive_reference.py first")
-    return facts, _sha256(data)
+            raise DeriveError(f"{rel} was derived from another {source}: run python {REFERENCE_SCRIPT} first")
+    return facts, sha256(data)
 
 
 def derive_values(ref: Reference, cp_spec: dict[str, Any], nvd_spec: dict[str, Any],
@@ -687,52 +642,16 @@ def derive(reference: Path, check: bool = True) -> dict[str, bytes]:
     return dict(sorted(outputs.items()))
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Replace a file atomically, so an interrupted run never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; these files are committed and read by everyone
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _leftovers(outputs: dict[str, bytes]) -> list[str]:
+    """Committed schema files nobody derives any more (a dropped CRD version)."""
+    return sorted(str(p.relative_to(REPO_ROOT)) for sub in ("schemas/crds", "schemas/values")
+                  for p in (REPO_ROOT / sub).glob("*.json") if str(p.relative_to(REPO_ROOT)) not in outputs)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point: derive, then write (or with --check, compare)."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--reference", type=Path, default=DEFAULT_REFERENCE,
-                        help="the shared reference folder (default: ../shared/reference next to the repository)")
-    parser.add_argument("--check", action="store_true", help="exit 1 if a committed file differs; write nothing")
-    args = parser.parse_args(argv)
-    try:
-        outputs = derive(args.reference)
-    except DeriveError as exc:
-        print(f"derive_schemas: error: {exc}", file=sys.stderr)
-        return 2
-    stale = [rel for rel, data in outputs.items()
-             if not (REPO_ROOT / rel).is_file() or (REPO_ROOT / rel).read_bytes() != data]
-    # A schema file nobody derives any more (a dropped CRD version) is stale too.
-    leftovers = sorted(str(p.relative_to(REPO_ROOT)) for sub in ("schemas/crds", "schemas/values")
-                       for p in (REPO_ROOT / sub).glob("*.json") if str(p.relative_to(REPO_ROOT)) not in outputs)
-    if args.check:
-        for rel in stale:
-            print(f"stale: {rel}", file=sys.stderr)
-        for rel in leftovers:
-            print(f"not derived any more: {rel}", file=sys.stderr)
-        return 1 if stale or leftovers else 0
-    for rel in stale:
-        _write(REPO_ROOT / rel, outputs[rel])
-        print(f"wrote {rel}")
-    for rel in leftovers:
-        (REPO_ROOT / rel).unlink()
-        print(f"removed {rel}")
-    if not stale and not leftovers:
-        print("up to date")
-    return 0
+    args = arguments(__doc__, "exit 1 if a committed file differs; write nothing").parse_args(argv)
+    return run("derive_schemas", lambda: derive(args.reference), args.check, _leftovers)
 
 
 if __name__ == "__main__":
