@@ -12,7 +12,7 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 
 
-#: The transition rules' codes (gpuconf/intent/transitions.py): `diff --against` prints their warnings.
+#: The transition rules' codes (gpuconf/intent/rules/transitions.py): `diff --against` prints their warnings.
 TRANSITION_CODES = frozenset(f"GC{n}" for n in range(370, 380))
 
 

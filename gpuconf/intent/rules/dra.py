@@ -1,6 +1,6 @@
 """Domain rules of the DRA stack (spec.cluster.allocation: dra): what the GPUCluster stack needs and what it refuses.
 
-Registered into rules.RULES like the other domain rules (rules.py imports this module). Sources: the keys of
+Registered into rules.RULES like the other domain rules (the package's __init__ loads this module). Sources: the keys of
 ../shared/reference/dra/facts.md §0, through gpuconf.dra.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Callable, Iterator
 
-from .. import catalog, dra, plan
-from ..findings import WARNING, Finding
-from .rules import Context, rule
+from ... import catalog, dra, plan
+from ...findings import WARNING, Finding
+from .base import Context, rule
 
 CLUSTER = ("spec", "cluster")
 ALLOCATION = (*CLUSTER, "allocation")

@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 import types
 from collections import Counter
-from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Callable, Iterator, Sequence
 
-from .. import catalog, plan
-from ..findings import ERROR, WARNING, Finding
-from .loader import Document
-from .model import ClusterIntent, Pool
+from ... import catalog, plan
+from ...findings import ERROR, WARNING, Finding
+from ..model import ClusterIntent, Pool
+from .base import RULES, Context, Rule, check, rule, rule_codes  # noqa: F401  - the registry, as gpuconf.intent.rules
 
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -22,69 +21,6 @@ NAME_HINT = "use lower-case letters, digits and '-', starting and ending with a 
 #: capability 7.5 on, 16 below.
 MPS_MAX_REPLICAS = 48
 MPS_MAX_REPLICAS_PRE_VOLTA_MPS = 16
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A domain rule: its stable code, a short title, and the check that yields findings."""
-
-    code: str
-    title: str
-    check: Callable[["Context"], Iterator[Finding]]
-
-
-@dataclass
-class Context:
-    """What a rule sees: the typed intent and the positioned document it came from."""
-
-    intent: ClusterIntent
-    doc: Document
-    strategy: str | None = field(init=False)
-    # The cluster's folder as deployed (an impact.Deployed, looked up by metadata.name), for the transition rules
-    # GC370-GC379 of `validate --against` and `diff --against`; None: nothing to compare with.
-    deployed_for: Callable[[str], object] | None = None
-    _deployed: object = field(init=False, default=False)
-    found: list = field(init=False, default_factory=list)  # the findings of the rules that ran before this one
-
-    def __post_init__(self) -> None:
-        self.strategy = plan.mig_strategy(self.intent)
-
-    @property
-    def deployed(self):
-        """The folder as deployed, read once (None when there is none)."""
-        if self._deployed is False:
-            self._deployed = self.deployed_for(self.intent.metadata.name) if self.deployed_for else None
-        return self._deployed
-
-    def finding(self, code: str, loc: Sequence[str | int], message: str, hint: str | None = None,
-                severity: str = ERROR, at_key: bool = False) -> Finding:
-        """A finding positioned at loc in the source document."""
-        from ..findings import dotted
-
-        line, col = self.doc.position(loc, point_at_key=at_key)
-        return Finding(self.doc.file, line, col, severity, code, dotted(loc), message, hint)
-
-
-RULES: list[Rule] = []
-
-
-def rule(code: str, title: str) -> Callable[[Callable[[Context], Iterator[Finding]]], Callable[[Context], Iterator[Finding]]]:
-    """Register a rule under its code."""
-
-    def register(fn: Callable[[Context], Iterator[Finding]]) -> Callable[[Context], Iterator[Finding]]:
-        RULES.append(Rule(code, title, fn))
-        return fn
-
-    return register
-
-
-def check(intent: ClusterIntent, doc: Document, deployed_for: Callable[[str], object] | None = None) -> list[Finding]:
-    """Run every rule over the intent and collect all findings (with deployed_for, the transition rules too)."""
-    ctx = Context(intent, doc, deployed_for)
-    out: list[Finding] = ctx.found
-    for r in RULES:
-        out.extend(r.check(ctx))
-    return out
 
 
 def _pool_loc(i: int, *rest: str | int) -> tuple:
@@ -223,7 +159,7 @@ def _product_label_claims(ctx: Context, loc: tuple, model: catalog.GpuModel,
     """A declared model's GFD product labels name it alone: none is a name the catalogue reads as one of its models
     or that an earlier declaration claims, and with it declared every name read before reads as before (the audit and
     the importer place nodes by these names, gpuconf/cluster/nodefacts.py model_for_product)."""
-    from ..cluster.nodefacts import model_for_product, product_matches
+    from ...cluster.nodefacts import model_for_product, product_matches
 
     before, after = tuple(earlier), (*earlier, model)
     labels = model.product_labels
@@ -325,7 +261,7 @@ def _could_overlap(a: Pool, b: Pool, ma: catalog.GpuModel | None, mb: catalog.Gp
         return False
     if a.match.dmi_product and b.match.dmi_product and a.match.dmi_product != b.match.dmi_product:
         return False
-    from .hostnames import could_share_a_name, re2_error
+    from ..hostnames import could_share_a_name, re2_error
 
     if any(p and re2_error(p) for p in (a.match.hostname, b.match.hostname)):
         return False  # a pattern NFD cannot compile selects nothing; GC320 says so
@@ -362,7 +298,7 @@ def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
         yield from _label_findings(ctx, _pool_loc(i, "match", "nodeLabels"), pool.match.node_labels,
                                    "node.kubernetes.io/instance-type")
         if pool.match.hostname is not None:
-            from .hostnames import re2_error
+            from ..hostnames import re2_error
 
             reason = re2_error(pool.match.hostname)
             if reason is not None:
@@ -378,7 +314,7 @@ def selectors_well_formed(ctx: Context) -> Iterator[Finding]:
         # The PrometheusRule's labels and the ServiceMonitor's additionalLabels: the API server refuses bad ones.
         yield from _label_findings(ctx, ("spec", "monitoring", "prometheusSelector"), monitoring.prometheus_selector,
                                    "app.kubernetes.io/part-of")
-        from ..render import common_labels
+        from ...render import common_labels
 
         # The selector's labels go onto gpuconf's PrometheusRule beside gpuconf's own, which GitOps tools prune by
         # and `kubectl get -l` finds them by: a selector may not take them over.
@@ -827,7 +763,7 @@ def kueue_rule(code: str, title: str) -> Callable[[Callable[[Context, object], I
 def kueue_version(ctx: Context, kueue) -> Iterator[Finding]:
     """The Kueue version is one gpuconf has the CRDs of (v0.19.2), and the cluster runs Kubernetes 1.29 or newer
     (Kueue's installation guide)."""
-    from ..render.kueue import MIN_KUBERNETES, releases
+    from ...render.kueue import MIN_KUBERNETES, releases
 
     known = list(releases())
     if kueue.version not in known:
@@ -1060,14 +996,14 @@ def kueue_excluded_resources(ctx: Context, kueue) -> Iterator[Finding]:
 def kueue_object_limits(ctx: Context, kueue) -> Iterator[Finding]:
     """The queues fit Kueue's limits: at most 8 tolerations (taints) per flavor, 64 flavors and 64 resources per
     resource group, 16 groups and 256 flavors per ClusterQueue."""
-    from ..render import kueue as K
+    from ...render import kueue as K
 
     for i, pool in enumerate(ctx.intent.spec.pools):
         if len(pool.taints) > K.MAX_TOLERATIONS:
             yield ctx.finding("GC365", _pool_loc(i, "taints"), f"pool {pool.name!r} has {len(pool.taints)} taints, "
                               f"but a ResourceFlavor holds at most {K.MAX_TOLERATIONS} tolerations",
                               f"keep {K.MAX_TOLERATIONS} taints or fewer")
-    from ..render.names import PROBE_REQUESTS as REQUESTS
+    from ...render.names import PROBE_REQUESTS as REQUESTS
 
     caps = {p.name: plan.pool_capacity(ctx.intent, p, ctx.strategy) for p in ctx.intent.spec.pools}
     other = {name: set(t.other_resources) for name, t in kueue.teams.items()}
@@ -1160,7 +1096,7 @@ def registry_path(ctx: Context) -> Iterator[Finding]:
                           "port, then lower-case path parts of letters, digits and . _ -",
                           f"e.g. {example} or mirror.local:5000/nvidia")
     else:
-        from ..render import chart as C
+        from ...render import chart as C
 
         try:
             reads = C.unquoted(registry, "registry")
@@ -1351,7 +1287,7 @@ def override_keeps_derived(ctx: Context) -> Iterator[Finding]:
     overrides = ctx.intent.spec.overrides
     if not overrides:
         return
-    from ..render.values import derived_changes
+    from ...render.values import derived_changes
 
     derived = derived_changes(ctx.intent)
     if not derived:
@@ -1362,7 +1298,7 @@ def override_keeps_derived(ctx: Context) -> Iterator[Finding]:
             if path[:len(parts)] != parts and parts[:len(path)] != path:
                 continue
             line, _ = ctx.doc.position(change.origin)
-            from ..findings import dotted
+            from ...findings import dotted
 
             where = f"{'.'.join(path)} from {dotted(change.origin)} (line {line})"
             lost = _lost(path, parts, change.value, override.value)
@@ -1392,7 +1328,7 @@ def _lost(derived: tuple, override: tuple, derived_value: object, value: object)
     if len(override) > len(derived):
         return f"lost: {'.'.join(derived)} = {_shown(derived_value)} (gpuconf no longer sets it at all)"
     if isinstance(derived_value, list) and isinstance(value, list):
-        from ..render.values import uncovered
+        from ...render.values import uncovered
 
         if derived[-1] == "tolerations":
             missing = uncovered(derived_value, value)
@@ -1414,9 +1350,9 @@ def override_values_typed(ctx: Context) -> Iterator[Finding]:
     facts = catalog.chart(version)
     if not overrides or facts is None:
         return
-    from ..output import verify
-    from ..findings import dotted
-    from ..render.values import ValuesBuilder
+    from ...output import verify
+    from ...findings import dotted
+    from ...render.values import ValuesBuilder
 
     # The chart's defaults with the overrides applied as the values builder applies them: the defaults alone are
     # valid, so every failure lies under an override's path. Paths the chart does not have are GC319's.
@@ -1619,7 +1555,7 @@ def runtime_paths(ctx: Context) -> Iterator[Finding]:
                           "gpuconf renders runtime paths for containerd only; these cri-o paths would be ignored",
                           "remove them, or set the toolkit's environment through an override", severity=WARNING)
     if runtime.nri:
-        from .. import platforms
+        from ... import platforms
 
         nri = platforms.nri()
         if runtime.name == "cri-o":
@@ -1671,7 +1607,7 @@ def override_helm_default(ctx: Context) -> Iterator[Finding]:
     """An override sets a value the chart's templates replace through Helm's `default`
     (`driver.upgradePolicy.maxUnavailable: 0` becomes 25%; `licensingConfig.nlsEnabled: false` in the chart's
     default NVIDIADriver becomes true)."""
-    from ..render import chart as C
+    from ...render import chart as C
 
     facts = catalog.chart(ctx.intent.spec.operator.chart_version)
     if facts is None or not ctx.intent.spec.overrides:
@@ -1711,8 +1647,8 @@ def override_helm_default(ctx: Context) -> Iterator[Finding]:
 
 def _renders_default_nvidiadriver(intent: ClusterIntent) -> bool:
     """Whether the chart renders its NVIDIADriver/default for this intent (False when it cannot be planned)."""
-    from ..render import chart as C
-    from ..render.values import build_values
+    from ...render import chart as C
+    from ...render.values import build_values
 
     if any(catalog.gpu_model(p.gpu) is None or plan.pool_profile(intent, p) is None for p in intent.spec.pools):
         return False
@@ -1757,7 +1693,7 @@ def selector_problem(selector: str) -> str | None:
 def upgrade_pod_selectors(ctx: Context) -> Iterator[Finding]:
     """Upgrade pod selectors (`drain.podSelector`, `waitForCompletion.podSelector`) are Kubernetes label
     selectors that the chart, which prints them unquoted, renders intact (`!key` reads back as a YAML tag)."""
-    from ..render import chart as C
+    from ...render import chart as C
 
     up = ctx.intent.spec.driver.upgrade
     found: list[tuple[tuple, str]] = []
@@ -1790,13 +1726,9 @@ def upgrade_pod_selectors(ctx: Context) -> Iterator[Finding]:
                               "select on a label the pods carry (key=value) instead")
 
 
-def rule_codes() -> list[tuple[str, str]]:
-    """(code, title) of every domain rule, for docs and `gpuconf rules`."""
-    return sorted((r.code, r.title) for r in RULES)
 
-
-from . import platform_rules  # noqa: E402,F401  - registers the platform rules (GC345-GC348) into RULES
-from . import dra_rules  # noqa: E402,F401  - registers the DRA rules (GC430-GC438) into RULES
+from . import platforms  # noqa: E402,F401  - registers the platform rules (GC345-GC348) into RULES
+from . import dra  # noqa: E402,F401  - registers the DRA rules (GC430-GC438) into RULES
 from . import transitions  # noqa: E402,F401  - registers the transition rules (GC370-GC379) into RULES
-from . import hazard_rules  # noqa: E402,F401  - registers the known-hazard rules (GC460-GC467) into RULES
-from . import lock_rules  # noqa: E402,F401  - registers the image lock and admission rules (GC450-GC452) into RULES, last
+from . import hazards  # noqa: E402,F401  - registers the known-hazard rules (GC460-GC467) into RULES
+from . import locks  # noqa: E402,F401  - registers the image lock and admission rules (GC450-GC452) into RULES, last

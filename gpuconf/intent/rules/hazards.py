@@ -1,7 +1,7 @@
 """Domain rules of the known hazards (GC460-GC468): the documented breakages an intent runs into, per pool, and the
 chart's own fail rules.
 
-Registered into rules.RULES like the other domain rules (rules.py imports this module). The table is gpuconf.hazards
+Registered into rules.RULES like the other domain rules (the package's __init__ loads this module). The table is gpuconf.hazards
 (profiles/hazards.json, derived from tools/reference/hazards.yaml); each finding names the entry's id, says what
 breaks, and its hint gives the fix and the source lines.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .. import hazards as H
-from ..findings import ERROR, WARNING, Finding
-from .rules import Context, rule
+from ... import hazards as H
+from ...findings import ERROR, WARNING, Finding
+from .base import Context, rule
 
 CHART = ("spec", "operator", "chartVersion")
 KUBERNETES = ("spec", "cluster", "kubernetesVersion")
@@ -133,7 +133,7 @@ def chart_fail_rules(ctx: Context) -> Iterator[Finding]:
     values = H.values_of(ctx.intent)
     if values is None:
         return
-    from .. import dra
+    from ... import dra
 
     overrides = ctx.intent.spec.overrides
     for chart_rule in rules:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator
 
-from ..findings import ERROR, Finding
-from ..render.imagelock import LOCK_LOC
-from .rules import Context, rule
+from ...findings import ERROR, Finding
+from ...render.imagelock import LOCK_LOC
+from .base import Context, rule
 
 
 def _checked(ctx: Context) -> bool:
@@ -22,10 +22,10 @@ def _checked(ctx: Context) -> bool:
 
 def _unpinned(ctx: Context):
     """The lock, the merged values and what the render pulls without the lock: (lock, merged, ImageList, drivers)."""
-    from .. import plan as P
-    from ..output.images import driver_images, images
-    from ..render import nodes, probes
-    from ..render.values import build_values
+    from ... import plan as P
+    from ...output.images import driver_images, images
+    from ...render import nodes, probes
+    from ...render.values import build_values
 
     plan = P.build(ctx.intent, ctx.doc.file, ctx.doc)  # reads the lock: LockError (exit 2) when it is not one
     bare = dataclasses.replace(plan, image_lock=None)
@@ -47,7 +47,7 @@ def lock_is_complete(ctx: Context) -> Iterator[Finding]:
         if ref not in lock.digests:
             yield ctx.finding("GC450", LOCK_LOC, f"{lock.file} has no digest for {ref}, which the render pulls",
                               f"add `{ref}: sha256:...` (skopeo inspect --format '{{{{.Digest}}}}' docker://{ref})")
-    from ..output.images import reference
+    from ...output.images import reference
 
     for repository, image, version in sorted(set(drivers)):
         ref = reference(repository, image, version)
@@ -65,7 +65,7 @@ def lock_driver_pins(ctx: Context) -> Iterator[Finding]:
     if not _checked(ctx):
         return
     lock, merged, _, drivers = _unpinned(ctx)
-    from ..output.images import reference
+    from ...output.images import reference
 
     for repository, image, version in sorted(set(drivers)):
         ref = reference(repository, image, version)

@@ -1,15 +1,15 @@
 """Domain rules of the platforms: what GKE, EKS (+ Karpenter), AKS and OpenShift allow, from gpuconf.platforms.
 
-Registered into rules.RULES like the other domain rules (rules.py imports this module).
+Registered into rules.RULES like the other domain rules (the package's __init__ loads this module).
 """
 
 from __future__ import annotations
 
 from typing import Iterator
 
-from .. import platforms, plan
-from ..findings import WARNING, Finding
-from .rules import Context, rule
+from ... import platforms, plan
+from ...findings import WARNING, Finding
+from .base import Context, rule
 
 CLUSTER = ("spec", "cluster")
 
@@ -38,7 +38,7 @@ def karpenter_pools(ctx: Context) -> Iterator[Finding]:
     pool's model with `gpusPerNode` GPUs, the AMI has a Karpenter alias (not ubuntu), one NodePool per pool, no
     label Karpenter reserves; (warning) no `spec.cluster.eks.karpenter`, or not EKS: gpuconf renders no
     NodePool."""
-    from ..render import karpenter
+    from ...render import karpenter
 
     cluster = ctx.intent.spec.cluster
     label = karpenter.nodepool_label()
@@ -184,7 +184,7 @@ def openshift_olm(ctx: Context) -> Iterator[Finding]:
     if cluster.distribution != "openshift" or (cluster.openshift is not None and cluster.openshift.install != "olm"):
         return
     version = ctx.intent.spec.operator.chart_version
-    from .. import catalog
+    from ... import catalog
 
     if catalog.chart(version) is not None and platforms.olm_bundle(version) is None:
         known = ", ".join(sorted(platforms.openshift()["olm"]))
@@ -211,7 +211,7 @@ def openshift_nfd_operator(ctx: Context) -> Iterator[Finding]:
                           "Operator is installed with Helm, whose chart runs NFD itself",
                           "remove nfdOperator, or set install: olm", at_key=True)
     elif settings.catalog_source is not None and settings.nfd_operator.catalog_source is None:
-        from ..render.openshift import NFD_OPERATOR
+        from ...render.openshift import NFD_OPERATOR
 
         yield ctx.finding("GC337", loc, f"the GPU Operator installs from catalogue {settings.catalog_source.name!r}, "
                           f"but the NFD Operator from Red Hat's {NFD_OPERATOR['source']!r}, which a disconnected "
@@ -246,7 +246,7 @@ def karpenter_overlays(ctx: Context) -> Iterator[Finding]:
     """A Karpenter pool whose nodes advertise shared, MPS or MIG resources keeps its NodeOverlays
     (`karpenter.nodeOverlays`), else it never scales out; `karpenter` settings only on a pool that is a Karpenter
     NodePool gpuconf renders."""
-    from ..render import karpenter
+    from ...render import karpenter
 
     for i, pool in enumerate(ctx.intent.spec.pools):
         if pool.karpenter is None:
@@ -274,7 +274,7 @@ def karpenter_requirements(ctx: Context) -> Iterator[Finding]:
     """A Karpenter pool's requirements leave EC2 instance types to launch: the match's instance type, family, GPU
     name/count, architecture, OS and capacity type agree with the pool's GPU (EC2 facts) and with
     `karpenter.capacityTypes`; no capacity type twice."""
-    from ..render import karpenter
+    from ...render import karpenter
 
     for i, pool in enumerate(ctx.intent.spec.pools):
         if not plan.karpenter_pool(ctx.intent, pool):
@@ -298,7 +298,7 @@ def karpenter_reservations(ctx: Context) -> Iterator[Finding]:
     """Capacity type `reserved` launches only into the capacity reservations the pool's EC2NodeClass selects
     (`karpenter.capacityReservations`, its capacityReservationSelectorTerms; karpenter-facts, nodeclasses.md); (warning)
     reservations on a pool whose capacity types leave out `reserved` are never used."""
-    from ..render import karpenter
+    from ...render import karpenter
 
     for i, pool in enumerate(ctx.intent.spec.pools):
         if not plan.karpenter_pool(ctx.intent, pool):
@@ -327,7 +327,7 @@ def karpenter_reservations(ctx: Context) -> Iterator[Finding]:
 def karpenter_names(ctx: Context) -> Iterator[Finding]:
     """A Karpenter NodePool name (the `karpenter.sh/nodepool` value) is a DNS-1123 subdomain of at most 63
     characters."""
-    from ..render import karpenter
+    from ...render import karpenter
 
     label = karpenter.nodepool_label()
     for i, pool in enumerate(ctx.intent.spec.pools):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..findings import WARNING, Finding
-from .rules import Context, rule
+from ...findings import WARNING, Finding
+from .base import Context, rule
 
 
 @rule("GC370", "the derived MIG strategy does not flip against the deployed folder")
