@@ -149,7 +149,7 @@ def test_the_derivation_checks_the_h200_against_the_real_node(old, new, error):
     mig = json.loads((H.HERE / "mig.json").read_text())
     smi = SMI if old is None else SMI.replace(old, new)
     if error is None:
-        derive._check_h200_real(smi, gfd, mig, models)
+        derive.check_h200_real(smi, gfd, mig, models)
     else:
         with pytest.raises(derive.DeriveError, match=error):
-            derive._check_h200_real(smi, gfd, mig, models)
+            derive.check_h200_real(smi, gfd, mig, models)
