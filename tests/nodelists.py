@@ -420,7 +420,7 @@ def canonical(units: int) -> str:
 
 def node_name(plan, pool_name: str, index: int) -> str:
     """A node's name: EC2-style on EKS, <prefix><NN> for hostname pools, <pool>-<NN> elsewhere."""
-    from gpuconf.intent.rules import _literal_prefix
+    from gpuconf.intent.rules.selection import _literal_prefix
 
     pool = next((p for p in plan.pools if p.name == pool_name), None)
     if pool is not None and pool.pool.match.hostname:

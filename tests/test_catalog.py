@@ -644,7 +644,7 @@ def test_platform_facts_follow_the_fact_sheet(old: str, new: str, error: str | N
 def test_every_chart_default_driver_version_is_a_driver_tag() -> None:
     """GC316's pattern fits what the charts ship: a chart whose default driver version it refused could not render."""
     from gpuconf import catalog
-    from gpuconf.intent.rules import DRIVER_TAG
+    from gpuconf.intent.rules.driver import DRIVER_TAG
 
     versions = {v: catalog.chart(v).defaults["driver"]["version"] for v in catalog.chart_versions()}
     assert len(versions) >= 2 and all(DRIVER_TAG.fullmatch(d) for d in versions.values()), versions

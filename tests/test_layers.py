@@ -132,3 +132,38 @@ def test_the_design_page_names_only_modules_and_folders_that_exist():
     missing = sorted(p for p in named if not (repo / p.rstrip("/")).exists())
     assert missing == [], missing
     assert "(../reference/modules.md)" in page
+
+
+def test_the_intent_layer_has_no_circle():
+    """Issue 33, item 1: the rule modules import rules.base for Context and `rule`, and only the package's __init__
+    imports them, so no module of gpuconf/intent/ imports itself around a circle (the rules once did)."""
+    assert cycles(_within("gpuconf.intent")) == []
+
+
+def test_the_rules_base_imports_no_rule_module_and_a_rule_module_no_other():
+    """rules.base (Context, the decorator, the registry) imports nothing of the package; a rule module takes only the
+    registry (base) and the shared syntax (syntax) from it, never another rule module or the package that loads it."""
+    graph = _within("gpuconf.intent.rules")
+    assert graph["gpuconf.intent.rules.base"] == set()
+    assert graph["gpuconf.intent.rules.syntax"] == set()
+    shared = {"gpuconf.intent.rules.base", "gpuconf.intent.rules.syntax"}
+    rule_modules = sorted(set(graph) - shared - {"gpuconf.intent.rules"})
+    assert len(rule_modules) >= 10, rule_modules
+    assert {m: sorted(graph[m] - shared) for m in rule_modules if graph[m] - shared} == {}
+    assert graph["gpuconf.intent.rules"] >= set(rule_modules)
+
+
+def test_the_rules_run_in_the_order_the_package_loads_their_modules():
+    """RULES holds each rule module's rules together, the modules in the order of the package's imports: the order
+    of `check`'s findings (the lock rules, which read the findings before them, last). No module is over 500 lines."""
+    from itertools import groupby
+
+    from gpuconf.intent.rules import RULES
+
+    init = ROOT / "intent" / "rules" / "__init__.py"
+    loaded = [f"gpuconf.intent.rules.{node.names[0].name}" for node in ast.parse(init.read_text(encoding="utf-8")).body
+              if isinstance(node, ast.ImportFrom) and node.module is None and node.level == 1]
+    assert [module for module, _ in groupby(RULES, key=lambda r: r.check.__module__)] == loaded
+    assert loaded[-1] == "gpuconf.intent.rules.locks"
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in init.parent.glob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > 500} == {}

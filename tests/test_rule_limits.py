@@ -82,7 +82,7 @@ def test_a_flavor_holds_eight_tolerations(taints, found):
 ])
 def test_the_literal_prefix_an_anchored_hostname_pattern_starts_with(pattern, prefix):
     """GC303 compares hostname patterns of pools by the literal text they must start with."""
-    from gpuconf.intent.rules import _literal_prefix
+    from gpuconf.intent.rules.selection import _literal_prefix
 
     assert _literal_prefix(pattern) == prefix
 
@@ -100,7 +100,7 @@ SUBDOMAIN = ".".join(["a" * 63] * 3) + "." + "b" * 61  # 253 characters
 def test_qualified_names_at_kubernetes_limits(key, problem):
     """Label keys, taint keys and resource names: an optional DNS-subdomain prefix of at most 253 characters and a
     name of at most 63 (k8s.io/apimachinery validation.IsQualifiedName)."""
-    from gpuconf.intent.rules import _qualified_name_problem
+    from gpuconf.intent.rules.syntax import qualified_name_problem as _qualified_name_problem
 
     assert len(SUBDOMAIN) == 253
     assert _qualified_name_problem(key) == problem
@@ -109,7 +109,7 @@ def test_qualified_names_at_kubernetes_limits(key, problem):
 @pytest.mark.parametrize(("value", "ok"), [("", True), ("a" * 63, True), ("a" * 64, False), ("a-b_c.d", True),
                                            ("-a", False), ("a b", False)])
 def test_label_values_at_kubernetes_limits(value, ok):
-    from gpuconf.intent.rules import _label_value_ok
+    from gpuconf.intent.rules.syntax import label_value_ok as _label_value_ok
 
     assert _label_value_ok(value) is ok
 
@@ -137,7 +137,7 @@ def test_an_override_reason_needs_three_words(why, short):
     ("a in (x,-y)", "value '-y' is not a valid label value"),
 ])
 def test_label_selectors_split_on_commas_outside_parentheses(selector, problem):
-    from gpuconf.intent.rules import selector_problem
+    from gpuconf.intent.rules.syntax import selector_problem
 
     assert selector_problem(selector) == problem
 
@@ -157,7 +157,7 @@ def test_every_mps_profile_is_checked_after_profiles_of_other_kinds():
 def test_pools_of_an_unknown_and_a_known_model_are_compared_by_their_other_criteria():
     from gpuconf import catalog
     from gpuconf.intent.model import Pool
-    from gpuconf.intent.rules import _could_overlap
+    from gpuconf.intent.rules.selection import _could_overlap
 
     def pool(name, **match):
         return Pool.model_validate({"name": name, "gpu": "H100-80GB", "gpusPerNode": 8, "nodes": 1, "match": match})

@@ -44,8 +44,10 @@ MODULES = {
     "gpuconf/plan.py": ["tests/test_plan.py", "tests/test_render_parts.py", "tests/test_render.py",
                         "tests/test_cases.py", "tests/test_kueue.py", "tests/test_report.py",
                         "tests/test_platforms.py"],
-    "gpuconf/intent/rules/__init__.py": ["tests/test_cases.py", "tests/test_rule_limits.py", "tests/test_registry.py",
-                                         "tests/test_loader.py"],
+    **{f"gpuconf/intent/rules/{name}.py": ["tests/test_cases.py", "tests/test_rule_limits.py", "tests/test_registry.py",
+                                           "tests/test_loader.py"]
+       for name in ("base", "syntax", "selection", "sharing", "teams", "kueue", "registry", "overrides", "driver",
+                    "rendered")},
     "gpuconf/cluster/audit.py": ["tests/test_audit.py", "tests/test_audit_evidence.py", "tests/test_dra.py"],
     "gpuconf/output/semantic.py": ["tests/test_semantic.py", "tests/test_semantic_broken.py",
                                    "tests/test_render_parts.py"],

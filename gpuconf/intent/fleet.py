@@ -382,7 +382,7 @@ def merge_fleet(doc: Document) -> FleetResult:
 def _check_name(doc: Document, fleet: Fleet, result: FleetResult) -> None:
     """The fleet's name becomes a folder name and a label value: a DNS-1123 label (GC301, as for every name of an
     intent). A cluster's name is checked as metadata.name of its merged intent, at the cluster's line."""
-    from .rules import DNS1123_LABEL, NAME_HINT
+    from .rules.syntax import DNS1123_LABEL, NAME_HINT
 
     if not DNS1123_LABEL.fullmatch(fleet.metadata.name):
         line, column = doc.position(("metadata", "name"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
-from ... import plan
+from ... import catalog, plan
 from ...findings import ERROR, Finding
 from ..loader import Document
 from ..model import ClusterIntent
@@ -80,3 +80,15 @@ def rule_codes() -> list[tuple[str, str]]:
     """(code, title) of every domain rule, for docs and `gpuconf rules`."""
     return sorted((r.code, r.title) for r in RULES)
 
+
+def pool_loc(i: int, *rest: str | int) -> tuple:
+    """Where a field of the i-th pool is."""
+    return ("spec", "pools", i, *rest)
+
+
+def hint_choices(word: str, choices: Sequence[str], what: str) -> str:
+    """A did-you-mean hint for a word among the choices, else the choices themselves."""
+    guess = catalog.suggest(word, choices)
+    if guess:
+        return f"did you mean '{guess}'?"
+    return f"known {what}: {', '.join(sorted(choices))}" if choices else f"declare the {what.rstrip('s')} first"

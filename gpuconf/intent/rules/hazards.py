@@ -1,9 +1,9 @@
 """Domain rules of the known hazards (GC460-GC468): the documented breakages an intent runs into, per pool, and the
 chart's own fail rules.
 
-Registered into rules.RULES like the other domain rules (the package's __init__ loads this module). The table is gpuconf.hazards
-(profiles/hazards.json, derived from tools/reference/hazards.yaml); each finding names the entry's id, says what
-breaks, and its hint gives the fix and the source lines.
+Registered into rules.RULES like the other domain rules (the package's __init__ loads this module). The table is
+gpuconf.hazards (profiles/hazards.json, derived from tools/reference/hazards.yaml); each finding names the entry's id,
+says what breaks, and its hint gives the fix and the source lines.
 """
 
 from __future__ import annotations
