@@ -32,7 +32,7 @@ bench: $(STAMP)  ## time --help and the validation of generated large intents
 schema: $(STAMP)  ## regenerate schemas/cluster-intent.schema.json
 	@$(BIN)/gpuconf schema -o schemas/cluster-intent.schema.json
 
-templates: $(STAMP)  ## recompile gpuconf/output/templates/*.j2 into gpuconf/output/compiled_templates/ (committed)
+templates: $(STAMP)  ## recompile gpuconf/output/report/*.md.j2 into gpuconf/output/compiled_templates/ (committed)
 	@$(BIN)/python tools/compile_templates.py
 
 golden: $(STAMP)  ## regenerate tests/cases/*/expected-errors.txt and tests/golden/ (review the diff!)

@@ -167,3 +167,23 @@ def test_the_rules_run_in_the_order_the_package_loads_their_modules():
     assert loaded[-1] == "gpuconf.intent.rules.locks"
     sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in init.parent.glob("*.py")}
     assert {name: n for name, n in sizes.items() if n > 500} == {}
+
+
+def test_the_output_and_cluster_layers_have_no_circle():
+    """Issue 33, item 2: the report is a package of one module per section (gpuconf/output/report/), and the audit and
+    the importer are split by job; none of their modules imports another around a circle, nor does any module of
+    gpuconf/output/ or gpuconf/cluster/."""
+    graph = _within("gpuconf.output")
+    assert {m for m in graph if m.startswith("gpuconf.output.report.")} >= {
+        "gpuconf.output.report.overrides", "gpuconf.output.report.pools", "gpuconf.output.report.capacity",
+        "gpuconf.output.report.diagram", "gpuconf.output.report.upgrade", "gpuconf.output.report.acceptance"}
+    assert cycles(graph) == []
+    assert cycles(_within("gpuconf.cluster")) == []
+
+
+def test_the_report_sections_import_not_the_package_that_loads_them():
+    """A section module of the report takes what it shares from its siblings (text, pools), never from the package's
+    __init__, which re-exports them all; so the package can load them in any order."""
+    graph = _within("gpuconf.output")
+    sections = [m for m in graph if m.startswith("gpuconf.output.report.")]
+    assert {m: "gpuconf.output.report" for m in sections if "gpuconf.output.report" in graph[m]} == {}

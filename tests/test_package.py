@@ -68,7 +68,7 @@ def test_the_wheel_carries_the_data_the_code_reads(wheel):
                    "gpuconf/schemas/cluster-intent.schema.json", "gpuconf/help.txt"):
         assert needed in names
     for folder, pattern in (("profiles/charts", "*.json"), ("schemas/crds", "*.json"), ("schemas/values", "*.json"),
-                            ("gpuconf/output/templates", "*.j2")):
+                            ("gpuconf/output/report", "*.md.j2"), ("gpuconf/output/compiled_templates", "*.py")):
         expected = {p.relative_to(ROOT).as_posix() for p in (ROOT / folder).glob(pattern)}
         assert expected
         packaged = {name.removeprefix("gpuconf/") if not folder.startswith("gpuconf/") else name for name in names}
