@@ -94,7 +94,8 @@ class ChartFacts:
     """Base defaults and known quirks of one GPU Operator chart version."""
 
     version: str
-    defaults: dict[str, Any] = field(hash=False)  # a fresh copy per chart() call, so callers may modify it
+    #: the process-wide parsed defaults, never handed out: `defaults` copies them on first use
+    shared_defaults: Mapping[str, Any] = field(hash=False, repr=False, compare=False)
     template_only_keys: tuple[str, ...]
     dead_keys: tuple[str, ...]
     renamed_keys: Mapping[str, str] = field(hash=False)
@@ -109,6 +110,12 @@ class ChartFacts:
     #: crds/ file name -> {group, kind, scope, versions, fields}: the CRDs the chart ships (Helm never upgrades them)
     crds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
     crds_source: str = ""  # how the CRD facts are known
+
+    @functools.cached_property
+    def defaults(self) -> dict[str, Any]:
+        """The chart's values defaults: a fresh copy per chart() call (made when first read: most callers only want
+        the other facts), so callers may modify it."""
+        return orjson.loads(orjson.dumps(self.shared_defaults))  # a deep copy, in C
 
 
 # --- loading ---------------------------------------------------------------------------------------------------
@@ -392,7 +399,7 @@ def chart(version: str) -> ChartFacts | None:
         return None
     return ChartFacts(
         version=raw["version"],
-        defaults=orjson.loads(orjson.dumps(raw["defaults"])),  # a deep copy, in C
+        shared_defaults=raw["defaults"],
         template_only_keys=tuple(raw["templateOnlyKeys"]),
         dead_keys=tuple(raw["deadKeys"]),
         renamed_keys=MappingProxyType(raw["renamedKeys"]),

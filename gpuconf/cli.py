@@ -853,8 +853,9 @@ def run() -> None:
         except (OSError, ValueError):  # a closed pipe (gpuconf ... | head): nothing more can be said
             pass
     # os._exit skips the atexit hook with which the Kubernetes client deletes the key files it wrote (where they
-    # were not moved into memory already: cluster/nodesource.py off_disk).
-    from .cluster.nodesource import remove_temp_credentials
-
-    remove_temp_credentials()
+    # were not moved into memory already: cluster/nodesource.py off_disk); a command that read no cluster never
+    # imported the module and wrote none.
+    nodesource = sys.modules.get("gpuconf.cluster.nodesource")
+    if nodesource is not None:
+        nodesource.remove_temp_credentials()
     os._exit(code)

@@ -225,9 +225,23 @@ class IntentFacts:
     pools: list[PoolFacts] = field(default_factory=list)
 
 
+#: The last intent values_of planned and its values: the hazard rules of one validation ask twice for the same
+#: (frozen) intent, and a fleet validates a hundred. Keyed by identity, holding the intent, so no other intent
+#: can take its id.
+_LAST_VALUES: list[tuple[Any, dict | None]] = []
+
+
 def values_of(intent) -> dict | None:
     """The chart values a render of the intent gives (defaults, gpuconf's changes, overrides), or None when the
-    intent is too broken to plan."""
+    intent is too broken to plan. Callers read them and never modify them (the last intent's are shared)."""
+    if _LAST_VALUES and _LAST_VALUES[0][0] is intent:
+        return _LAST_VALUES[0][1]
+    values = _values_of(intent)
+    _LAST_VALUES[:] = [(intent, values)]
+    return values
+
+
+def _values_of(intent) -> dict | None:
     from . import plan as P
     from .render.values import build_values
 

@@ -379,3 +379,17 @@ def test_verification_failure_is_an_internal_error_and_writes_nothing(run, tmp_p
     assert result.exit_code == 3
     assert "injected failure" in result.stderr and "nothing was written" in result.stderr
     assert _snapshot(out) == before
+
+
+def test_the_checks_and_the_report_leave_the_shared_merged_values_as_they_were(trees):
+    """The render's checks and its report read one merged-values tree (ValuesBuilder.merged_view) instead of a copy
+    each: none of them may modify it, or a later reader would see another render's values."""
+    for name, tree in trees.items():
+        view = tree.values.merged_view()
+        assert view is tree.values.merged_view(), name
+        assert view == tree.values.merged() and view is not tree.values.merged(), name
+    tree = _render(EXAMPLES[0])  # a tree of its own: the others are the module's
+    view = tree.values.merged_view()
+    tree.values.set(("driver", "version"), "999.1.1", "test", ("spec",))  # a change makes the view anew
+    assert tree.values.merged_view() is not view
+    assert tree.values.merged_view()["driver"]["version"] == "999.1.1"

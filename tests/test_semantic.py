@@ -379,7 +379,7 @@ def _broken(tree, values_edit=None, docs_edit=None):
     documents = copy.deepcopy(tree.documents)
     if docs_edit:
         docs_edit(documents)
-    return types.SimpleNamespace(plan=tree.plan, values=types.SimpleNamespace(merged=lambda: merged),
+    return types.SimpleNamespace(plan=tree.plan, values=types.SimpleNamespace(merged_view=lambda: merged),
                                  documents=documents, files=tree.files)
 
 

@@ -98,18 +98,38 @@ class _Node:
     weak: bool = False  # made up by the fleet (metadata around the name): never the origin of a merged container
 
 
-def _tree(doc: Document, loc: tuple = (), entry: bool = False) -> _Node:
-    """A document as nodes that carry their file and position."""
-    value: Any = doc.data
-    for part in loc:
-        value = value[part]
-    line, column = doc.position(loc)
-    key = doc.position(loc, point_at_key=True) if entry else None
-    origin = Origin(doc.file, line, column, key)
+def _tree(doc: Document) -> _Node:
+    """A document as nodes that carry their file and position (each where Document.position puts it, found in one
+    walk down the document instead of one walk from the top per node)."""
+    root = doc.data
+    if hasattr(root, "lc"):
+        return _node(doc.file, root, (), False, root.lc.line, root.lc.col, None, True)
+    return _node(doc.file, root, (), False, 0, 0, None, False)
+
+
+def _node(file: str, value: Any, loc: tuple, entry: bool, line: int, col: int, key: tuple[int, int] | None,
+          intact: bool) -> _Node:
+    """The node of value at loc, which loader.locate's walk reached at (line, col) with the key at key; intact: the
+    walk found every step of loc (it stops at the first it cannot follow, and every node below keeps that place)."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    at = key if intact and key is not None and value is None else (line, col)  # an empty value: its key
+    at_key = key if intact and key is not None else (line, col)
+    origin = Origin(file, at[0] + 1, at[1] + 1, (at_key[0] + 1, at_key[1] + 1) if entry else None)
     if isinstance(value, dict):
-        return _Node({k: _tree(doc, (*loc, k), True) for k in value}, origin, loc)
+        follow = intact and isinstance(value, CommentedMap)
+        children = {}
+        for k, item in value.items():
+            if follow and not isinstance(k, int):
+                (kl, kc), (vl, vc) = value.lc.key(k), value.lc.value(k)
+                children[k] = _node(file, item, (*loc, k), True, vl, vc, (kl, kc), True)
+            else:
+                children[k] = _node(file, item, (*loc, k), True, line, col, None, False)
+        return _Node(children, origin, loc)
     if isinstance(value, list):
-        return _Node([_tree(doc, (*loc, i)) for i in range(len(value))], origin, loc)
+        follow = intact and isinstance(value, CommentedSeq)
+        return _Node([_node(file, item, (*loc, i), False, *(value.lc.item(i) if follow else (line, col)), None, follow)
+                      for i, item in enumerate(value)], origin, loc)
     return _Node(value, origin, loc)
 
 

@@ -35,7 +35,7 @@ BLOCKING = ("NoSchedule", "NoExecute")
 def check(tree: Any) -> list[str]:
     """Every semantic problem of a rendered tree (render.tree.Tree), as one line each; [] when it is true."""
     plan: P.Plan = tree.plan
-    merged = tree.values.merged()
+    merged = tree.values.merged_view()
     reader = _Reader(plan, merged, tree)
     problems: list[str] = []
     for part in (reader.upgrade_policy, reader.driver_versions, reader.mig, reader.sharing_configs,
@@ -316,7 +316,8 @@ class _Reader:
                 return
             import yaml
 
-            configs = (yaml.safe_load(cm["data"]["config.yaml"]) or {}).get("mig-configs", {})
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where built: a fleet reads one per cluster
+            configs = (yaml.load(cm["data"]["config.yaml"], Loader=loader) or {}).get("mig-configs", {})
             default = C.get(self.merged, "migManager.config.default")
             if default not in ("", None) and default not in configs:
                 yield f"migManager.config.default {default!r} is not a config of {name}"

@@ -18,6 +18,7 @@ the supported charts (v26.3.3 and v26.7.0 read the same way here) where a value 
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 #: The operator's built-in policy for an NVIDIADriver without spec.upgradePolicy (getDefaultUpgradePolicySpec and
@@ -73,18 +74,27 @@ def printed(value: Any) -> str:
     return str(value)
 
 
-def unquoted(value: Any, where: str) -> Any:
-    """What `key: {{ value }}` reads back as (YAML 1.1, as Helm's sigs.k8s.io/yaml reads rendered manifests)."""
+@functools.lru_cache(maxsize=4096)
+def _read_back(text: str) -> tuple[Any, str | None]:
+    """(the value, None) that YAML 1.1 reads text as, or (None, the parser's first line) when it cannot: a fleet
+    prints the same few dozen scalars for every cluster."""
     import yaml
 
+    try:
+        return yaml.safe_load(text), None
+    except yaml.YAMLError as exc:
+        return None, str(exc).splitlines()[0]
+
+
+def unquoted(value: Any, where: str) -> Any:
+    """What `key: {{ value }}` reads back as (YAML 1.1, as Helm's sigs.k8s.io/yaml reads rendered manifests)."""
     text = printed(value)
     if not text:
         return None
-    try:
-        parsed = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+    parsed, error = _read_back(text)
+    if error is not None:
         raise TemplateError(f"{where}: the chart prints {text!r} unquoted and YAML cannot read it back "
-                            f"({str(exc).splitlines()[0]})") from None
+                            f"({error})") from None
     if isinstance(parsed, (dict, list)):
         raise TemplateError(f"{where}: the chart prints {text!r} unquoted and YAML reads it back as a "
                             f"{'map' if isinstance(parsed, dict) else 'list'}")

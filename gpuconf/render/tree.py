@@ -195,7 +195,7 @@ def _verify(tree: Tree) -> None:
         for doc in docs:
             where = path
             problems += [f"{p.document} {p.path}: {p.message}" for p in verify.verify_object(doc, k8s, where)]
-    problems += [f"{p.document} {p.path}: {p.message}" for p in verify.verify_values(tree.values.merged(), plan.chart_version)]
+    problems += [f"{p.document} {p.path}: {p.message}" for p in verify.verify_values(tree.values.merged_view(), plan.chart_version)]
     for key, config in plan.device_plugin_configs.items():
         problems += [f"device-plugin config {key}: {m}" for m in formats.check_config_name(key)]
         problems += [f"device-plugin config {key}: {m}"

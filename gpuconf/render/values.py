@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -33,6 +34,7 @@ class ValuesBuilder:
     def __init__(self, defaults: dict):
         self.defaults = defaults
         self.changes: dict[tuple[str, ...], Change] = {}
+        self._view: dict | None = None
 
     def set(self, path: str | tuple[str, ...], value: Any, why: str, origin: tuple) -> None:
         """Record that path takes value, for a reason rooted at an intent path."""
@@ -42,6 +44,7 @@ class ValuesBuilder:
         for other in [p for p in self.changes if p[:len(parts)] == parts or parts[:len(p)] == p]:
             del self.changes[other]
         self.changes[parts] = Change(parts, value, why, origin, default, found)
+        self._view = None
 
     def deviations(self) -> list[Change]:
         """The changes whose value differs from the chart default, in path order."""
@@ -60,6 +63,14 @@ class ValuesBuilder:
     def merged(self) -> dict:
         """Defaults with the overrides applied as Helm merges them: maps merge, everything else replaces."""
         return merge(copied(self.defaults), self.overrides())
+
+    def merged_view(self) -> dict:
+        """The merged values for readers that never modify them (the render's checks and its report): made once
+        until the next change, where merged() makes a fresh copy each call (a render's checks would otherwise copy
+        the chart's whole defaults once each)."""
+        if self._view is None:
+            self._view = self.merged()
+        return self._view
 
 
 _ATOMS = (str, int, float, bool, type(None))
@@ -103,6 +114,14 @@ def _paths(tree: Any, key: str, prefix: tuple = ()) -> Iterator[tuple[tuple, Any
             if k == key:
                 yield (*prefix, k), v
             yield from _paths(v, key, (*prefix, k))
+
+
+@functools.lru_cache(maxsize=64)
+def _default_paths(version: str, key: str) -> tuple[tuple[tuple, Any], ...]:
+    """_paths of a chart version's defaults (as the catalog parsed them, never modified), walked once per process: a
+    fleet's clusters share a few chart versions."""
+    facts = catalog.chart(version)
+    return tuple(_paths(facts.shared_defaults, key)) if facts is not None else ()
 
 
 def build_values(plan: P.Plan) -> ValuesBuilder:
@@ -320,7 +339,7 @@ def _images(plan: P.Plan, b: ValuesBuilder) -> None:
     defaults = plan.chart.defaults
     if op.registry:
         origin = ("spec", "operator", "registry")
-        for path, value in _paths(defaults, "repository"):
+        for path, value in _default_paths(plan.chart.version, "repository"):
             if isinstance(value, str) and value:
                 b.set(path, plan.image_repository(value), "images come from the registry mirror", origin)
         if not lookup(defaults, (NFD, "image", "repository"))[0]:
@@ -329,7 +348,7 @@ def _images(plan: P.Plan, b: ValuesBuilder) -> None:
     if op.image_pull_secrets:
         origin = ("spec", "operator", "imagePullSecrets")
         names = list(op.image_pull_secrets)
-        for path, value in _paths(defaults, "imagePullSecrets"):
+        for path, value in _default_paths(plan.chart.version, "imagePullSecrets"):
             if path[0] != NFD and isinstance(value, list):
                 b.set(path, names, "pull secrets for the mirror, by name", origin)
         # Read by the templates although values.yaml lacks them (gpu-operator-facts §4, template-only keys).

@@ -25,7 +25,7 @@ KIND = "ClusterReport"
 
 def build_report(plan: P.Plan, values, command, files: Iterable[str] = ()) -> dict:
     """Every fact of REPORT.md and report.json for a rendered plan; plain data, deterministic."""
-    merged = values.merged()
+    merged = values.merged_view()
     file = plan.source
     teams, resources, caveats = capacity_facts(plan)
     spec = plan.intent.spec
