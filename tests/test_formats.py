@@ -293,8 +293,10 @@ def test_valid_config_name(name):
     assert check_config_name(name) == []
 
 
-# The real upstream files, where this machine has them (the development machines do; a fresh clone does not).
-REFERENCE = Path(os.environ.get("GPUCONF_REFERENCE", "/work/shared/reference"))
+# The real upstream files, where this machine has them (beside the checkout, as the other reference tests look for
+# them: the development machines and CI have ../shared/reference; a user's clone does not).
+REFERENCE = Path(os.environ.get("GPUCONF_REFERENCE",
+                                Path(__file__).resolve().parent.parent.parent / "shared" / "reference"))
 FORMATS = REFERENCE / "nvidia-formats"
 # Every upstream device-plugin config file there, and the problems gpuconf's stricter policy finds in it: none, since
 # none of them uses a key the plugin ignores, `rename`, non-"all" devices or both sharing modes. Should a future
