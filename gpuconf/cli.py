@@ -522,7 +522,7 @@ def _nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None, 
 
 def _threshold(value: str):
     """--max-unavailable as the audit's Threshold."""
-    from .cluster.audit import Threshold
+    from .cluster.auditresult import Threshold
 
     try:
         return Threshold.parse(value)
@@ -566,7 +566,8 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_fi
     Of a fleet file, one cluster at a time: --cluster NAME with that cluster's nodes. Exit 2 when the nodes cannot be
     read (bad file, unreachable cluster, no permission to list nodes), or for a fleet without --cluster.
     """
-    from .cluster.audit import audit_path, format_json, format_text
+    from .cluster.audit import audit_path
+    from .cluster.auditresult import format_json, format_text
     from .findings import format_text as findings_text
     from .cluster.nodesource import NodeSourceError
 

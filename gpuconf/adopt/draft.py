@@ -539,7 +539,7 @@ class Adopter:
         from ruamel.yaml import YAML
         from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-        from ..cluster.importer import _plain, _quoted
+        from ..cluster.draftyaml import commented, quoted
         from ..emit import single_line
         from ..intent.model import KUBERNETES_VERSIONS
 
@@ -559,7 +559,7 @@ class Adopter:
                                 ("metadata", CommentedMap([("name", self.name)])), ("spec", spec)])
         spec["operator"].yaml_add_eol_comment("the target chart of the import (--chart-version)", "chartVersion")
         for key, value in self.cluster.items():
-            spec["cluster"][key] = _plain(value)
+            spec["cluster"][key] = commented(value)
         driver = dict(self.driver)
         if self.upgrade:
             driver["upgrade"] = self.upgrade
@@ -568,13 +568,13 @@ class Adopter:
             if driver.get("preinstalled"):
                 node.pop("version", None)
             for key, value in driver.items():
-                node[key] = _plain(value)
+                node[key] = commented(value)
         if self.nodes_text is None:
             if self.profiles:
-                spec["sharingProfiles"] = _plain(self.profiles)
+                spec["sharingProfiles"] = commented(self.profiles)
             pools = CommentedSeq()
             for i, pool in enumerate(self.pools):
-                pools.append(_plain(pool))
+                pools.append(commented(pool))
                 # The note quotes names from the values (ConfigMap, config keys): it stays on its comment line.
                 pools.yaml_set_comment_before_after_key(i, before=single_line(self.pool_notes[i]), indent=4)
             spec["pools"] = pools
@@ -582,12 +582,12 @@ class Adopter:
             monitoring = dict(self.monitoring)
             found, enabled = S.get(self.effective, ("dcgmExporter", "serviceMonitor", "enabled"))
             monitoring.setdefault("serviceMonitor", enabled is True)
-            spec["monitoring"] = _plain(monitoring)
+            spec["monitoring"] = commented(monitoring)
         if self.overrides:
-            spec["overrides"] = _plain([{"path": o["path"], "value": o["value"], "why": o["why"]}
+            spec["overrides"] = commented([{"path": o["path"], "value": o["value"], "why": o["why"]}
                                         for o in self.overrides.values()])
         buf = io.StringIO()
-        yaml.dump(_quoted(doc), buf)
+        yaml.dump(quoted(doc), buf)
         body = buf.getvalue()
         if self.nodes_text is None:
             from ..emit import single_line
@@ -607,13 +607,13 @@ def _unloadable(value: Any) -> str | None:
     in forms YAML readers disagree about), or None."""
     from ruamel.yaml import YAML
 
-    from ..cluster.importer import _quoted
+    from ..cluster.draftyaml import quoted
     from ..intent.loader import LoadError, load_text
 
     yaml = YAML()
     yaml.width = 4096
     buf = io.StringIO()
-    yaml.dump(_quoted({"value": value}), buf)
+    yaml.dump(quoted({"value": value}), buf)
     try:
         load_text(buf.getvalue(), "<value>")
     except LoadError as exc:

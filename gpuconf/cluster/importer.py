@@ -32,11 +32,13 @@ from typing import Any, Iterable, Mapping
 from .. import catalog, platforms
 from .. import plan as P
 from ..emit import single_line
+from .draftyaml import commented, quoted
 from . import nodefacts as N
 from ..intent.model import KUBERNETES_VERSIONS
 from ..intent.starter import SCHEMA_FILE
+# How one node's labels read as sharing lives in nodesharing; the names stay importable from here.
+from .nodesharing import DNS_LABEL, Sharing, dns, pool_taints, read_sharing  # noqa: F401
 
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 #: NFD's PCI label with the device field (deviceLabelFields [class, vendor, device] or [vendor, device]).
 _NFD_DEVICE = re.compile(r"feature\.node\.kubernetes\.io/pci-(?:[0-9a-f]{4}_)?10de_([0-9a-f]{4})\.present")
 #: The operator's record of which NVIDIADriver drives a node (gpu-operator-facts §7): `default` is the chart's own,
@@ -48,54 +50,6 @@ CONFIG_KEY = re.compile(r"(?P<base>[a-z0-9]([-a-z0-9]*[a-z0-9])?)-[0-9a-f]{8}")
 #: off a node goes into the draft only when it has this shape.
 _IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _IMAGE_REPOSITORY = re.compile(r"[a-z0-9]([a-z0-9._:/-]{0,250}[a-z0-9])?")
-
-
-@dataclass(frozen=True)
-class Sharing:
-    """A sharing profile read off a node: kind plus its parameters (hashable, so nodes group by it)."""
-
-    kind: str  # exclusive | time-slicing | mps | mig
-    replicas: int = 1
-    rename: bool = False
-    layout: tuple[tuple[str, int], ...] = ()
-    note: str = ""  # what had to be assumed
-    fail: bool = False  # time-slicing's failRequestsGreaterThanOne: on no label, only in the config key's hash
-
-    def profile(self, model: catalog.GpuModel) -> dict:
-        """The intent's sharingProfiles entry."""
-        if self.kind == "time-slicing":
-            return {"timeSlicing": self._time_slicing()}
-        if self.kind == "mps":
-            return {"mps": {"replicas": self.replicas, **({} if self.rename else {"renameByDefault": False})}}
-        if self.kind == "mig":
-            preset = self.preset(model)
-            out: dict = {"mig": {"preset": preset} if preset else {"layout": dict(self.layout)}}
-            if self.replicas > 1:
-                out["timeSlicing"] = self._time_slicing()
-            return out
-        return {"exclusive": {}}
-
-    def _time_slicing(self) -> dict:
-        return {"replicas": self.replicas, **({"renameByDefault": True} if self.rename else {}),
-                **({"failRequestsGreaterThanOne": True} if self.fail else {})}
-
-    def preset(self, model: catalog.GpuModel) -> str | None:
-        """The mig-manager preset (all-balanced, all-<profile>) the MIG layout equals, if any."""
-        layout = dict(self.layout)
-        return next((name for name, p in catalog.mig_presets(model).items() if dict(p) == layout), None)
-
-    def name(self, model: catalog.GpuModel) -> str:
-        """A profile name (DNS-1123 label)."""
-        if self.kind == "exclusive":
-            return "exclusive"
-        if self.kind == "time-slicing":
-            return f"ts-x{self.replicas}" + ("-shared" if self.rename else "")  # -shared: nvidia.com/gpu.shared
-        if self.kind == "mps":
-            return f"mps-x{self.replicas}" + ("" if self.rename else "-gpu")  # MPS renames by default
-        preset = self.preset(model)
-        parts = preset or "-".join(f"{n}x{p}" for p, n in self.layout)
-        name = _dns(f"mig-{parts}") + (f"-ts-x{self.replicas}" if self.replicas > 1 else "")
-        return name[:63].rstrip("-")
 
 
 @dataclass
@@ -159,70 +113,6 @@ class Draft:
                 f"{self.gpu_nodes} GPU nodes ({self.nodes_seen} nodes seen){skipped}; the draft {state}")
 
 
-# --- reading one node --------------------------------------------------------------------------------------------
-
-
-def read_sharing(node: N.NodeFacts, model: catalog.GpuModel) -> tuple[Sharing, int | None]:
-    """The node's sharing and GPUs per node, from GFD's labels and the allocatable resources."""
-    labels = node.labels
-    renamed = node.units("nvidia.com/gpu.shared") is not None
-    # Mixed strategy: per-profile counts; the full-GPU count stays on nvidia.com/gpu.count.
-    by_label = {p.replace("+", "."): p for p in model.mig_profiles}
-    counts: dict[str, int] = {}
-    replicas = 1
-    for key, value in labels.items():
-        if key.startswith("nvidia.com/mig-") and key.endswith(".count") and value.isdigit() and int(value) > 0:
-            label_profile = key[len("nvidia.com/mig-"):-len(".count")]
-            profile = by_label.get(label_profile)
-            if profile is not None:
-                counts[profile] = int(value)
-                replicas = max(replicas, node.label_int(N.mig_resource_label(profile, "replicas")) or 1)
-    gpus = node.label_int(N.GFD_COUNT)
-    if counts:
-        note = ""
-        if not gpus or any(c % gpus for c in counts.values()):
-            note = ("not inferred: the MIG counts do not divide by nvidia.com/gpu.count, so the layout is the "
-                    "node's total; fix it and gpusPerNode")
-            gpus = gpus or 1
-        layout = tuple(sorted((p, c // gpus) for p, c in counts.items()))
-        return Sharing("mig", replicas, renamed, layout, note), gpus
-    product = labels.get(N.GFD_PRODUCT, "")
-    single = N.mig_profile_of_product(product)
-    if single is not None:
-        profile = next((p for p in model.mig_profiles if N.sanitise(p) == single or p == single), None)
-        replicas = node.label_int(N.GFD_REPLICAS) or 1
-        if profile is None:
-            return Sharing("exclusive", note=f"MIG profile {single!r} is not one of {model.id}'s"), None
-        devices = node.label_int(N.GFD_COUNT) or 0
-        # The MIG config label names the layout when it is one of mig-manager's presets (all-1g.10gb, ...).
-        preset = catalog.mig_presets(model).get(labels.get("nvidia.com/mig.config", ""))
-        if preset is not None and set(preset) == {profile}:
-            per_gpu, note = preset[profile], ""
-        else:
-            per_gpu = model.mig_profiles[profile].max_instances
-            note = f"assumed the all-{profile} layout ({per_gpu} per GPU): the single strategy shows only the total"
-        gpus = devices // per_gpu if devices and devices % per_gpu == 0 else None
-        return Sharing("mig", replicas, renamed, ((profile, per_gpu),), note), gpus
-    replicas = node.label_int(N.GFD_REPLICAS) or 1
-    strategy = labels.get(N.GFD_SHARING)
-    note = ""
-    if "-MIG-INVALID" in product:
-        note = ("GFD reports MIG-INVALID (the single strategy with mixed profiles, or MIG enabled without "
-                "instances): sharing not inferred")
-    if strategy is None and replicas > 1:
-        strategy, note = "time-slicing", "GFD publishes no sharing-strategy label here: time-slicing assumed"
-    if gpus is None:  # no GFD count: the allocatable GPUs, divided by the replicas
-        units = node.units("nvidia.com/gpu.shared" if renamed else "nvidia.com/gpu")
-        gpus = units // replicas if units and units % replicas == 0 else None
-    if strategy in ("time-slicing", "mps") and replicas > 1:
-        return Sharing(strategy, replicas, renamed, note=note), gpus
-    return Sharing("exclusive", note=note), gpus
-
-
-def _pool_taints(node: N.NodeFacts) -> tuple[tuple[str, str, str], ...]:
-    return tuple(sorted(t for t in node.taints if not t[0].startswith(N.SYSTEM_TAINT_PREFIXES)))
-
-
 # --- grouping ----------------------------------------------------------------------------------------------------
 
 
@@ -277,12 +167,12 @@ class Importer:
         pool_label = labels.get(P.POOL_LABEL)
         plugin_config = labels.get(P.DEVICE_PLUGIN_LABEL)
         mig_config = labels.get(P.MIG_LABEL)
-        key = (pool_label, group_labels, plugin_config, mig_config, model_id, gpus, sharing, _pool_taints(node),
+        key = (pool_label, group_labels, plugin_config, mig_config, model_id, gpus, sharing, pool_taints(node),
                preinstalled)
         group = self.groups.get(key)
         if group is None:
             single = sharing.kind == "mig" and N.mig_profile_of_product(labels.get(N.GFD_PRODUCT, "")) is not None
-            group = self.groups[key] = Group(model_id, gpus, sharing, preinstalled, _pool_taints(node), pool_label,
+            group = self.groups[key] = Group(model_id, gpus, sharing, preinstalled, pool_taints(node), pool_label,
                                              group_labels, plugin_config, mig_config,
                                              node.label_int(N.GFD_COUNT) if single else None)
         group.nodes.append(node.name)
@@ -312,7 +202,7 @@ class Importer:
         if not (memory.isdigit() and int(memory) > 0):
             return None, " and no GFD gpu.memory label tells its memory: declare it under spec.gpuModels"
         name = product.removesuffix("-SHARED")
-        model_id = _dns(name.removeprefix("NVIDIA-")).upper()[:63].rstrip("-") or "GPU"
+        model_id = dns(name.removeprefix("NVIDIA-")).upper()[:63].rstrip("-") or "GPU"
         if catalog.gpu_model(model_id) is not None or not re.fullmatch(r"[A-Z0-9][A-Z0-9-]*", model_id):
             return None, f" (its id {model_id!r} is taken or unusable): declare it under spec.gpuModels"
         entry = {"name": name.replace("-", " "), "pciDeviceIds": [f"0x{d}10DE" for d in devices],
@@ -404,15 +294,15 @@ class Importer:
             if g.pool_label and DNS_LABEL.fullmatch(g.pool_label) and len(g.pool_label) <= 63:
                 candidates.append(g.pool_label)
             own = len(configs[(g.model, g.node_group)]) > 1
-            config = _dns(g.sharing.name(self._model(g.model)) + ("-preinstalled" if g.preinstalled else ""))
+            config = dns(g.sharing.name(self._model(g.model)) + ("-preinstalled" if g.preinstalled else ""))
             if g.node_group:
                 if own:
-                    candidates.append(_dns(f"{g.node_group[1]}-{config}"))
-                candidates.append(_dns(g.node_group[1]))
-                candidates.append(_dns(f"{g.node_group[1]}-{g.model}"))
+                    candidates.append(dns(f"{g.node_group[1]}-{config}"))
+                candidates.append(dns(g.node_group[1]))
+                candidates.append(dns(f"{g.node_group[1]}-{g.model}"))
             if own:
-                candidates.append(_dns(f"{g.model}-{config}"))
-            candidates.append(_dns(g.model))
+                candidates.append(dns(f"{g.model}-{config}"))
+            candidates.append(dns(g.model))
             name = next((c for c in candidates if c and c not in used), None)
             if name is None:
                 base = candidates[-1] or "pool"
@@ -511,7 +401,7 @@ class Importer:
             base = _key_base(g.mig_config if g.sharing.kind == "mig" else g.plugin_config)
             # A device-plugin config of the installation (not gpuconf's <profile>-<hash>) names the profile as the
             # import's report names it (adopt/draft.py: the config key, DNS-1123).
-            own = _dns(g.plugin_config) if g.plugin_config and not CONFIG_KEY.fullmatch(g.plugin_config) and \
+            own = dns(g.plugin_config) if g.plugin_config and not CONFIG_KEY.fullmatch(g.plugin_config) and \
                 g.sharing.kind != "mig" else None
             for name in (base, own, g.sharing.name(model), f"{g.sharing.name(model)}-{g.name}"[:63].rstrip("-")):
                 if name and name != "exclusive" and used.get(name, content) == content:
@@ -613,11 +503,11 @@ class Importer:
             model = self._model(g.model)
             profile_name = g.profile or g.sharing.name(model)
             if profile_name != "exclusive" and profile_name not in profiles:
-                profiles[profile_name] = _plain(g.sharing.profile(model))
+                profiles[profile_name] = commented(g.sharing.profile(model))
             pool = CommentedMap([("name", g.name), ("gpu", g.model)])
             pool["gpusPerNode"] = g.gpus if g.gpus and 1 <= g.gpus <= 16 else 1
             pool["nodes"] = len(g.nodes)
-            pool["match"] = _plain(g.match)
+            pool["match"] = commented(g.match)
             if profile_name != "exclusive":
                 pool["sharing"] = profile_name
             if g.taints:
@@ -652,7 +542,7 @@ class Importer:
         if driver:
             spec["driver"] = driver
         if self.declared:
-            spec["gpuModels"] = _plain({k: e for k, (_, e) in sorted(self.declared.items())})
+            spec["gpuModels"] = commented({k: e for k, (_, e) in sorted(self.declared.items())})
             note(spec, "gpuModels", "GPUs the catalogue lacks, declared from the nodes' GFD product and memory and "
                  "NFD's PCI device label: check the name and memory", 2)
         if profiles:
@@ -672,7 +562,7 @@ class Importer:
         yaml.indent(mapping=2, sequence=4, offset=2)
         yaml.width = 4096
         buf = io.StringIO()
-        yaml.dump(_quoted(doc), buf)
+        yaml.dump(quoted(doc), buf)
         header = (
             f"# yaml-language-server: $schema={SCHEMA_FILE}\n"
             f"# Drafted by `gpuconf import` from {self.nodes_seen} nodes ({self.gpu_nodes} with GPUs) of "
@@ -837,11 +727,6 @@ def _valid_version(version: str | None) -> str | None:
     return version if version and re.fullmatch(r"[0-9]+\.[0-9]+(\.[0-9]+)?", version) else None
 
 
-def _dns(text: str) -> str:
-    name = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return name[:63].rstrip("-")
-
-
 def _eks_ami(raw: Mapping[str, Any]) -> str | None:
     """The EKS AMI a node runs, from its OS image (Amazon Linux 2023, Bottlerocket OS, Ubuntu), or None."""
     image = str(((raw.get("status") or {}).get("nodeInfo") or {}).get("osImage", ""))
@@ -877,44 +762,9 @@ def _distribution(node: N.NodeFacts, raw: Mapping[str, Any]) -> str:
     return "vanilla"
 
 
-def _plain(value: Any) -> Any:
-    """Plain dicts and lists as ruamel commented containers (so they dump in block style)."""
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-    if isinstance(value, Mapping):
-        return CommentedMap((k, _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return CommentedSeq(_plain(v) for v in value)
-    return value
-
-
-def _quoted(value: Any) -> Any:
-    """Double-quote every string a YAML 1.1 or 1.2 reader would read as something else (gpuconf's policy)."""
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
-
-    from ..emit import needs_quotes
-
-    if isinstance(value, CommentedMap):
-        for k in list(value):
-            value[k] = _quoted(value[k])
-        return value
-    if isinstance(value, dict):
-        return _quoted(_plain(value))
-    if isinstance(value, CommentedSeq):
-        for i, v in enumerate(value):
-            value[i] = _quoted(v)
-        return value
-    if isinstance(value, list):
-        return _quoted(_plain(value))
-    if isinstance(value, str) and needs_quotes(value):
-        return DoubleQuotedScalarString(value)
-    return value
-
-
 def draft_intent(nodes: Iterable[Mapping[str, Any]], source: str, name: str = "imported") -> Draft:
     """Draft an intent from a stream of Node objects."""
-    importer = Importer(source, _dns(name) or "imported")
+    importer = Importer(source, dns(name) or "imported")
     for node in nodes:
         importer.add(node)
     return importer.draft()

@@ -28,7 +28,8 @@ from pydantic import Field
 
 from ..findings import ERROR, Finding, dotted, sort_findings
 from .loader import Document, LoadError, load_file
-from .model import MAX_ITEMS, Metadata, Name, NonEmpty, Strict
+from .model import MAX_ITEMS, Metadata, Name, NonEmpty
+from .strict import Strict
 
 PATCH = "$patch"
 #: Lists whose items merge on `name` instead of being replaced as a whole.

@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, ValidationInfo,
+from pydantic import (AfterValidator, ConfigDict, Field, PlainValidator, StringConstraints, ValidationInfo,
                       WithJsonSchema, field_validator, model_validator)
-from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from .. import quantity
+from .strict import Strict
 
 API_VERSION = "gpuconf.dev/v1alpha1"
 KIND = "ClusterIntent"
@@ -68,32 +68,6 @@ K8sLabelName = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-z
 K8sObjectName = Annotated[str, Field(
     min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
     description="A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.'.")]
-
-
-#: Words a field's title writes the way people do (the schema's titles are what editors show on hover).
-_TITLE_WORDS = {
-    "gpu": "GPU", "gpus": "GPUs", "mig": "MIG", "mps": "MPS", "ecc": "ECC", "pci": "PCI", "dmi": "DMI", "id": "ID",
-    "ids": "IDs", "url": "URL", "olm": "OLM", "nri": "NRI", "eks": "EKS", "gke": "GKE", "aks": "AKS", "dcgm": "DCGM",
-    "xid": "XID", "api": "API", "cdi": "CDI", "gib": "GiB", "ami": "AMI", "ec2": "EC2", "nfd": "NFD", "dra": "DRA",
-    "cpu": "CPU", "repoURL": "Repository URL", "ssh": "SSH", "oci": "OCI", "tls": "TLS", "k8s": "Kubernetes", "kueue": "Kueue",
-    "karpenter": "Karpenter", "openshift": "OpenShift", "argocd": "Argo CD", "flux": "Flux", "nvidia": "NVIDIA",
-}
-
-
-def field_title(name: str, _info: object = None) -> str:
-    """A field's human title: gpus_per_node -> "GPUs per node", ecc_double_bit -> "ECC double bit"."""
-    words = [_TITLE_WORDS.get(word, word) for word in name.strip("_").split("_")]
-    return words[0][:1].upper() + words[0][1:] + "".join(f" {w}" for w in words[1:])
-
-
-class Strict(BaseModel):
-    """Base of every intent model: camelCase keys, unknown keys rejected, no type coercion."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, alias_generator=to_camel, frozen=True,
-                              field_title_generator=field_title,
-                              # One validator, built on first use for the root model, instead of one per class at
-                              # import (issue 21, item 15).
-                              defer_build=True)
 
 
 # --- cluster, operator, driver ---------------------------------------------------------------------------------

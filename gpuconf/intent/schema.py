@@ -35,7 +35,7 @@ def intent_schema() -> dict[str, Any]:
 def described(schema: dict[str, Any]) -> None:
     """Give every property a title (pydantic gives none to one whose value is a definition), and a property whose
     value is a definition ($ref, or a $ref or null) that definition's description: an editor shows both on hover."""
-    from .model import field_title
+    from .strict import field_title
 
     for node in [schema, *schema.get("$defs", {}).values()]:
         for key, prop in node.get("properties", {}).items():

@@ -94,7 +94,7 @@ def rules_text() -> str:
 
 def rule_rows() -> list[tuple[str, str]]:
     """(code, title) of every stable finding code, in `gpuconf rules` order (the docs' reference reads it too)."""
-    from ..cluster.audit import TITLES as audit_titles
+    from ..cluster.auditresult import TITLES as audit_titles
     from ..intent.fleet import TITLES as fleet_titles
     from ..intent.loader import TITLES as loader_titles
     from ..intent.rules import rule_codes
