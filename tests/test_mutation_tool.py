@@ -121,3 +121,36 @@ def test_survivors_of_an_earlier_run_are_read_back(tool, tmp_path):
     assert tool.survivors(path) == {"gpuconf/plan.py": {
         ("core/AddNot", (" x = 1", "-if a:", "+if not a:", "     return")),
         ("core/AddNot", (" y = 2", "-if a:", "+if not a:", "     return"))}}
+
+
+def test_a_group_is_sampled_as_a_whole_and_totalled_under_its_modules(tool):
+    """Issue 33: the rules, the audit, the report and the impact layer are several modules each; `--sample` sites are
+    drawn from the group together (the same seed, the same sites) and the table totals each group."""
+    class Site:
+        def __init__(self, name, occurrence):
+            self.operator_name, self.occurrence = name, occurrence
+
+    sites = {"a.py": {(1, 2): [Site("core/X", 0), Site("core/Y", 0)], (3, 4): [Site("core/X", 1)]},
+             "b.py": {(5, 6): [Site("core/X", 0)]}}
+    chosen = tool.sample_group(sites, "g", 2, 23)
+    assert sum(map(len, chosen.values())) == 2
+    assert [[(m.operator_name, m.occurrence) for m in ms] for ms in chosen.values()] == \
+        [[(m.operator_name, m.occurrence) for m in ms] for ms in tool.sample_group(sites, "g", 2, 23).values()]
+    everything = tool.sample_group(sites, "g", 10, 23)
+    assert {module: len(ms) for module, ms in everything.items()} == {"a.py": 2, "b.py": 1}
+    assert set(tool.DEFAULT_GROUPS) == {"rules", "audit", "plan", "report", "impact"}
+    assert all(m in tool.MODULES for ms in tool.GROUPS.values() for m in ms)
+
+    def mutant(outcome, module):
+        return tool.Mutant(module, "core/NumberReplacer", 0, 1, "x = 1", "x = 2", outcome=outcome)
+
+    results = [mutant("killed", "gpuconf/impact/model.py"), mutant("survived", "gpuconf/impact/chart.py"),
+               mutant("killed", "gpuconf/plan.py")]
+    text, score = tool.summary(results, {"impact": ["gpuconf/impact/model.py", "gpuconf/impact/chart.py"],
+                                         "plan": ["gpuconf/plan.py"]})
+    rows = [row.split() for row in text.splitlines()[1:5]]
+    assert rows == [["gpuconf/impact/model.py", "1", "1", "0", "0", "100.0", "%"],
+                    ["gpuconf/impact/chart.py", "1", "0", "1", "0", "0.0", "%"],
+                    ["group", "impact", "2", "1", "1", "0", "50.0", "%"],
+                    ["gpuconf/plan.py", "1", "1", "0", "0", "100.0", "%"]]
+    assert score == pytest.approx(100 * 2 / 3)

@@ -39,19 +39,38 @@ EQUIVALENTS = ROOT / "tools" / "mutation-equivalents.json"
 
 #: The core modules and, for each, the fast test files whose tests may execute it (the coverage run narrows each
 #: mutant down to the tests that really execute its line).
-MODULES = {
-    "gpuconf/render/kueue.py": ["tests/test_kueue.py", "tests/test_kueue_problems.py", "tests/test_render_parts.py"],
-    "gpuconf/plan.py": ["tests/test_plan.py", "tests/test_render_parts.py", "tests/test_render.py",
-                        "tests/test_cases.py", "tests/test_kueue.py", "tests/test_report.py",
-                        "tests/test_platforms.py"],
-    **{f"gpuconf/intent/rules/{name}.py": ["tests/test_cases.py", "tests/test_rule_limits.py", "tests/test_registry.py",
-                                           "tests/test_loader.py"]
-       for name in ("base", "syntax", "selection", "sharing", "teams", "kueue", "registry", "overrides", "driver",
-                    "rendered")},
-    "gpuconf/cluster/audit.py": ["tests/test_audit.py", "tests/test_audit_evidence.py", "tests/test_dra.py"],
-    "gpuconf/output/semantic.py": ["tests/test_semantic.py", "tests/test_semantic_broken.py",
-                                   "tests/test_render_parts.py"],
+_RULES = ["tests/test_cases.py", "tests/test_rule_limits.py", "tests/test_registry.py", "tests/test_loader.py"]
+_AUDIT = ["tests/test_audit.py", "tests/test_audit_evidence.py", "tests/test_dra.py", "tests/test_import.py",
+          "tests/test_platforms.py", "tests/test_quantity.py"]
+_REPORT = ["tests/test_report.py", "tests/test_render.py", "tests/test_cases.py", "tests/test_dra.py",
+           "tests/test_platforms.py", "tests/test_kueue.py", "tests/test_admission.py", "tests/test_hazards.py"]
+_IMPACT = ["tests/test_impact.py", "tests/test_impact_advice.py", "tests/test_chart_move.py", "tests/test_cluster_set.py",
+           "tests/test_adoption.py", "tests/test_fleet_commands.py", "tests/test_hazards.py"]
+#: The groups a run samples from (issue 33: the rules, the audit, the plan, the report and the impact layer, each
+#: a package or a module and the modules it was split into); `--sample` sites are drawn from each group as a whole.
+GROUPS = {
+    "rules": [f"gpuconf/intent/rules/{name}.py" for name in (
+        "base", "syntax", "selection", "sharing", "teams", "kueue", "registry", "overrides", "driver", "rendered",
+        "platforms", "dra", "transitions", "hazards", "locks")],
+    "audit": ["gpuconf/cluster/audit.py", "gpuconf/cluster/auditresult.py"],
+    "plan": ["gpuconf/plan.py"],
+    "report": [f"gpuconf/output/report/{name}.py" for name in (
+        "build", "overrides", "pools", "platform", "dra", "hazards", "capacity", "queues", "diagram", "upgrade",
+        "admission", "acceptance", "jsontext", "markdown", "text")],
+    "impact": [f"gpuconf/impact/{name}.py" for name in (
+        "model", "planner", "chart", "clusterset", "deviceplugin", "driver", "folder", "hazards", "installation",
+        "nodepools", "nodes", "quotas", "report", "workloads")],
+    "kueue": ["gpuconf/render/kueue.py"],
+    "semantic": ["gpuconf/output/semantic.py"],
 }
+#: What `make mutation` runs without arguments: the five groups issue 33 names.
+DEFAULT_GROUPS = ["rules", "audit", "plan", "report", "impact"]
+_TESTS = {"rules": _RULES, "audit": _AUDIT, "report": _REPORT, "impact": _IMPACT,
+          "plan": ["tests/test_plan.py", "tests/test_render_parts.py", "tests/test_render.py", "tests/test_cases.py",
+                   "tests/test_kueue.py", "tests/test_report.py", "tests/test_platforms.py"],
+          "kueue": ["tests/test_kueue.py", "tests/test_kueue_problems.py", "tests/test_render_parts.py"],
+          "semantic": ["tests/test_semantic.py", "tests/test_semantic_broken.py", "tests/test_render_parts.py"]}
+MODULES = {module: _TESTS[group] for group, modules in GROUPS.items() for module in modules}
 #: The context the coverage run records for lines run outside any test (imports at collection time).
 IMPORT_CONTEXT = ""
 ENV_FLAG = "GPUCONF_MUTATION_COVERAGE"
@@ -310,6 +329,18 @@ def _sample(sites: dict, module: str, count: int, seed: int) -> list:
     return [rng.choice(sorted(sites[k], key=lambda m: (m.operator_name, m.occurrence))) for k in chosen]
 
 
+def sample_group(group_sites: dict[str, dict], group: str, count: int, seed: int) -> dict[str, list]:
+    """count mutation sites drawn from a group's modules together (each site as likely as any other, so a large
+    module gets more of them), one mutant of each: module -> its sampled mutants, in module and site order."""
+    rng = random.Random(f"{seed}:{group}")
+    keys = sorted((module, span) for module, sites in group_sites.items() for span in sites)
+    out: dict[str, list] = {module: [] for module in group_sites}
+    for module, span in sorted(rng.sample(keys, min(count, len(keys)))):
+        mutants = sorted(group_sites[module][span], key=lambda m: (m.operator_name, m.occurrence))
+        out[module].append(rng.choice(mutants))
+    return out
+
+
 def _apply(source: str, mutation) -> str | None:
     import cosmic_ray.plugins
     from cosmic_ray.mutating import mutate_code
@@ -394,45 +425,54 @@ def survivors(results: Path) -> dict[str, set[tuple]]:
     return out
 
 
-def _plan(modules: list[str], count: int, seed: int, lines: dict, durations: dict, files: dict, tree: Path,
+def _plan(groups: dict[str, list[str]], count: int, seed: int, lines: dict, durations: dict, files: dict, tree: Path,
           again: dict[str, set] | None = None):
-    """The sampled mutants of each module (or, with again, the earlier survivors found again in the module's current
+    """The sampled mutants of each group (or, with again, the earlier survivors found again in the modules' current
     source) with their mutated source and ordered tests."""
     jobs = []
-    for module in modules:
-        source = (tree / module).read_text(encoding="utf-8")
-        once = once_lines(source)
-        sites = _sites(module)
+    for group, modules in groups.items():
+        group_sites = {module: _sites(module) for module in modules}
         if again is None:
-            sampled = _sample(sites, module, count, seed)
-        else:
-            wanted = again.get(module, set())
-            sampled = [m for ms in sites.values() for m in ms if any(m.operator_name == w[0] for w in wanted)]
-        print(f"{module}: {len(sites)} mutation sites, {len(sampled) if again is None else len(wanted)} "
-              f"{'sampled' if again is None else 'earlier survivors'}", flush=True)
-        for mutation in sampled:
-            mutated = _apply(source, mutation)
-            if mutated is None:
-                continue
-            first, last, original, changed, diff = _changed(source, mutated)
-            if again is not None and (mutation.operator_name, _hunk(diff)) not in wanted:
-                continue
-            mutant = Mutant(module, mutation.operator_name, mutation.occurrence, first, original, changed, diff=diff)
-            tests = _tests_for(lines[module], first, last, files, once, durations, source)
-            mutant.tests = len(tests)
-            jobs.append((mutant, source, mutated, tests))
+            chosen = sample_group(group_sites, group, count, seed)
+            print(f"{group}: {sum(map(len, group_sites.values()))} mutation sites in {len(modules)} "
+                  f"module{'s' if len(modules) != 1 else ''}, {sum(map(len, chosen.values()))} sampled", flush=True)
+        for module in modules:
+            source = (tree / module).read_text(encoding="utf-8")
+            once = once_lines(source)
+            sites = group_sites[module]
+            if again is None:
+                sampled = chosen[module]
+            else:
+                wanted = again.get(module, set())
+                sampled = [m for ms in sites.values() for m in ms if any(m.operator_name == w[0] for w in wanted)]
+                print(f"{module}: {len(sites)} mutation sites, {len(wanted)} earlier survivors", flush=True)
+            for mutation in sampled:
+                mutated = _apply(source, mutation)
+                if mutated is None:
+                    continue
+                first, last, original, changed, diff = _changed(source, mutated)
+                if again is not None and (mutation.operator_name, _hunk(diff)) not in wanted:
+                    continue
+                mutant = Mutant(module, mutation.operator_name, mutation.occurrence, first, original, changed,
+                                diff=diff)
+                tests = _tests_for(lines[module], first, last, files, once, durations, source)
+                mutant.tests = len(tests)
+                jobs.append((mutant, source, mutated, tests))
     return jobs
 
 
-def run(modules: list[str], count: int, seed: int, workers: int = 1, again: dict | None = None) -> list[Mutant]:
+def run(groups: dict[str, list[str]], count: int, seed: int, workers: int = 1,
+        again: dict | None = None) -> list[Mutant]:
     WORK.mkdir(exist_ok=True)
     trees = [WORK / f"tree-{i}" for i in range(workers)]
     for tree in trees:
         _copy_tree(tree)
     if again is not None:
-        modules = [m for m in modules if m in again]
+        groups = {g: [m for m in modules if m in again] for g, modules in groups.items()}
+        groups = {g: modules for g, modules in groups.items() if modules}
+    modules = [m for ms in groups.values() for m in ms]
     lines, durations, files = _map_tests(trees[0], modules)
-    jobs = _plan(modules, count, seed, lines, durations, files, trees[0], again)
+    jobs = _plan(groups, count, seed, lines, durations, files, trees[0], again)
     known = _equivalents()
     _warm()
     pending = list(jobs)
@@ -489,24 +529,37 @@ def _finish(mutant: Mutant, known: list[dict]) -> None:
           f"{mutant.seconds} s)", flush=True)
 
 
-def summary(results: list[Mutant]) -> tuple[str, float]:
-    """The per-module table, the survivors, and the overall score (killed / behaviour-changing, in percent)."""
-    rows = ["module                         sampled  killed  survived  equivalent  score"]
+def _row(name: str, mine: list[Mutant]) -> tuple[str, int, int, list[Mutant]]:
+    killed = sum(m.outcome in ("killed", "timeout") for m in mine)
+    equivalent = sum(m.outcome == "equivalent" for m in mine)
+    alive = [m for m in mine if m.outcome in ("survived", "not-run")]
+    changing = len(mine) - equivalent
+    return (f"{name:40} {len(mine):6} {killed:7} {len(alive):9} {equivalent:11}  "
+            f"{100 * killed / changing if changing else 100:5.1f} %"), killed, changing, alive
+
+
+def summary(results: list[Mutant], groups: dict[str, list[str]] | None = None) -> tuple[str, float]:
+    """The per-module table (each group's total under its modules), the survivors, and the overall score (killed /
+    behaviour-changing, in percent)."""
+    rows = [f"{'module':40} sampled  killed  survived  equivalent  score"]
     total_killed = total_changing = 0
     survivors = []
-    for module in dict.fromkeys(m.module for m in results):
-        mine = [m for m in results if m.module == module]
-        killed = sum(m.outcome in ("killed", "timeout") for m in mine)
-        equivalent = sum(m.outcome == "equivalent" for m in mine)
-        alive = [m for m in mine if m.outcome in ("survived", "not-run")]
-        changing = len(mine) - equivalent
-        total_killed += killed
-        total_changing += changing
-        rows.append(f"{module:32} {len(mine):6} {killed:7} {len(alive):9} {equivalent:11}  "
-                    f"{100 * killed / changing if changing else 100:5.1f} %")
-        survivors += alive
+    modules = list(dict.fromkeys(m.module for m in results))
+    groups = groups or {module: [module] for module in modules}
+    for group, members in groups.items():
+        for module in members:
+            mine = [m for m in results if m.module == module]
+            if not mine:
+                continue
+            row, killed, changing, alive = _row(module, mine)
+            rows.append(row)
+            total_killed += killed
+            total_changing += changing
+            survivors += alive
+        if len(members) > 1:
+            rows.append(_row(f"  group {group}", [m for m in results if m.module in members])[0])
     score = 100 * total_killed / total_changing if total_changing else 100.0
-    rows.append(f"{'all':32} {len(results):6} {total_killed:7} {len(survivors):9} "
+    rows.append(f"{'all':40} {len(results):6} {total_killed:7} {len(survivors):9} "
                 f"{sum(m.outcome == 'equivalent' for m in results):11}  {score:5.1f} %")
     for m in survivors:
         rows += ["", f"SURVIVED{' (not run by any test)' if m.outcome == 'not-run' else ''}: "
@@ -519,8 +572,11 @@ def summary(results: list[Mutant]) -> tuple[str, float]:
 def main(argv: list[str] | None = None) -> int:
     global WORK
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("modules", nargs="*", default=list(MODULES), help="modules to mutate (default: all five)")
-    parser.add_argument("--sample", type=int, default=50, help="mutation sites sampled per module (default 50)")
+    parser.add_argument("targets", nargs="*", default=DEFAULT_GROUPS, metavar="GROUP|MODULE",
+                        help=f"groups ({', '.join(GROUPS)}) or single modules to mutate (default: "
+                             f"{', '.join(DEFAULT_GROUPS)})")
+    parser.add_argument("--sample", type=int, default=50,
+                        help="mutation sites sampled per group, or per module named alone (default 50)")
     parser.add_argument("--seed", type=int, default=23, help="the sampling seed (default 23)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once, each in its own tree (default 1)")
     parser.add_argument("--survivors", action="store_true",
@@ -528,9 +584,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=WORK, help="the folder of the run's files (default .mutation)")
     parser.add_argument("--fail-under", type=float, default=None, help="exit 1 when the score is below this percent")
     args = parser.parse_args(argv)
-    unknown = [m for m in args.modules if m not in MODULES]
+    unknown = [t for t in args.targets if t not in GROUPS and t not in MODULES]
     if unknown:
-        parser.error(f"not a core module: {', '.join(unknown)} (choose from {', '.join(MODULES)})")
+        parser.error(f"not a group or core module: {', '.join(unknown)} (groups: {', '.join(GROUPS)}; modules: "
+                     f"{', '.join(MODULES)})")
+    groups = {t: GROUPS.get(t, [t]) for t in dict.fromkeys(args.targets)}
     WORK = args.work.resolve()
     os.chdir(ROOT)
     again = None
@@ -538,8 +596,8 @@ def main(argv: list[str] | None = None) -> int:
         if not (WORK / "results.json").is_file():
             parser.error(f"--survivors: no earlier run in {WORK} (results.json)")
         again = survivors(WORK / "results.json")
-    results = run(args.modules, args.sample, args.seed, max(1, args.jobs), again)
-    text, score = summary(results)
+    results = run(groups, args.sample, args.seed, max(1, args.jobs), again)
+    text, score = summary(results, groups)
     (WORK / "results.json").write_text(json.dumps([asdict(m) for m in results], indent=1), encoding="utf-8")
     (WORK / "report.txt").write_text(text + "\n", encoding="utf-8")
     print(text)
