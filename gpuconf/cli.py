@@ -732,7 +732,8 @@ def _first_sync(text: str, draft, values: tuple = (), sets: tuple = (), set_stri
 
 
 def _surprises(plan) -> bool:
-    """The errors of a draft whose first sync would repartition or re-share a running node (said on stderr)."""
+    """The errors of a draft whose first sync would repartition or re-share a running node, or reinstall its driver
+    with a version the draft chose (said on stderr)."""
     from .impact import installation as I
 
     lines = I.surprises(plan)

@@ -553,3 +553,35 @@ def test_an_added_or_moved_rke2_drop_in_is_explained(run, tmp_path, edit):
     claimed = {d for i in impacts for d in i["documents"]}
     pool = "a100-b" if edit == "new-pool" else "a100-mig"
     assert f"node-templates/{pool}.rke2-config.yaml: document" in claimed
+
+
+def _driver(item: dict, version: str) -> dict:
+    """The node as GFD labels it when it runs driver `version` (the real node ran 580.159.04)."""
+    major, minor, rev = version.split(".")
+    item["metadata"]["labels"].update({
+        "nvidia.com/cuda.driver-version.full": version, "nvidia.com/cuda.driver-version.major": major,
+        "nvidia.com/cuda.driver-version.minor": minor, "nvidia.com/cuda.driver-version.revision": rev,
+        "nvidia.com/cuda.driver.major": major, "nvidia.com/cuda.driver.minor": minor, "nvidia.com/cuda.driver.rev": rev})
+    return item
+
+
+def test_a_draft_that_would_reinstall_a_nodes_driver_is_an_error_naming_it(run, tmp_path):
+    """Two H200 nodes on 580.159.04, one on 570.172.08, no values: the version the draft pins is import's own choice
+    (most nodes'), and its first sync would reinstall gpu-h200-03's driver: exit 1 naming the node. When the
+    installation's values pin that version, the reinstall is the installation's own decision: exit 0."""
+    items = _nodes(3)
+    _driver(items[2], "570.172.08")
+    nodes = _write(tmp_path, "mixed.json", items)
+    out = tmp_path / "draft.yaml"
+    result = run("import", "--nodes", nodes, "--name", "h200", "-o", str(out))
+    assert result.exit_code == 1, result.stderr
+    assert out.exists()  # the draft is written: the error says what to decide before the first sync
+    errors = [line for line in result.stderr.splitlines() if line.startswith("gpuconf: error:")]
+    assert errors == ["gpuconf: error: the draft's first sync changes node gpu-h200-03: driver-reinstall (the driver "
+                      "moves from 570.172.08 to 580.159.04: the upgrade controller drains the node and reinstalls the "
+                      "driver, evicting its GPU pods)"]
+    (tmp_path / "values.yaml").write_text('driver:\n  version: "580.159.04"\n', encoding="utf-8")
+    pinned = run("import", "--nodes", nodes, "--values", str(tmp_path / "values.yaml"), "--name", "h200")
+    assert pinned.exit_code == 0, pinned.stderr
+    assert "disruptive driver-reinstall [h200] on gpu-h200-03" in pinned.stderr
+    assert "gpuconf: error:" not in pinned.stderr

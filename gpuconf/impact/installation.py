@@ -107,12 +107,13 @@ class _Acc:
     def __init__(self) -> None:
         self.found: dict[tuple, Impact] = {}
 
-    def add(self, kind: str, severity: str, pool: str | None, node: str, message: str, safe: str) -> None:
-        key = (kind, pool or "", severity, message)
+    def add(self, kind: str, severity: str, pool: str | None, node: str, message: str, safe: str,
+            drafted: bool = False) -> None:
+        key = (kind, pool or "", severity, message, drafted)
         impact = self.found.get(key)
         if impact is None:
             impact = self.found[key] = Impact(kind, severity, [pool] if pool else [], message, safe, nodes=0,
-                                              nodes_from="cluster")
+                                              nodes_from="cluster", drafted=drafted)
         impact.nodes += 1
         impact.node_names.append(node)
 
@@ -146,6 +147,9 @@ def first_sync(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], live_values: Ma
     offered_plugin = set(plan.device_plugin_configs)
     offered_mig = {pp.mig_key for pp in plan.pools if pp.mig_key} | {P.MIG_DISABLED}
     default_driver = plan.intent.spec.driver.version or (plan.chart.defaults.get("driver") or {}).get("version")
+    # The driver the installation itself installs (its values' driver.version, else the chart's default); None
+    # without values, when a version the draft pins is the draft's own choice (the one most nodes run).
+    live_driver = None if values_rows is None else ((live_values or {}).get("driver") or {}).get("version")
     acc = _Acc()
     relabel: dict[str, list[str]] = {}
     for raw in nodes:
@@ -226,7 +230,8 @@ def first_sync(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], live_values: Ma
             acc.add("driver-reinstall", "disruptive", name, node.name,
                     f"the driver moves from {version} to {pin}: the upgrade controller drains the node and reinstalls "
                     "the driver, evicting its GPU pods", f"pin the driver the nodes run ({version}) to adopt without "
-                    "a reinstall, or let the upgrade run with a maxUnavailable you can afford")
+                    "a reinstall, or let the upgrade run with a maxUnavailable you can afford",
+                    drafted=live_driver is None or not N.version_matches(str(live_driver), pin))
         # Taints and operand tolerations.
         have = {(key, value or "", effect) for key, value, effect in node.taints}
         want = {(t.key, t.value or "", t.effect) for t in pp.pool.taints}
@@ -352,15 +357,18 @@ def report(plan: ImpactPlan, where: str, fmt: str, fail_on: str | None, intent: 
     return text, (plan.fails(fail_on) if fail_on else not same)
 
 
-#: What an import must never draft silently: a first sync that changes a node's MIG layout or sharing.
+#: What an import must never draft silently: a first sync that changes a node's MIG layout or sharing, or
+#: reinstalls its driver with a version the draft chose (Impact.drafted), not the installation's values.
 SURPRISES = ("mig-repartition", "device-plugin-config-switch")
 
 
 def surprises(plan: ImpactPlan) -> list[str]:
     """Error lines, one per node, for the impacts of an import's draft that would change the MIG layout or the
-    sharing of a running node (a driver the intent pins is a decision the values or the user made)."""
+    sharing of a running node, or reinstall its driver with a version the draft chose (the one most nodes run);
+    a driver the installation's values pin is the installation's decision, which the plan shows but no error."""
     return [f"gpuconf: error: the draft's first sync changes node {node}: {i.kind} ({i.message})"
-            for i in plan.impacts if i.kind in SURPRISES and i.severity == "disruptive" for node in i.node_names]
+            for i in plan.impacts if i.severity == "disruptive" and (i.kind in SURPRISES or i.drafted)
+            for node in i.node_names]
 
 
 def summary_lines(plan: ImpactPlan) -> list[str]:

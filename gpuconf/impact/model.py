@@ -42,6 +42,8 @@ class Impact:
     documents: list[DocumentDiff] = field(default_factory=list)  # the changed documents this explains
     node_names: list[str] = field(default_factory=list)  # the nodes counted in the cluster (with --nodes)
     pod_names: list[str] = field(default_factory=list)  # the pods counted, namespace/name (with --pods)
+    #: a first-sync change that an import's draft chose itself, not the installation (impact.installation.surprises)
+    drafted: bool = False
 
     def as_dict(self) -> dict:
         """The JSON form: nodes and pods are the totals, nodeNames and podNames the first NAMES_LISTED of them."""
