@@ -826,6 +826,113 @@ def test_a_file_that_is_no_pod_list_is_a_usage_error(run, deployed, tmp_path):
         assert reason in line and "Traceback" not in result.output, line
 
 
+def _bent(path: str, value) -> dict:
+    """A Pod as `kubectl get pods -A -o json` gives it, with the field at path (its keys joined by spaces, a number
+    a list index) replaced by value."""
+    pod = {"kind": "Pod", "metadata": {"name": "nb", "namespace": "research"},
+           "spec": {"nodeName": "l4-a", "nodeSelector": {"gpuconf.dev/pool": "notebooks-l4"},
+                    "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "1"},
+                                                                  "requests": {"nvidia.com/gpu": "1"}}}]},
+           "status": {"phase": "Running"}}
+    *parents, last = [int(p) if p.isdigit() else p for p in path.split(" ")]
+    where = pod
+    for key in parents:
+        where = where[key]
+    where[last] = value
+    return pod
+
+
+@pytest.mark.parametrize("path, value, reason", [
+    ("spec containers", "main", "spec.containers is a string, not a list"),
+    ("spec containers", {"main": {}}, "spec.containers is an object, not a list"),
+    ("spec containers 0", None, "spec.containers[0] is null, not an object"),
+    ("spec containers 0 resources", [1], "spec.containers[0].resources is a list, not an object"),
+    ("spec containers 0 resources limits", ["nvidia.com/gpu"], "spec.containers[0].resources.limits is a list, not an "
+                                                               "object"),
+    ("spec containers 0 resources requests", "1", "spec.containers[0].resources.requests is a string, not an object"),
+    ("spec nodeName", ["l4-a"], "spec.nodeName is a list, not a string"),
+    ("spec nodeName", {"name": "l4-a"}, "spec.nodeName is an object, not a string"),
+    ("spec nodeSelector", ["gpuconf.dev/pool"], "spec.nodeSelector is a list, not an object"),
+    ("spec nodeSelector gpuconf.dev/pool", {"pool": "l4"}, "spec.nodeSelector['gpuconf.dev/pool'] is an object, "
+                                                          "not a string"),
+    ("metadata name", 7, "metadata.name is a number, not a string"),
+    ("metadata namespace", {}, "metadata.namespace is an object, not a string"),
+    ("status phase", ["Running"], "status.phase is a list, not a string"),
+    ("metadata", None, "metadata is null, not an object"),
+])
+def test_a_pod_list_whose_pod_is_not_one_is_a_usage_error(run, deployed, tmp_path, path, value, reason):
+    """Issue 27, bad input: a PodList whose item has a field the impact plan reads in another JSON type than the API
+    server writes is exit 2 with one line naming the item and the field (it was exit 3, an internal error, for a
+    string of containers, a null container, a list of resources or limits, a list or object as nodeName)."""
+    _, out, edited = deployed
+    _, after = time_slicing_replicas()
+    pod = _bent(path, value)
+    (tmp_path / "nodes.json").write_text(json.dumps({"kind": "NodeList", "items": [_node("l4-a", "notebooks-l4")]}),
+                                         encoding="utf-8")
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "PodList", "items": [_bent("spec nodeName", "l4-a"), pod]}),
+                                        encoding="utf-8")
+    result = run("diff", edited(after), "--against", str(out), "--nodes", str(tmp_path / "nodes.json"), "--pods",
+                 str(tmp_path / "pods.json"))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip().splitlines() == [
+        f"gpuconf: {tmp_path / 'pods.json'}: item 1 is not a Pod ({reason}); expected `kubectl get pods -A -o json`"]
+    assert result.stdout == "" and "Traceback" not in result.output
+
+
+def test_a_well_formed_pod_list_with_nulls_still_counts():
+    """check_pod lets through what the API server may write as null or leave out (no resources, no containers)."""
+    from gpuconf.cluster.nodesource import check_pod
+
+    assert check_pod(_bent("spec nodeName", "l4-a")) is None
+    for path in ("spec containers 0 resources", "spec containers 0 resources limits", "spec nodeName",
+                 "spec containers", "spec nodeSelector", "status phase", "metadata namespace"):
+        assert check_pod(_bent(path, None)) is None, path
+    assert check_pod({"kind": "Pod"}) is None
+
+
+def test_a_pending_pod_whose_node_selector_names_the_pool_is_counted(run, deployed, tmp_path):
+    """Issue 27, item 5: a Pending pod no node has taken yet, which asks for no GPU by name but whose nodeSelector
+    names the impact's pool, counts there; one that names another pool does not."""
+    _, out, edited = deployed
+    waiting, elsewhere = _bent("spec nodeName", None), _bent("spec nodeSelector gpuconf.dev/pool", "train-h100")
+    for pod, name in ((waiting, "waits-for-l4"), (elsewhere, "waits-for-h100")):
+        pod["metadata"]["name"], pod["status"]["phase"], pod["spec"]["containers"] = name, "Pending", []
+        del pod["spec"]["nodeName"]
+    (tmp_path / "nodes.json").write_text(json.dumps({"kind": "NodeList", "items": [_node("l4-a", "notebooks-l4")]}),
+                                         encoding="utf-8")
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "PodList", "items": [waiting, elsewhere]}),
+                                        encoding="utf-8")
+    _, after = time_slicing_replicas()
+    body = json.loads(run("diff", edited(after), "--against", str(out), "--format", "json", "--nodes",
+                          str(tmp_path / "nodes.json"), "--pods", str(tmp_path / "pods.json")).stdout)
+    restart = next(i for i in body["impacts"] if i["kind"] == "device-plugin-restart")
+    assert (restart["pools"], restart["pods"], restart["podNames"]) == (["notebooks-l4"], 1, ["research/waits-for-l4"])
+
+
+def test_kubeconfig_whose_cluster_lists_a_pod_that_is_not_one_counts_nodes_and_says_so(run, deployed, tmp_path):
+    """A live cluster's pod page with an item that is not a Pod: one warning naming it, the nodes still counted and
+    the pods unknown (it was an internal error for a string of containers, and a silent skip for an item that is no
+    object)."""
+    from test_audit import FakeApiServer, _clean, _kubeconfig
+
+    _, out, edited = deployed
+    _, after = time_slicing_replicas()
+    nodes = _clean("heterogeneous")
+    l4 = next(n["metadata"]["name"] for n in nodes
+              if n["metadata"].get("labels", {}).get("gpuconf.dev/pool") == "notebooks-l4")
+    pods = {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [
+        _running_pod("nb-1", l4, {"nvidia.com/gpu": "1"}), _bent("spec containers", "main")]}
+    with FakeApiServer(nodes, objects={"/api/v1/pods": pods}) as api:
+        result = run("diff", edited(after), "--against", str(out), "--format", "json", "--kubeconfig",
+                     _kubeconfig(tmp_path, api.port))
+    assert result.exit_code == 1, result.output  # documents differ
+    assert result.stderr.splitlines() == [
+        f"gpuconf: warning: http://127.0.0.1:{api.port}/api/v1/pods: item 1 is not a Pod (spec.containers is a "
+        "string, not a list); running pods are not counted"]
+    restart = next(i for i in json.loads(result.stdout)["impacts"] if i["kind"] == "device-plugin-restart")
+    assert restart["pods"] is None and restart["nodes"] > 0
+
+
 # --- properties over random intents -----------------------------------------------------------------------------
 
 _SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))

@@ -14,7 +14,7 @@ import logging
 import re
 from typing import IO, Any, Iterator
 
-from .nodefacts import check_node, printable
+from .nodefacts import _EMPTY, _kind, check_node, printable
 
 #: Read size; doubled while a single value does not fit, so a huge item costs amortised linear time.
 CHUNK = 1 << 20
@@ -227,6 +227,65 @@ def read_nodes_file(path: str) -> Iterator[dict]:
         yield from NodeListReader(stream, path)
 
 
+_STRING_OR_NULL = (str, type(None))
+
+
+def check_pod(pod: dict) -> str | None:
+    """What makes a Pod object unreadable for counting (a field the impact plan reads that is of another JSON type
+    than the API server writes), or None; absent and null fields are fine, except the three objects a Pod is made of.
+    The first test passes the usual pod in one expression, as it runs on every pod (200,000 of them, say)."""
+    meta, spec, status = pod.get("metadata", _EMPTY), pod.get("spec", _EMPTY), pod.get("status", _EMPTY)
+    if type(meta) is dict and type(spec) is dict and type(status) is dict and "nodeSelector" not in spec \
+            and type(meta.get("name")) in _STRING_OR_NULL and type(meta.get("namespace")) in _STRING_OR_NULL \
+            and type(spec.get("nodeName")) in _STRING_OR_NULL and type(status.get("phase")) in _STRING_OR_NULL \
+            and type(containers := spec.get("containers", [])) is list:
+        for container in containers:
+            if type(container) is not dict or type(resources := container.get("resources", _EMPTY)) is not dict \
+                    or type(resources.get("limits", _EMPTY)) is not dict \
+                    or type(resources.get("requests", _EMPTY)) is not dict:
+                return _pod_problem(pod)
+        return None
+    return _pod_problem(pod)
+
+
+def _pod_problem(pod: dict) -> str | None:
+    """check_pod's answer for a pod its first test did not pass."""
+    for key in ("metadata", "spec", "status"):
+        if type(pod.get(key, _EMPTY)) is not dict:
+            return f"{key} is {_kind(pod[key])}, not an object"
+    meta, spec, status = pod.get("metadata") or _EMPTY, pod.get("spec") or _EMPTY, pod.get("status") or _EMPTY
+    for where, parent, key in (("metadata", meta, "name"), ("metadata", meta, "namespace"), ("spec", spec, "nodeName"),
+                               ("status", status, "phase")):
+        value = parent.get(key)
+        if value is not None and type(value) is not str:
+            return f"{where}.{key} is {_kind(value)}, not a string"
+    selector = spec.get("nodeSelector")
+    if selector is not None:
+        if type(selector) is not dict:
+            return f"spec.nodeSelector is {_kind(selector)}, not an object"
+        bad = next((k for k, v in selector.items() if type(v) is not str), None)
+        if bad is not None:
+            return f"spec.nodeSelector[{bad[:80]!r}] is {_kind(selector[bad])}, not a string"
+    containers = spec.get("containers")
+    if containers is None:
+        return None
+    if type(containers) is not list:
+        return f"spec.containers is {_kind(containers)}, not a list"
+    for i, container in enumerate(containers):
+        if type(container) is not dict:
+            return f"spec.containers[{i}] is {_kind(container)}, not an object"
+        resources = container.get("resources")
+        if resources is None:
+            continue
+        if type(resources) is not dict:
+            return f"spec.containers[{i}].resources is {_kind(resources)}, not an object"
+        for key in ("limits", "requests"):
+            value = resources.get(key)
+            if value is not None and type(value) is not dict:
+                return f"spec.containers[{i}].resources.{key} is {_kind(value)}, not an object"
+    return None
+
+
 class PodListReader(NodeListReader):
     """Iterates over the Pods of a PodList (`kubectl get pods -A -o json`, a PodList or kubectl's List), streamed as
     nodes are: a 200,000-pod cluster's listing is some 50 MB of JSON, and only the pods being counted are kept."""
@@ -234,9 +293,9 @@ class PodListReader(NodeListReader):
     ITEM, LIST, NOUN, COMMAND = "Pod", "PodList", "pod list", "`kubectl get pods -A -o json`"
 
     def _check(self, item: dict, index: int) -> None:
-        if not isinstance(item.get("spec", {}), dict) or not isinstance(item.get("metadata", {}), dict) or \
-                not isinstance(item.get("status", {}), dict):
-            raise NodeSourceError(f"{self.source}: item {index} is not a Pod; expected {self.COMMAND}")
+        problem = check_pod(item)
+        if problem is not None:
+            raise NodeSourceError(f"{self.source}: item {index} is not a Pod ({problem}); expected {self.COMMAND}")
 
     def _not_item(self, item: Any, index: int) -> NodeSourceError:
         if isinstance(item, dict) and isinstance(item.get("kind"), str):  # another kind's list, a NodeList say
@@ -535,6 +594,7 @@ class ClusterPods(ClusterNodes):
                 "stalled or very slow API server")
         until = deadline(self.timeout)
         token: str | None = None
+        seen = 0  # pods of the earlier pages
         try:
             while True:
 
@@ -559,9 +619,12 @@ class ClusterPods(ClusterNodes):
                 items = page.get("items") if isinstance(page, dict) else None
                 if not isinstance(items, list) or page.get("kind") not in (None, "List", "PodList"):
                     raise NodeSourceError(f"{host}/api/v1/pods: expected a PodList")
-                for item in items:
-                    if isinstance(item, dict) and isinstance(item.get("spec", {}), dict):
-                        yield item
+                for index, item in enumerate(items, start=seen):
+                    problem = check_pod(item) if isinstance(item, dict) else f"{_kind(item)}, not an object"
+                    if problem is not None:
+                        raise NodeSourceError(f"{host}/api/v1/pods: item {index} is not a Pod ({problem})")
+                    yield item
+                seen += len(items)
                 token = (page.get("metadata") or {}).get("continue") or None
                 if token is None:
                     return
