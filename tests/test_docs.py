@@ -179,6 +179,28 @@ def test_the_readme_is_short_and_its_links_resolve():
     assert [link for link in local if not (ROOT / link).is_file()] == []
 
 
+def test_the_impact_plan_fleets_and_ci_pages_say_what_each_way_a_cluster_changes_does():
+    """Issue 27, docs: the impact-plan, fleets and CI pages say what the chart move, a removed, renamed or added
+    cluster, a fleet, pending pods and bad input do (the review page and the README: test_chart_move)."""
+    def flat(page: str) -> str:
+        return " ".join((DOCS / "how-to" / page).read_text(encoding="utf-8").split())
+
+    impact, fleets, ci = flat("ci-impact-plan.md"), flat("fleets.md"), flat("ci.md")
+    for words in ("| `cluster-added` |", "| `cluster-removed` |", "a rename is both", "`chartMove`",
+                  "`--fail-on` works with `--to-chart VERSION`", "A Pending pod that no node has taken yet counts",
+                  "`nodeNames` and `podNames` (`namespace/name`, the first 50", "a gate must fail on it",
+                  "`--nodes`, `--kubeconfig` and `--pods` (one cluster's nodes) need it",
+                  "whose item is not a Pod", "exit 2 with one line"):
+        assert words in impact, words
+    for words in ("| `gpuconf diff fleet.yaml --against out` | one [impact plan]", "| `gpuconf diff fleet.yaml "
+                  "--to-chart VERSION` |", "| `gpuconf audit fleet.yaml --cluster NAME --nodes nodes.json` |",
+                  "| `gpuconf images fleet.yaml` | every image any cluster pulls, each once", "(did you mean 'eu-prod'?)"):
+        assert words in fleets, words
+    for words in ("names every cluster folder under `out/` that carries gpuconf's file record", "`--check` deletes "
+                  "nothing", "`cluster-removed`", "on an exit code of 2 or more"):
+        assert words in ci, words
+
+
 def test_the_docs_show_intents():
     assert len(_intent_snippets()) >= 10
 
