@@ -100,7 +100,10 @@ def test_a_lock_missing_an_image_is_a_finding_and_nothing_is_written(run, tmp_pa
 
 
 @pytest.mark.parametrize("lock, reason", [
-    ("- a\n- b\n", "images.lock.yaml:1:1: the image lock cannot be read: top level must be a mapping"),
+    ("- a\n- b\n", "images.lock.yaml:1:1: the image lock cannot be read: top level must be a map of image references "
+                  "to digests (REGISTRY/PATH:TAG: sha256:...), not a list"),
+    ("x\n", "images.lock.yaml:1:1: the image lock cannot be read: top level must be a map of image references to "
+            "digests (REGISTRY/PATH:TAG: sha256:...), not a string"),
     ("mirror.example/nvidia/gpu-operator:v26.7.0: sha256:abc\n",
      "images.lock.yaml:1:45: mirror.example/nvidia/gpu-operator:v26.7.0: 'sha256:abc' is not a digest (sha256: and 64 "
      "lower-case hex digits, as `skopeo inspect --format '{{.Digest}}'` prints it)"),

@@ -63,7 +63,7 @@ def lock_path(intent, document) -> str | None:
 def read_lock(path: str) -> Lock:
     """The lock in path, through the intent loader's guards (size, UTF-8, no aliases or tags, string keys); raises
     LockError naming the file (and the entry's line and column) with the reason."""
-    from ..intent.loader import LoadError, load_file
+    from ..intent.loader import CODE_NOT_MAPPING, LoadError, load_file
 
     if not os.path.isfile(path):
         raise LockError(f"{path}: the image lock (spec.operator.imageLock) does not exist or is not a file")
@@ -71,7 +71,11 @@ def read_lock(path: str) -> Lock:
         doc = load_file(path, path)
     except LoadError as exc:
         f = exc.finding
-        raise LockError(f"{f.file}:{f.line}:{f.column}: the image lock cannot be read: {f.message}") from None
+        message = f.message
+        if f.code == CODE_NOT_MAPPING:  # the loader's wording names an intent's top-level keys, not a lock's
+            message = "top level must be a map of image references to digests (REGISTRY/PATH:TAG: sha256:...), " \
+                      "not a " + message.rsplit(", not a ", 1)[-1]
+        raise LockError(f"{f.file}:{f.line}:{f.column}: the image lock cannot be read: {message}") from None
     digests = {}
     for key, value in doc.data.items():
         line, column = doc.position((key,), point_at_key=True)
