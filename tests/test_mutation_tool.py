@@ -154,3 +154,18 @@ def test_a_group_is_sampled_as_a_whole_and_totalled_under_its_modules(tool):
                     ["group", "impact", "2", "1", "1", "0", "50.0", "%"],
                     ["gpuconf/plan.py", "1", "1", "0", "0", "100.0", "%"]]
     assert score == pytest.approx(100 * 2 / 3)
+
+
+def test_every_mutant_of_the_lines_named(tool):
+    """--lines MODULE:LINE runs every mutant of a line (all operators), to check a survivor another tool reported."""
+    class Site:
+        def __init__(self, name, occurrence):
+            self.operator_name, self.occurrence = name, occurrence
+
+    sites = {((3, 4), (3, 9)): [Site("core/Y", 0), Site("core/X", 0)], ((3, 12), (3, 14)): [Site("core/Z", 0)],
+             ((5, 0), (5, 3)): [Site("core/X", 1)]}
+    assert [(m.operator_name, m.occurrence) for m in tool.at_lines(sites, {3})] == [
+        ("core/X", 0), ("core/Y", 0), ("core/Z", 0)]
+    assert tool.at_lines(sites, {4}) == []
+    with pytest.raises(SystemExit):
+        tool.main(["--lines", "gpuconf/not-a-module.py:3"])

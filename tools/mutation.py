@@ -425,14 +425,23 @@ def survivors(results: Path) -> dict[str, set[tuple]]:
     return out
 
 
+def at_lines(sites: dict, wanted: set[int]) -> list:
+    """Every mutant of the sites that start on one of the wanted lines (all operators, not a sample)."""
+    return [m for span in sorted(sites) if span[0][0] in wanted
+            for m in sorted(sites[span], key=lambda m: (m.operator_name, m.occurrence))]
+
+
 def _plan(groups: dict[str, list[str]], count: int, seed: int, lines: dict, durations: dict, files: dict, tree: Path,
-          again: dict[str, set] | None = None):
+          again: dict[str, set] | None = None, only: dict[str, set[int]] | None = None):
     """The sampled mutants of each group (or, with again, the earlier survivors found again in the modules' current
-    source) with their mutated source and ordered tests."""
+    source; with only, every mutant of the lines named) with their mutated source and ordered tests."""
     jobs = []
     for group, modules in groups.items():
         group_sites = {module: _sites(module) for module in modules}
-        if again is None:
+        if only is not None:
+            chosen = {module: at_lines(group_sites[module], only.get(module, set())) for module in modules}
+            print(f"{group}: {sum(map(len, chosen.values()))} mutants on the lines named", flush=True)
+        elif again is None:
             chosen = sample_group(group_sites, group, count, seed)
             print(f"{group}: {sum(map(len, group_sites.values()))} mutation sites in {len(modules)} "
                   f"module{'s' if len(modules) != 1 else ''}, {sum(map(len, chosen.values()))} sampled", flush=True)
@@ -440,7 +449,7 @@ def _plan(groups: dict[str, list[str]], count: int, seed: int, lines: dict, dura
             source = (tree / module).read_text(encoding="utf-8")
             once = once_lines(source)
             sites = group_sites[module]
-            if again is None:
+            if again is None or only is not None:
                 sampled = chosen[module]
             else:
                 wanted = again.get(module, set())
@@ -462,7 +471,7 @@ def _plan(groups: dict[str, list[str]], count: int, seed: int, lines: dict, dura
 
 
 def run(groups: dict[str, list[str]], count: int, seed: int, workers: int = 1,
-        again: dict | None = None) -> list[Mutant]:
+        again: dict | None = None, only: dict[str, set[int]] | None = None) -> list[Mutant]:
     WORK.mkdir(exist_ok=True)
     trees = [WORK / f"tree-{i}" for i in range(workers)]
     for tree in trees:
@@ -472,7 +481,7 @@ def run(groups: dict[str, list[str]], count: int, seed: int, workers: int = 1,
         groups = {g: modules for g, modules in groups.items() if modules}
     modules = [m for ms in groups.values() for m in ms]
     lines, durations, files = _map_tests(trees[0], modules)
-    jobs = _plan(groups, count, seed, lines, durations, files, trees[0], again)
+    jobs = _plan(groups, count, seed, lines, durations, files, trees[0], again, only)
     known = _equivalents()
     _warm()
     pending = list(jobs)
@@ -581,6 +590,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once, each in its own tree (default 1)")
     parser.add_argument("--survivors", action="store_true",
                         help="run only the survivors of the last run (its results.json) again, after new tests")
+    parser.add_argument("--lines", action="append", default=[], metavar="MODULE:LINE[,LINE...]",
+                        help="run every mutant of these lines of a module instead of a sample (e.g. a survivor "
+                             "another mutation tool reported); may be given more than once")
     parser.add_argument("--work", type=Path, default=WORK, help="the folder of the run's files (default .mutation)")
     parser.add_argument("--fail-under", type=float, default=None, help="exit 1 when the score is below this percent")
     args = parser.parse_args(argv)
@@ -589,6 +601,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not a group or core module: {', '.join(unknown)} (groups: {', '.join(GROUPS)}; modules: "
                      f"{', '.join(MODULES)})")
     groups = {t: GROUPS.get(t, [t]) for t in dict.fromkeys(args.targets)}
+    only = None
+    if args.lines:
+        only = {}
+        for spec in args.lines:
+            module, _, numbers = spec.partition(":")
+            if module not in MODULES or not numbers or not all(n.isdigit() for n in numbers.split(",")):
+                parser.error(f"--lines {spec}: give MODULE:LINE[,LINE...] with a core module")
+            only.setdefault(module, set()).update(int(n) for n in numbers.split(","))
+        groups = {module: [module] for module in only}
     WORK = args.work.resolve()
     os.chdir(ROOT)
     again = None
@@ -596,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (WORK / "results.json").is_file():
             parser.error(f"--survivors: no earlier run in {WORK} (results.json)")
         again = survivors(WORK / "results.json")
-    results = run(groups, args.sample, args.seed, max(1, args.jobs), again)
+    results = run(groups, args.sample, args.seed, max(1, args.jobs), again, only)
     text, score = summary(results, groups)
     (WORK / "results.json").write_text(json.dumps([asdict(m) for m in results], indent=1), encoding="utf-8")
     (WORK / "report.txt").write_text(text + "\n", encoding="utf-8")
