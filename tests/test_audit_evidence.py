@@ -450,3 +450,71 @@ def test_an_unknown_dmi_product_is_vouched_for_only_by_the_pool_label():
     assert [f.code for f in run(dmi, [node], "t").findings if f.node] == []
     del labels(node)["gpuconf.dev/pool"]
     assert [f.code for f in run(dmi, [node], "t").findings if f.node] == ["GA101"]
+
+
+# --- evidence, hints and counts that the mutation run (issue 33) found unchecked ------------------------------------
+
+
+def test_a_failed_driver_upgrade_carries_the_drivers_version_and_what_it_paused():
+    node = NL._set_driver("570.195.03", "upgrade-failed")(nodes_of("train-h100")[0], plan())
+    labels(node)["nvidia.com/gpu.deploy.device-plugin"] = "paused-for-driver-upgrade"
+    (f,) = findings(node, "GA116")
+    assert f.evidence == {"nvidia.com/gpu-driver-upgrade-state": "upgrade-failed",
+                          "nvidia.com/cuda.driver-version.full": "570.195.03",
+                          "paused operands": {"nvidia.com/gpu.deploy.device-plugin": "paused-for-driver-upgrade"}}
+    for key in [k for k in labels(node) if k.startswith("nvidia.com/cuda.driver")]:
+        del labels(node)[key]  # no driver reported: no version in the evidence, nothing made up
+    (f,) = findings(node, "GA116")
+    assert "nvidia.com/cuda.driver-version.full" not in f.evidence
+
+
+def test_one_switched_off_monitoring_operand_is_named_in_the_singular():
+    node = nodes_of("train-h100")[0]
+    labels(node)["nvidia.com/gpu.deploy.dcgm-exporter"] = "false"
+    (f,) = findings(node, "GA118")
+    assert (f.severity, f.message) == ("warning", "operand switched off: dcgm-exporter")
+    assert f.hint == "the GPUs work, but the node's metrics are missing: remove the label"
+
+
+def _hybrid():
+    return NL.load_plan("hybrid")
+
+
+def test_a_preinstalled_pools_odd_drivers_are_each_told_the_version_most_nodes_run():
+    from gpuconf.cluster.audit import audit as run
+
+    hybrid = _hybrid()
+    pool = [n for n in NL.clean_nodes(hybrid) if n["metadata"]["labels"].get("gpuconf.dev/pool") == "legacy-a100"]
+    assert len(pool) >= 4
+    odd = [NL._set_driver("570.133.20")(pool[1], hybrid), NL._set_driver("535.247.01")(pool[2], hybrid)]
+    found = [f for f in run(hybrid, pool, "t").findings if f.code == "GA109"]
+    common = NL.HOST_DRIVER
+    assert sorted((f.node, f.message) for f in found) == sorted(
+        [(odd[0]["metadata"]["name"], f"driver 570.133.20, most of the pool runs {common}"),
+         (odd[1]["metadata"]["name"], f"driver 535.247.01, most of the pool runs {common}")])
+    assert found[0].evidence["pool versions"] == {"535.247.01": 1, "570.133.20": 1, common: len(pool) - 2}
+
+
+def test_the_summary_line_counts_errors_and_warnings_in_the_singular_and_the_plural():
+    from gpuconf.cluster.auditresult import summary_line
+
+    every = NL.clean_nodes(plan())
+    assert summary_line(audit(every)).endswith("0 errors, 0 warnings")
+    one = [n for n in every if n["metadata"]["labels"].get("gpuconf.dev/pool") == "train-h100"]
+    labels(one[0])["nvidia.com/gpu.deploy.dcgm-exporter"] = "false"  # one warning
+    one[1]["status"]["allocatable"]["nvidia.com/gpu"] = "0"  # one error
+    assert summary_line(audit(every)).endswith("1 error, 1 warning")
+    labels(one[1])["nvidia.com/gpu.deploy.dcgm"] = "false"
+    one[2]["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    assert summary_line(audit(every)).endswith("2 errors, 2 warnings")
+
+
+def test_a_cordoned_node_says_whether_the_driver_upgrade_cordoned_it():
+    node = nodes_of("train-h100")[0]
+    node["spec"]["unschedulable"] = True
+    del labels(node)["nvidia.com/gpu-driver-upgrade-state"]
+    (f,) = findings(node, "GA114")
+    assert (f.severity, f.message, f.evidence) == ("info", "node is cordoned", {"unschedulable": True})
+    labels(node)["nvidia.com/gpu-driver-upgrade-state"] = "cordon-required"
+    (f,) = findings(node, "GA114")
+    assert f.evidence == {"unschedulable": True, "nvidia.com/gpu-driver-upgrade-state": "cordon-required"}

@@ -392,3 +392,27 @@ spec:
     shared:
       mps: {replicas: 2}
 """
+
+
+def test_the_dra_stacks_driver_label_is_expected_where_the_operator_manages_the_driver(tmp_path):
+    """On the GPUCluster stack the operator labels a node for its driver only where it installs one (a managed pool):
+    a node of such a pool without nvidia.com/gpu.deploy.driver is one the operator does not reconcile (GA117)."""
+    import json
+
+    import nodelists as NL
+
+    from gpuconf.cluster.audit import audit
+    from gpuconf.cluster.slices import read_slices_file
+
+    plan = NL.load_plan("dra")
+    nodes = _dra_nodes(plan)
+    pooled = [n for n in nodes if n["metadata"]["labels"].get("gpuconf.dev/pool")]
+    assert all(plan.pool_by_name[n["metadata"]["labels"]["gpuconf.dev/pool"]].driver != "preinstalled"
+               for n in pooled)
+    del pooled[0]["metadata"]["labels"]["nvidia.com/gpu.deploy.driver"]
+    slices_file = tmp_path / "slices.json"
+    slices_file.write_text(json.dumps(_published(plan)), encoding="utf-8")
+    slices = read_slices_file(str(slices_file))
+    found = [(f.code, f.node, f.evidence.get("missing")) for f in audit(plan, nodes, "t", None, slices).findings
+             if f.node]
+    assert found == [("GA117", pooled[0]["metadata"]["name"], ["nvidia.com/gpu.deploy.driver"])]

@@ -464,3 +464,20 @@ def test_the_builtin_exclusive_profile_is_what_validation_gives():
     assert builtin.model_fields_set == validated.model_fields_set == {"exclusive"}
     assert builtin.model_dump(by_alias=True, exclude_unset=True) == {"exclusive": {}}
     assert P.sharing_kind(builtin) == "exclusive"
+
+
+def test_a_plans_line_is_the_line_of_the_path_in_the_intent_file_and_1_without_a_file():
+    """The report and the deviation table cite `line N` of the intent (Plan.line): the line, not the column, of the
+    path's node; a plan built without the document (a library caller) cites line 1."""
+    from gpuconf import plan as P
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    text = HEAD.format(cluster="", rest=textwrap.indent("pools:\n" + pool("alpha") + "\n" + pool("beta"), "  "))
+    result = validate_document(load_text(text, "lab.yaml"))
+    lines = text.splitlines()
+    beta = next(i for i, line in enumerate(lines, 1) if "name: beta" in line)
+    assert lines[beta - 1].index("- name: beta") + 1 != beta  # its column differs from its line
+    built = P.build(result.intent, "lab.yaml", result.document)
+    assert built.line(("spec", "pools", 1)) == beta
+    assert P.build(result.intent, "lab.yaml").line(("spec", "pools", 1)) == 1

@@ -615,3 +615,25 @@ def test_a_declared_gpu_model_is_flagged_and_rendered_like_a_catalogue_one(tmp_p
     plain = render_path(str(tmp_path / "plain.yaml"), "out").tree
     assert json.loads(plain.files["report.json"])["gpuModels"] == []
     assert "user-declared" not in plain.files["REPORT.md"]
+
+
+def test_the_text_report_notes_a_dead_key_and_the_charts_own_notes(run, tmp_path):
+    """`gpuconf diff INTENT` in text: an override on a key no template reads carries its note, and the chart's notes
+    (v26.7.0's ServiceMonitor) close the list (issue 33's mutation run found neither checked in text)."""
+    text = (ROOT / "examples" / "single-pool.yaml").read_text(encoding="utf-8")
+    intent = tmp_path / "lab.yaml"
+    intent.write_text(text.replace("chartVersion: v26.3.3", "chartVersion: v26.7.0") + (
+        "  overrides:\n    - path: devicePlugin.mps.root\n      value: /run/nvidia/mps-custom\n"
+        "      why: the MPS root of our node images lives under /run/nvidia (ticket OPS-1234)\n"), encoding="utf-8")
+    result = run("diff", str(intent))
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    at = lines.index("devicePlugin.mps.root")
+    assert lines[at + 5] == ("  note:     no template of chart v26.7.0 reads `devicePlugin.mps.root`: this value has "
+                             "no effect")
+    notes = [line for line in lines if line.startswith("chart note: ")]
+    assert notes == ["chart note: Chart v26.7.0 creates a ServiceMonitor for the DCGM exporter by default "
+                     "(`dcgmExporter.serviceMonitor.enabled: true`; it was false up to v26.3.3). It needs the "
+                     "Prometheus Operator's monitoring.coreos.com CRDs in the cluster. This intent has no "
+                     "`monitoring` section: install those CRDs, or add `monitoring: {serviceMonitor: false}` to the "
+                     "intent."]

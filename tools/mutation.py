@@ -39,7 +39,8 @@ EQUIVALENTS = ROOT / "tools" / "mutation-equivalents.json"
 
 #: The core modules and, for each, the fast test files whose tests may execute it (the coverage run narrows each
 #: mutant down to the tests that really execute its line).
-_RULES = ["tests/test_cases.py", "tests/test_rule_limits.py", "tests/test_registry.py", "tests/test_loader.py"]
+_RULES = ["tests/test_cases.py", "tests/test_rule_limits.py", "tests/test_registry.py", "tests/test_loader.py",
+          "tests/test_rule_edges.py"]
 _AUDIT = ["tests/test_audit.py", "tests/test_audit_evidence.py", "tests/test_dra.py", "tests/test_import.py",
           "tests/test_platforms.py", "tests/test_quantity.py"]
 _REPORT = ["tests/test_report.py", "tests/test_render.py", "tests/test_cases.py", "tests/test_dra.py",
@@ -514,10 +515,12 @@ def run(groups: dict[str, list[str]], count: int, seed: int, workers: int = 1,
             log = (tree.parent / f"{tree.name}.log").read_text(encoding="utf-8", errors="replace")
             if timed_out:
                 mutant.outcome = "timeout"
-            elif code in (0, 1, 2):
+            elif code in (0, 1, 2) or (code == 4 and _import_broken(log)):
+                # 4: the mutant broke the import of a module a conftest loads (pytest calls that a usage error).
                 mutant.outcome = "survived" if code == 0 else "killed"
                 mutant.killer = next((ln for ln in log.splitlines() if ln.startswith(("FAILED", "ERROR"))), "")
             else:
+                _save([job[0] for job in jobs if job[0].outcome != "pending"])
                 sys.exit(f"pytest exited {code} on {mutant.module}:{mutant.line}:\n{log[-3000:]}")
             mutant.seconds = round(time.monotonic() - started, 1)
             (tree / mutant.module).write_text(source, encoding="utf-8")
@@ -525,6 +528,18 @@ def run(groups: dict[str, list[str]], count: int, seed: int, workers: int = 1,
             free.append(tree)
             _finish(mutant, known)
     return [job[0] for job in jobs]
+
+
+def _import_broken(log: str) -> bool:
+    """True when pytest stopped because a test module or conftest could not be imported (a collection error)."""
+    return "ERROR collecting" in log or "ImportError while loading conftest" in log
+
+
+def _save(results: list[Mutant]) -> None:
+    """results.json and report.txt of the mutants run so far (also when a run stops early)."""
+    text, _ = summary(results)
+    (WORK / "results.json").write_text(json.dumps([asdict(m) for m in results], indent=1), encoding="utf-8")
+    (WORK / "report.txt").write_text(text + "\n", encoding="utf-8")
 
 
 def _finish(mutant: Mutant, known: list[dict]) -> None:
