@@ -169,3 +169,11 @@ def test_every_mutant_of_the_lines_named(tool):
     assert tool.at_lines(sites, {4}) == []
     with pytest.raises(SystemExit):
         tool.main(["--lines", "gpuconf/not-a-module.py:3"])
+
+
+def test_a_mutant_that_breaks_an_import_counts_as_killed_and_a_usage_error_does_not(tool):
+    """pytest exits 4 when a conftest or test module cannot be imported (the mutant broke a module they load): the
+    mutant is killed. Any other exit 4 is the tool's own mistake and stops the run."""
+    assert tool._import_broken("ImportError while loading conftest '/t/tests/conftest.py'.")
+    assert tool._import_broken("==== ERRORS ====\n____ ERROR collecting tests/test_impact.py ____")
+    assert not tool._import_broken("ERROR: usage: pytest [options]\npytest: error: unrecognized arguments: --bogus")
