@@ -44,9 +44,11 @@ _RULES = ["tests/test_cases.py", "tests/test_rule_limits.py", "tests/test_regist
 _AUDIT = ["tests/test_audit.py", "tests/test_audit_evidence.py", "tests/test_dra.py", "tests/test_import.py",
           "tests/test_platforms.py", "tests/test_quantity.py"]
 _REPORT = ["tests/test_report.py", "tests/test_render.py", "tests/test_cases.py", "tests/test_dra.py",
-           "tests/test_platforms.py", "tests/test_kueue.py", "tests/test_admission.py", "tests/test_hazards.py"]
+           "tests/test_platforms.py", "tests/test_kueue.py", "tests/test_admission.py", "tests/test_hazards.py",
+           "tests/test_hostile.py"]  # test_hostile: the committed compiled templates are what environment() compiles
 _IMPACT = ["tests/test_impact.py", "tests/test_impact_advice.py", "tests/test_chart_move.py", "tests/test_cluster_set.py",
-           "tests/test_adoption.py", "tests/test_fleet_commands.py", "tests/test_hazards.py"]
+           "tests/test_adoption.py", "tests/test_fleet_commands.py", "tests/test_hazards.py",
+           "tests/test_impact_edges.py"]
 #: The groups a run samples from (issue 33: the rules, the audit, the plan, the report and the impact layer, each
 #: a package or a module and the modules it was split into); `--sample` sites are drawn from each group as a whole.
 GROUPS = {
