@@ -127,3 +127,24 @@ def test_a_list_of_exactly_as_many_names_as_are_shown_has_no_more():
     names = [f"n{i}" for i in range(NAMES_SHOWN)]
     assert _first(names, None) == ", ".join(names)
     assert _first(names, NAMES_SHOWN + 2) == ", ".join(names) + " (+2 more)"
+
+
+def test_a_driver_move_to_the_host_and_back_says_which_way_the_nodes_lose_their_gpu_pods():
+    import copy
+
+    import test_impact as T
+
+    managed = T.example("single-pool.yaml")
+    host = copy.deepcopy(managed)
+    host["spec"]["pools"][0]["driver"] = {"preinstalled": True}
+    messages = {}
+    for name, (before, after) in {"to the host": (managed, host), "from the host": (host, managed)}.items():
+        plan, _ = T.impacts(before, after)
+        (impact,) = [i for i in plan.impacts if i.kind == "driver-mode-switch"]
+        messages[name] = impact.message
+    assert messages["to the host"].startswith(
+        "the operator's driver leaves nodes that must then run a host driver: its pod unloads the kernel modules, so "
+        "every GPU pod there stops")
+    assert messages["from the host"].startswith(
+        "the operator starts installing its driver on nodes that ran a host driver: the driver pod fails or replaces "
+        "the host's modules, and every GPU pod there stops")
