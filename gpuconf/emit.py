@@ -102,13 +102,25 @@ def _events(value: Any, top: bool, append: Callable[[Any], None]) -> None:
         elif isinstance(value, dict) or isinstance(value, Mapping):
             append(map_start)
             for key in (sorted(value, key=_top_order) if top else sorted(value)):
-                walk(key)
-                walk(value[key])
+                # Keys and string values are most of a document: their events are appended here, not through a
+                # call of walk each (a third of the emitter's time for a fleet).
+                if type(key) is str:
+                    append(_scalar_event(_STR, key))
+                else:
+                    walk(key)
+                item = value[key]
+                if type(item) is str:
+                    append(_scalar_event(_STR, item))
+                else:
+                    walk(item)
             append(map_end)
         elif isinstance(value, (list, tuple)):
             append(seq_start)
             for item in value:
-                walk(item)
+                if type(item) is str:
+                    append(_scalar_event(_STR, item))
+                else:
+                    walk(item)
             append(seq_end)
         elif isinstance(value, bool):
             append(_scalar_event(_BOOL, "true" if value else "false"))

@@ -251,7 +251,7 @@ def _values_of(intent) -> dict | None:
         if P.gpu_model(intent, pool.gpu) is None or P.pool_profile(intent, pool) is None:
             return None
     try:
-        return build_values(P.build(intent, "")).merged()
+        return build_values(P.build(intent, "")).merged_view()
     except Exception:  # noqa: BLE001 - a plan of an intent other rules refuse; those rules say why
         return None
 

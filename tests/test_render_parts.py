@@ -633,3 +633,46 @@ def test_only_enabled_alerts(tmp_path):
     text = sub(text, "eccDoubleBit: true", "eccDoubleBit: false")
     text = sub(text, "gpuTempCelsius: 77", "gpuTempCelsius: null")
     assert monitoring.render(build_text(tmp_path, text)) == []
+
+
+# --- the read-only merged values and the report's key lookups (issue 32) -----------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_KEYS = st.sampled_from(["a", "b", "c", "d.e", "driver", "version"])
+_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+                       max_leaves=12)
+_MAPS = st.dictionaries(_KEYS, _VALUES, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MAPS, _MAPS)
+def test_the_read_only_view_equals_helms_merge_in_key_order_and_leaves_the_defaults_alone(base, override):
+    from gpuconf.render.values import copied, merge, overlay
+
+    before = copied(base)
+    merged, view = merge(copied(base), override), overlay(base, override)
+    assert view == merged
+    assert repr(view) == repr(merged)  # the same key order at every level: the emitter and the report walk it
+    assert base == before and repr(base) == repr(before)
+
+
+def test_the_read_only_view_shares_what_the_overrides_leave_alone():
+    from gpuconf.render.values import overlay
+
+    base = {"driver": {"version": "570", "repository": {"r": 1}}, "toolkit": {"env": [1]}}
+    view = overlay(base, {"driver": {"version": "580"}})
+    assert view["toolkit"] is base["toolkit"] and view["driver"]["repository"] is base["driver"]["repository"]
+    assert view["driver"] is not base["driver"] and base["driver"]["version"] == "570"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "a.b", "nvidia.com", "x"]), min_size=1, max_size=4),
+       st.sampled_from(["a", "b", "a.b", "a.b.x", "nvidia", "nvidia.com", "x", "a.bx", ""]))
+def test_the_keys_above_a_values_path_are_those_it_is_under(parts, key):
+    from gpuconf.output.report.overrides import _keys_above, _under
+
+    path = ".".join(parts)
+    assert (key in _keys_above(path)) == _under(path, key)

@@ -112,7 +112,7 @@ def render_tree(plan: P.Plan, command: Command) -> Tree:
             if path is None:
                 raise VerificationError([f"no manifest file for kind {doc['kind']}"])
             by_file.setdefault(path, []).append(doc)
-    for path, docs in platform.manifest_files(plan, values.merged()).items():  # GKE quota, NodePools, OLM objects
+    for path, docs in platform.manifest_files(plan, merged).items():  # GKE quota, NodePools, OLM objects
         by_file.setdefault(path, []).extend(docs)
     order = platform.file_order(list(dict.fromkeys(KIND_FILES.values())))
     for path in sorted(by_file, key=order.index):

@@ -65,11 +65,11 @@ class ValuesBuilder:
         return merge(copied(self.defaults), self.overrides())
 
     def merged_view(self) -> dict:
-        """The merged values for readers that never modify them (the render's checks and its report): made once
-        until the next change, where merged() makes a fresh copy each call (a render's checks would otherwise copy
-        the chart's whole defaults once each)."""
+        """The merged values for readers that never modify them (the render's checks, its report, the hazard
+        rules): made once until the next change, and sharing every map the overrides leave alone with the defaults
+        (overlay), where merged() copies the chart's whole defaults each call."""
         if self._view is None:
-            self._view = self.merged()
+            self._view = overlay(self.defaults, self.overrides())
         return self._view
 
 
@@ -95,6 +95,17 @@ def merge(base: dict, override: dict) -> dict:
         else:
             base[key] = copied(value)
     return base
+
+
+def overlay(base: dict, override: dict) -> dict:
+    """merge()'s result without copying base: a new map on each path the override reaches, every other value
+    shared with base (and the override). Equal to merge(copied(base), override), in the same key order; for
+    readers only, since changing a shared value would change base."""
+    out = dict(base)
+    for key, value in override.items():
+        below = out.get(key)
+        out[key] = overlay(below, value) if isinstance(value, dict) and isinstance(below, dict) else value
+    return out
 
 
 def lookup(tree: Any, parts: tuple[str, ...]) -> tuple[bool, Any]:

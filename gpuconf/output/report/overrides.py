@@ -91,29 +91,36 @@ def _under(path: str, key: str) -> bool:
     return path == key or path.startswith(key + ".")
 
 
+def _keys_above(path: str) -> set[str]:
+    """Every key that path is _under: the path itself and each part of it that ends before a dot."""
+    out = {path}
+    dot = path.find(".")
+    while dot != -1:
+        out.add(path[:dot])
+        dot = path.find(".", dot + 1)
+    return out
+
+
 def quirks(facts: catalog.ChartFacts, parts: tuple[str, ...], present: bool, base: Any, value: Any,
            source: str) -> list[str]:
     """The chart's known quirks that a reviewer of this values leaf should know (gpu-operator-facts §4, §10)."""
     path = ".".join(parts)
+    above = _keys_above(path)  # a report checks every leaf against every key list: set lookups, not prefix scans
     notes = []
     for key in facts.template_only_keys:
-        if _under(path, key):
+        if key in above:
             notes.append(f"`{key}` is read by the chart's templates although its values.yaml lacks it: a real key, "
                          "not a typo")
             break
-    for key in facts.dead_keys:
-        if _under(path, key):
-            notes.append(f"no template of chart {facts.version} reads `{key}`: this value has no effect")
-    for key, field in sorted(facts.renamed_keys.items()):
-        if _under(path, key):
-            rest = path[len(key):]
-            notes.append(f"the chart renders `{key}` into the ClusterPolicy as `spec.{field}`: look for "
-                         f"`spec.{field}{rest}` in `kubectl get clusterpolicy -o yaml`")
+    notes += [f"no template of chart {facts.version} reads `{key}`: this value has no effect"
+              for key in facts.dead_keys if key in above]
+    for key in sorted(above.intersection(facts.renamed_keys)):
+        field, rest = facts.renamed_keys[key], path[len(key):]
+        notes.append(f"the chart renders `{key}` into the ClusterPolicy as `spec.{field}`: look for "
+                     f"`spec.{field}{rest}` in `kubectl get clusterpolicy -o yaml`")
     if source == "override":
-        for key in facts.verbatim_blocks:
-            if _under(path, key):
-                notes.append(f"`{key}` is copied verbatim (toYaml) into the ClusterPolicy: its keys must be "
-                             "ClusterPolicy field names")
+        notes += [f"`{key}` is copied verbatim (toYaml) into the ClusterPolicy: its keys must be ClusterPolicy "
+                  "field names" for key in facts.verbatim_blocks if key in above]
     if present and isinstance(base, list) and base and isinstance(value, list):
         kept = [item for item in base if item in value]
         if len(kept) == len(base):
