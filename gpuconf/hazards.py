@@ -271,7 +271,7 @@ def intent_facts(intent, values: Mapping[str, Any] | None = None) -> IntentFacts
 
     spec = intent.spec
     chart = catalog.chart(spec.operator.chart_version)
-    default_driver = chart.defaults["driver"]["version"] if chart is not None else None
+    default_driver = chart.shared_defaults["driver"]["version"] if chart is not None else None
     features = set()
     if dra.enabled(intent):
         features.add("dra")

@@ -436,7 +436,7 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
 
     pools = []
     tolerations: dict[tuple, dict] = {}
-    waves = wave_versions(intent, chart.defaults["driver"]["version"])
+    waves = wave_versions(intent, chart.shared_defaults["driver"]["version"])
     for index, pool in enumerate(intent.spec.pools):
         profile = pool_profile(intent, pool)
         model = gpu_model(intent, pool.gpu)

@@ -519,3 +519,28 @@ def test_an_override_that_turns_nvidiadriver_mode_off_is_the_users_choice_not_a_
     assert result.exit_code == 0, result.output
     assert "warning GC342 spec.overrides[0].path: replaces what gpuconf derives for driver.nvidiaDriverCRD.enabled" \
         in result.output
+
+
+def _leaves_by_recursion(value, prefix=()):
+    if isinstance(value, dict):
+        return [leaf for key, item in value.items() for leaf in _leaves_by_recursion(item, (*prefix, key))]
+    if isinstance(value, list):
+        return [leaf for i, item in enumerate(value) for leaf in _leaves_by_recursion(item, (*prefix, i))]
+    return [(prefix, value)]
+
+
+def test_the_leaves_of_values_are_every_scalar_depth_first_in_the_datas_order():
+    from hypothesis import given, settings, strategies as st
+
+    from gpuconf.output.semantic import _leaves
+
+    data = st.recursive(st.none() | st.integers() | st.text(max_size=2),
+                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner,
+                                                                                    max_size=3), max_leaves=15)
+
+    @settings(max_examples=300, deadline=None)
+    @given(data)
+    def same(value):
+        assert list(_leaves(value, ("top",))) == _leaves_by_recursion(value, ("top",))
+
+    same()

@@ -478,15 +478,19 @@ def _command_labels(text: str, flag: str) -> dict[str, str]:
 
 
 def _leaves(value: Any, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:
-    """Every (path, scalar) in nested maps and lists (list items by index)."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(item, (*prefix, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _leaves(item, (*prefix, i))
-    else:
-        yield prefix, value
+    """Every (path, scalar) in nested maps and lists (list items by index), depth first in the data's order.
+
+    One generator over a stack of (path, value): a generator per level (`yield from` itself) made every leaf pass
+    through each level above it, which was most of the mirror check's time on a chart's whole values."""
+    stack = [(prefix, value)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            stack += [((*path, key), item) for key, item in reversed(node.items())]
+        elif isinstance(node, list):
+            stack += [((*path, i), node[i]) for i in range(len(node) - 1, -1, -1)]
+        else:
+            yield path, node
 
 
 def _maps(value: Any, prefix: tuple) -> Iterator[tuple[tuple, Any]]:

@@ -150,7 +150,7 @@ def driver_tags(ctx: Context) -> Iterator[Finding]:
     driver image has: `<major>.<minor>.<revision>` (`595.91.07`, tagged `595.91.07-ubuntu24.04`); a two-part `470.1`
     names no image."""
     chart = catalog.chart(ctx.intent.spec.operator.chart_version)
-    example = chart.defaults["driver"]["version"] if chart is not None else "595.91.07"
+    example = chart.shared_defaults["driver"]["version"] if chart is not None else "595.91.07"
     for loc, version in _driver_versions(ctx):
         if not DRIVER_TAG.fullmatch(version):
             yield ctx.finding("GC316", loc, f"no driver image has version {version}: the driver's tags are "
