@@ -105,3 +105,16 @@ def test_the_render_bench_breaks_gpuconfs_time_down_by_phase(tmp_path):
     assert [re.sub(r"\s+[0-9.]+ ms$", "", line) for line in lines[at + 1:]] == [
         "    interpreter", "    imports", "    model building", "    load and validate", "    planning",
         "    rendering", "    verification", "    report", "    write", "    other"]
+
+
+def test_the_startup_bench_puts_gpuconf_help_next_to_bare_python_in_the_same_rounds(tmp_path):
+    """`--startup-only` (issue 32, item 3: at most 1.2x bare start-up, read off `make bench`, not asserted): the
+    bare interpreter and `gpuconf --help`, each with its wall and CPU medians, and the ratios."""
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--startup-only", "--runs", "1"],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    bare, help_ = done.stdout.splitlines()
+    assert re.fullmatch(r"bare python start-up\s+[0-9.]+ ms  \([0-9.]+ ms CPU\)", bare), bare
+    assert re.fullmatch(r"gpuconf --help\s+[0-9.]+ ms  \([0-9.]+ ms CPU\); [0-9.]+x bare wall, [0-9.]+x CPU",
+                        help_), help_
