@@ -1003,3 +1003,78 @@ def test_index_names_the_release_of_other_projects_crds() -> None:
     assert kinds["kueue.x-k8s.io/v1beta2/LocalQueue"]["release"] == {"repository": "kubernetes-sigs/kueue",
                                                                       "tag": "v0.19.2"}
     assert "release" not in kinds["nvidia.com/v1/ClusterPolicy"]  # the chart's own CRDs: the chart version says it
+
+
+# --- repeated sub-schemas written once (issue 32: compact derived schemas) ---------------------------------------
+
+
+def _repeating_schema() -> dict[str, Any]:
+    template = {"type": "object", "additionalProperties": False, "required": ["name"],
+                "properties": {"name": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 40},
+                               "replicas": {"type": "integer", "minimum": 0, "maximum": 9},
+                               "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                               "note": {"type": "string", "enum": ["x" * 600, "y"]}}}
+    generator = {"type": "object", "additionalProperties": False, "properties": {"template": template}}
+    return {"type": "object", "additionalProperties": False, "properties": {
+        "list": generator, "git": generator,
+        "matrix": {"type": "array", "items": {"anyOf": [generator, {"type": "null"}]}},
+        "small": {"type": "string", "minLength": 1}, "other": {"type": "string", "minLength": 1}}}
+
+
+def test_a_repeated_sub_schema_is_written_once_under_defs_and_checks_the_same():
+    import jsonschema_rs
+
+    derive = derive_module()
+    schema = _repeating_schema()
+    shared = derive.shared_subschemas(schema, min_bytes=500)
+    assert schema == _repeating_schema()  # the input is left as it was
+    assert all(re.fullmatch(r"shared-[0-9a-f]{16}", name) for name in shared["$defs"])
+    # The generator (and the template inside it) repeat; the small string schemas stay where they are.
+    assert shared["properties"]["list"] == shared["properties"]["git"] == shared["properties"]["matrix"]["items"][
+        "anyOf"][0]
+    assert set(shared["properties"]["list"]) == {"$ref"}
+    assert shared["properties"]["small"] == {"type": "string", "minLength": 1}
+    # The template repeats only inside the generator, which is written once: it stays in place there.
+    assert len(shared["$defs"]) == 1
+    [generator] = shared["$defs"].values()
+    assert generator["properties"]["template"]["properties"]["name"]["pattern"] == "^[a-z]+$"
+    assert derive.shared_subschemas(_repeating_schema(), min_bytes=500) == shared  # the same names every time
+    assert derive._local_refs(shared, shared, "test") == 3
+    good = {"list": {"template": {"name": "abc", "replicas": 3}}, "matrix": [None, {"template": {"name": "q"}}]}
+    bad = [{"list": {"template": {"name": "ABC"}}}, {"git": {"template": {"replicas": 3}}},
+           {"matrix": [{"template": {"name": "a", "extra": 1}}]}, {"list": {"template": {"name": "a", "replicas": 10}}},
+           {"git": {"template": {"name": "a", "labels": {"k": 1}}}}, {"small": ""}]
+    for engine in (lambda s: jsonschema.Draft202012Validator(s).is_valid,
+                   lambda s: jsonschema_rs.Draft202012Validator(s).is_valid):
+        assert engine(schema)(good) and engine(shared)(good)
+        assert [engine(schema)(b) for b in bad] == [engine(shared)(b) for b in bad] == [False] * len(bad)
+    # The errors name the same instance paths and say the same.
+    for instance in bad:
+        def found(s):
+            return sorted((e.json_path, e.message) for e in jsonschema.Draft202012Validator(s).iter_errors(instance))
+        assert found(schema) == found(shared)
+
+
+def test_every_shared_definition_of_a_committed_schema_is_used_more_than_once():
+    for file in sorted({entry["file"] for entry in index()["kinds"].values()}):
+        schema = load_schema(file)
+        text = json.dumps(schema)
+        for name in schema.get("$defs", {}):
+            if name.startswith("shared-"):
+                assert text.count(f'"#/$defs/{name}"') >= 2, (file, name)
+
+
+def test_a_mistake_inside_a_shared_part_of_the_application_set_is_reported_at_its_place(tmp_path):
+    from gpuconf.pipeline import render_any
+
+    fleet = render_any(str(REPO_ROOT / "examples" / "fleet" / "fleet.yaml"), str(tmp_path))
+    [appset] = [doc for tree in fleet.trees for doc in tree.documents.get("applicationset.yaml", [])]
+    assert verify.verify_object(appset, "1.33", "applicationset.yaml") == []
+    assert len(load_schema("crds/argoproj.io_applicationset_v1alpha1.json")["$defs"]) > 0
+    broken = json.loads(json.dumps(appset))
+    broken["spec"]["template"]["spec"]["destination"]["server"] = 5
+    broken["spec"]["template"]["spec"]["syncPolicy"]["automated"]["prune"] = "yes"
+    problems = verify.verify_object(broken, "1.33", "applicationset.yaml")
+    assert [(p.path, p.message) for p in problems] == [
+        ("$.spec.template.spec.destination.server", "5 is not of type 'string'"),
+        ("$.spec.template.spec.syncPolicy.automated.prune", "'yes' is not of type 'boolean'")]
