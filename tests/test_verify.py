@@ -308,7 +308,7 @@ def test_nfd_schema_refs_stay_inside_the_file() -> None:
 def test_committed_schemas_are_what_the_script_derives() -> None:
     derive = derive_module()
     outputs = derive.derive(REFERENCE, check=False)  # the metaschema checks run on the committed files above
-    committed = {str(p.relative_to(REPO_ROOT)) for sub in ("schemas/crds", "schemas/values")
+    committed = {str(p.relative_to(REPO_ROOT)) for sub in ("schemas/crds", "schemas/values", "schemas/kubernetes")
                  for p in (REPO_ROOT / sub).glob("*.json")}
     assert set(outputs) == committed
     for rel, data in outputs.items():
@@ -1078,3 +1078,58 @@ def test_a_mistake_inside_a_shared_part_of_the_application_set_is_reported_at_it
     assert [(p.path, p.message) for p in problems] == [
         ("$.spec.template.spec.destination.server", "5 is not of type 'string'"),
         ("$.spec.template.spec.syncPolicy.automated.prune", "'yes' is not of type 'boolean'")]
+
+
+# --- the built-in kinds' schemas kept in schemas/kubernetes (issue 32: compact derived subsets) -------------------
+
+
+def test_each_kept_builtin_schema_is_what_the_installed_bundle_gives():
+    kept = load_schema("kubernetes/index.json")["kinds"]
+    expected = {}
+    for minor in verify.supported_kubernetes_versions():
+        for api_version, kind in [*verify.EMITTED_BUILTIN_KINDS, ("", verify.OBJECT_META)]:
+            schema = verify.builtin_subset(minor, api_version, kind)
+            if schema is not None:
+                expected[verify.builtin_subset_key(minor, api_version, kind)] = schema
+    assert sorted(kept) == sorted(expected)
+    assert len(expected) > 13 * 10  # every version, nearly every kind (resource.k8s.io/v1 came in 1.34)
+    for key, file in kept.items():
+        assert load_schema(f"kubernetes/{file}") == expected[key], key
+    files = {path.name for path in schemas_dir().joinpath("kubernetes").iterdir()} - {"index.json"}
+    assert files == set(kept.values())  # no file left over, the files shared between versions by content
+
+
+def test_every_builtin_kind_of_the_golden_trees_is_kept():
+    import yaml
+
+    crds = index()["kinds"]
+    seen = set()
+    for path in (REPO_ROOT / "tests" / "golden").rglob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if isinstance(doc, dict) and {"apiVersion", "kind", "metadata"} <= set(doc):
+                key = f"{doc['apiVersion']}/{doc['kind']}"
+                if key not in crds and key not in verify.DOCUMENTED_KINDS:
+                    seen.add((doc["apiVersion"], doc["kind"]))
+    assert seen and seen <= set(verify.EMITTED_BUILTIN_KINDS)
+
+
+def test_a_kept_schema_and_the_bundle_give_the_same_problems(monkeypatch):
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "probe", "namespace": "gpu-operator"},
+           "spec": {"backoffLimit": "two", "template": {"spec": {"restartPolicy": "Never", "containers": [
+               {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1x"}}, "bogus": 1}]}}}}
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "t", "labelz": {}},
+             "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}}
+    kept = [(p.path, p.message) for doc in (job, quota) for p in verify.verify_object(doc, "1.33", "x.yaml")]
+    assert kept == [
+        ("$.spec.backoffLimit", "'two' is not of type 'integer', 'null'"),
+        ("$.spec.template.spec.containers[0].bogus", "unknown field 'bogus'"),
+        ("$.spec.template.spec.containers[0].resources.limits['nvidia.com/gpu']",
+         "'1x' is not a Kubernetes quantity (such as 2, 500m, 1.5Gi, 1e3)"),
+        ("$.metadata.labelz", "unknown field 'labelz' (did you mean 'labels'?)")]
+    monkeypatch.setattr(verify, "_subsets", lambda: {})
+    verify._builtin_fast.cache_clear()
+    try:
+        bundled = [(p.path, p.message) for doc in (job, quota) for p in verify.verify_object(doc, "1.33", "x.yaml")]
+    finally:
+        verify._builtin_fast.cache_clear()
+    assert bundled == kept

@@ -11,6 +11,8 @@ Writes
   schemas/crds/index.json                      "<apiVersion>/<kind>" -> schema file, scope, deprecation, CEL count
   schemas/values/gpu-operator-<version>.json   the GPU Operator chart's values, closed, typed by the ClusterPolicy CRD
   schemas/values/node-feature-discovery-<version>.json   the NFD subchart's own values schema
+  schemas/kubernetes/<kind>-<digest>.json      the strict schema of a built-in kind gpuconf writes, per version
+  schemas/kubernetes/index.json                "<minor>/<apiVersion>/<kind>" -> schema file
 
 The output is byte-stable (sorted keys, fixed indentation, input hashes instead of timestamps): running the script
 twice changes nothing. Any input that is missing, malformed or uses a schema construct the converter does not know
@@ -717,6 +719,46 @@ def derive_values(ref: Reference, cp_spec: dict[str, Any], nvd_spec: dict[str, A
     return outputs
 
 
+def derive_kubernetes() -> dict[str, bytes]:
+    """schemas/kubernetes: for each built-in kind gpuconf writes (gpuconf.output.verify.EMITTED_BUILTIN_KINDS) and
+    each Kubernetes version kubernetes-validate bundles, the kind's strict schema with the definitions it reaches
+    and without descriptions, as gpuconf.output.verify builds it from the bundle (Quantity grammar from
+    schemas/crds/index.json included: run after the CRDs are derived); one file per distinct content, named by its
+    digest, and an index from "<minor>/<apiVersion>/<kind>" (and "<minor>/ObjectMeta") to the file."""
+    import hashlib
+    import importlib.metadata
+
+    from gpuconf.output import verify
+
+    outputs: dict[str, bytes] = {}
+    kinds: dict[str, str] = {}
+    wanted = [*verify.EMITTED_BUILTIN_KINDS, ("", verify.OBJECT_META)]
+    for minor in verify.supported_kubernetes_versions():
+        for api_version, kind in wanted:
+            schema = verify.builtin_subset(minor, api_version, kind)
+            if schema is None:
+                continue  # e.g. resource.k8s.io/v1 before Kubernetes 1.34
+            data = _dump(schema)
+            group, _, version = api_version.rpartition("/")
+            stem = kind.lower() if kind == verify.OBJECT_META else \
+                f"{kind.lower()}-{group.split('.')[0] or 'core'}-{version}"
+            file = f"{stem}-{hashlib.sha256(data).hexdigest()[:12]}.json"
+            outputs[f"schemas/kubernetes/{file}"] = data
+            kinds[verify.builtin_subset_key(minor, api_version, kind)] = file
+    release = importlib.metadata.version("kubernetes-validate")
+    outputs["schemas/kubernetes/index.json"] = _dump({
+        "generated": header(SCRIPT, {f"kubernetes-validate {release}": "the installed package (gpuconf depends on "
+                                                                        "kubernetes-validate==1.37.*)"},
+                            "The strict schemas of the built-in kinds gpuconf writes, one per Kubernetes version "
+                            "kubernetes-validate bundles, each with the definitions it reaches and without "
+                            "descriptions: what gpuconf.output.verify would build from the bundle's 1.8 MB "
+                            "definitions file in every process. Keyed by <minor>/<apiVersion>/<kind> and "
+                            "<minor>/ObjectMeta; files named by their content's digest, shared between versions."),
+        "kinds": dict(sorted(kinds.items())),
+    })
+    return outputs
+
+
 def derive(reference: Path, check: bool = True) -> dict[str, bytes]:
     """Every output file (repository-relative path -> bytes) derived from the reference folder.
 
@@ -726,12 +768,13 @@ def derive(reference: Path, check: bool = True) -> dict[str, bytes]:
     ref = Reference(reference)
     outputs, cp_spec, nvd_spec = derive_crds(ref, check)
     outputs.update(derive_values(ref, cp_spec, nvd_spec, check))
+    outputs.update(derive_kubernetes())
     return dict(sorted(outputs.items()))
 
 
 def _leftovers(outputs: dict[str, bytes]) -> list[str]:
     """Committed schema files nobody derives any more (a dropped CRD version)."""
-    return sorted(str(p.relative_to(REPO_ROOT)) for sub in ("schemas/crds", "schemas/values")
+    return sorted(str(p.relative_to(REPO_ROOT)) for sub in ("schemas/crds", "schemas/values", "schemas/kubernetes")
                   for p in (REPO_ROOT / sub).glob("*.json") if str(p.relative_to(REPO_ROOT)) not in outputs)
 
 

@@ -2,7 +2,9 @@
 
 Built-in kinds are checked against the strict Kubernetes schemas that kubernetes-validate bundles for the target
 minor version, through a cached wrapper over its schema files (its own `validate()` re-reads a 1.8 MB definitions
-file on every call and stops at the first error). Custom resources are checked against the schemas that
+file on every call and stops at the first error). For the kinds gpuconf writes (EMITTED_BUILTIN_KINDS), the same
+schemas with the definitions they reach are kept in schemas/kubernetes by tools/derive_schemas.py (tested equal to
+what the bundle gives), so a render reads a few small files instead of that definitions file. Custom resources are checked against the schemas that
 tools/derive_schemas.py converted from their CRDs into schemas/crds (installed as gpuconf.schemas), chart values
 against schemas/values. Every failure is reported, sorted by path.
 
@@ -247,9 +249,64 @@ def _builtin_validator(minor: str, api_version: str, kind: str) -> jsonschema.Va
     return jsonschema.Draft202012Validator(schema, registry=_kubernetes_registry(minor))
 
 
+#: The built-in kinds gpuconf writes (apiVersion, kind). tools/derive_schemas.py keeps each one's self-contained
+#: strict schema of every supported version in schemas/kubernetes (a few KB each, without descriptions), so that a
+#: render reads those instead of the 1.8 MB definitions file of a version; any other kind is read from
+#: kubernetes-validate's bundle as before.
+EMITTED_BUILTIN_KINDS = (
+    ("v1", "ConfigMap"), ("v1", "Namespace"), ("v1", "ResourceQuota"), ("batch/v1", "Job"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("resource.k8s.io/v1", "DeviceClass"), ("resource.k8s.io/v1", "ResourceClaimTemplate"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+)
+#: The key of a version's ObjectMeta (the metadata of custom resources) in schemas/kubernetes/index.json.
+OBJECT_META = "ObjectMeta"
+
+
+def builtin_subset_key(minor: str, api_version: str, kind: str) -> str:
+    """The key of a kind's derived schema in schemas/kubernetes/index.json: 1.33/batch/v1/Job, 1.33/ObjectMeta."""
+    return f"{minor}/{kind}" if kind == OBJECT_META else f"{minor}/{api_version}/{kind}"
+
+
+def builtin_subset(minor: str, api_version: str, kind: str) -> dict[str, Any] | None:
+    """What schemas/kubernetes keeps for a built-in kind (kind OBJECT_META: the version's ObjectMeta), built from
+    kubernetes-validate's bundle: the kind's strict schema with the definitions it reaches, without descriptions
+    (no check reads them). None when the version has no such kind."""
+    if kind == OBJECT_META:
+        schema: dict[str, Any] | None = {"$ref": _DEFINITIONS_REF + _OBJECT_META_DEF}
+    else:
+        schema = _builtin_schema(minor, api_version, kind)
+    if schema is None:
+        return None
+    return _without_descriptions(_self_contained(schema, _kubernetes_definitions(minor)["$defs"]))
+
+
+def _without_descriptions(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_descriptions(v) for k, v in node.items()
+                if not (k == "description" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_without_descriptions(item) for item in node]
+    return node
+
+
+@functools.cache
+def _subsets() -> dict[str, str]:
+    """schemas/kubernetes/index.json's kinds (key -> file relative to gpuconf.schemas); {} without the folder."""
+    try:
+        data = orjson.loads(_schemas_dir().joinpath("kubernetes", "index.json").read_bytes())
+    except FileNotFoundError:
+        return {}
+    return {key: f"kubernetes/{file}" for key, file in data["kinds"].items()}
+
+
 @functools.cache
 def _builtin_fast(minor: str, api_version: str, kind: str) -> Any:
     """The compiled check of a built-in kind, or None when the version has no such kind."""
+    derived = _subsets().get(builtin_subset_key(minor, api_version, kind))
+    if derived is not None:
+        return _fast(_schema(derived))
     schema = _builtin_schema(minor, api_version, kind)
     return None if schema is None else _fast(_self_contained(schema, _kubernetes_definitions(minor)["$defs"]))
 
@@ -265,6 +322,9 @@ def _object_meta_validator(minor: str) -> jsonschema.Validator:
 @functools.cache
 def _object_meta_fast(minor: str) -> Any:
     """The compiled check of one version's strict ObjectMeta."""
+    derived = _subsets().get(builtin_subset_key(minor, "", OBJECT_META))
+    if derived is not None:
+        return _fast(_schema(derived))
     meta = {"$ref": _DEFINITIONS_REF + _OBJECT_META_DEF}
     return _fast(_self_contained(meta, _kubernetes_definitions(minor)["$defs"]))
 
