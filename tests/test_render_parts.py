@@ -676,3 +676,17 @@ def test_the_keys_above_a_values_path_are_those_it_is_under(parts, key):
 
     path = ".".join(parts)
     assert (key in _keys_above(path)) == _under(path, key)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=4).map(tuple), max_size=25))
+def test_a_change_supersedes_every_earlier_change_on_its_branch_as_a_scan_of_all_of_them_would(paths):
+    from gpuconf.render.values import ValuesBuilder
+
+    builder, scanned = ValuesBuilder({"a": {"b": 1}}), {}
+    for n, parts in enumerate(paths):
+        builder.set(parts, n, "why", ("spec",))
+        for other in [p for p in scanned if p[:len(parts)] == parts or parts[:len(p)] == p]:
+            del scanned[other]
+        scanned[parts] = n
+    assert [(p, c.value) for p, c in builder.changes.items()] == list(scanned.items())  # the same, in the same order

@@ -34,16 +34,24 @@ class ValuesBuilder:
     def __init__(self, defaults: dict):
         self.defaults = defaults
         self.changes: dict[tuple[str, ...], Change] = {}
+        self._below: dict[tuple[str, ...], set[tuple[str, ...]]] = {}  # a proper prefix -> the change paths under it
         self._view: dict | None = None
 
     def set(self, path: str | tuple[str, ...], value: Any, why: str, origin: tuple) -> None:
         """Record that path takes value, for a reason rooted at an intent path."""
         parts = tuple(path.split(".")) if isinstance(path, str) else path
         found, default = lookup(self.defaults, parts)
-        # A deeper or shallower earlier change on the same branch is superseded (overrides come last and win).
-        for other in [p for p in self.changes if p[:len(parts)] == parts or parts[:len(p)] == p]:
+        # A deeper or shallower earlier change on the same branch is superseded (overrides come last and win): the
+        # path itself and its prefixes are looked up, the deeper ones come from the index, not a scan of every change.
+        superseded = [parts[:i] for i in range(1, len(parts) + 1) if parts[:i] in self.changes]
+        superseded += self._below.get(parts, ())
+        for other in superseded:
             del self.changes[other]
+            for i in range(1, len(other)):
+                self._below[other[:i]].discard(other)
         self.changes[parts] = Change(parts, value, why, origin, default, found)
+        for i in range(1, len(parts)):
+            self._below.setdefault(parts[:i], set()).add(parts)
         self._view = None
 
     def deviations(self) -> list[Change]:
