@@ -42,9 +42,9 @@ class Hazard:
     seen_by: tuple[str, ...]
     sources: tuple[Mapping[str, Any], ...]
 
-    @property
+    @functools.cached_property
     def pool_level(self) -> bool:
-        """True when a condition is about one pool or node."""
+        """True when a condition is about one pool or node (worked out once per entry)."""
         return bool(POOL_CONDITIONS & set(self.applies)) or bool(POOL_FEATURES & set(self.applies.get("features", ())))
 
     def cite(self) -> str:
@@ -148,14 +148,17 @@ class Facts:
     containerd: str | None = None  # its version; "" when the runtime is not containerd
 
 
+#: The Facts field each condition is about ("features" is tested on its own).
+_FIELD = {"gpus": "gpu", "drivers": "driver", "charts": "chart", "migManager": "mig_manager", "toolkit": "toolkit",
+          "distributions": "distribution", "kubernetes": "kubernetes", "kernelModules": "kernel_modules", "os": "os",
+          "kernels": "kernel", "arch": "arch", "containerd": "containerd"}
+
+
 def _holds(name: str, cond: Any, facts: Facts) -> bool | None:
     """Whether one condition holds: True, False, or None when the facts do not say."""
     if name == "features":
         return all(f in facts.features for f in cond)
-    value = {"gpus": facts.gpu, "drivers": facts.driver, "charts": facts.chart, "migManager": facts.mig_manager,
-             "toolkit": facts.toolkit, "distributions": facts.distribution, "kubernetes": facts.kubernetes,
-             "kernelModules": facts.kernel_modules, "os": facts.os, "kernels": facts.kernel, "arch": facts.arch,
-             "containerd": facts.containerd}[name]
+    value = getattr(facts, _FIELD[name])
     if value is None:
         return None
     if name == "kernelModules":
@@ -189,7 +192,19 @@ class Verdict:
 
 
 def judge(hazard: Hazard, facts: Facts) -> Verdict:
-    """The entry against the facts."""
+    """The entry against the facts. An entry of the table is judged once per distinct facts: validation and the
+    report judge every pool's, and the pools of a fleet's clusters mostly share theirs."""
+    verdict = _table_verdicts(facts).get(hazard.id)
+    return verdict if verdict is not None and verdict.hazard is hazard else _judge(hazard, facts)
+
+
+@functools.lru_cache(maxsize=4096)
+def _table_verdicts(facts: Facts) -> Mapping[str, Verdict]:
+    """Every entry of the table against the facts, by id (Verdicts are frozen: callers share them)."""
+    return {h.id: _judge(h, facts) for h in hazards()}
+
+
+def _judge(hazard: Hazard, facts: Facts) -> Verdict:
     failed, unknown = [], []
     for name, cond in sorted(hazard.applies.items()):
         held = _holds(name, cond, facts)

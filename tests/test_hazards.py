@@ -140,6 +140,23 @@ def test_version_ranges_compare_numerically() -> None:
     assert not undecided.applies and undecided.unknown == ("drivers",)
 
 
+def test_an_entry_of_the_table_is_judged_once_per_facts_and_any_other_entry_afresh() -> None:
+    """judge keeps the table's verdicts per distinct facts (a fleet's pools mostly share theirs); an entry that is not
+    the table's own object, even an equal one, is judged on its own and its verdict names it."""
+    import dataclasses
+
+    facts = H.Facts(chart="v26.7.0", gpu="RTX-PRO-6000", driver="570.172.08", features=frozenset({"managed"}))
+    for entry in H.hazards():
+        first = H.judge(entry, facts)
+        assert H.judge(entry, H.Facts(**dataclasses.asdict(facts))) is first  # equal facts share the verdict
+        stranger = dataclasses.replace(entry, applies={**entry.applies})
+        verdict = H.judge(stranger, facts)
+        assert verdict.hazard is stranger and (verdict.failed, verdict.unknown) == (first.failed, first.unknown)
+    changed = dataclasses.replace(next(h for h in H.hazards() if h.id == "rtx-pro-6000-driver-floor"),
+                                  applies={"gpus": ["H200"]})
+    assert H.judge(changed, facts).failed == ("gpus",)  # its own conditions, not the table entry's verdict
+
+
 # --- validate: the hazards an intent enters, per pool ----------------------------------------------------------
 
 
