@@ -394,10 +394,18 @@ def _chart_data(version: str) -> dict[str, Any] | None:
 
 def chart(version: str) -> ChartFacts | None:
     """The facts of one chart version (defaults as a fresh, modifiable copy), or None when unknown."""
+    fields = _chart_fields(version)
+    return None if fields is None else ChartFacts(**fields)
+
+
+@functools.cache
+def _chart_fields(version: str) -> dict[str, Any] | None:
+    """ChartFacts' fields of a version, made once per process (all of them immutable or read-only): chart() makes a
+    new ChartFacts of them each call, so that each has its own copy of the defaults."""
     raw = _chart_data(version)
     if raw is None:
         return None
-    return ChartFacts(
+    return dict(
         version=raw["version"],
         shared_defaults=raw["defaults"],
         template_only_keys=tuple(raw["templateOnlyKeys"]),

@@ -708,7 +708,7 @@ def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str
     tree, failed = _valid_tree(intent, "nothing to compare", cluster, "--against-values")
     if failed is not None:
         return failed
-    defaults = tree.plan.chart.defaults
+    defaults = tree.plan.chart.shared_defaults
     try:
         old, _ = S.merge_inputs([S.read_values_file(p) for p in against])
         extra, _ = S.merge_inputs([S.read_values_file(p) for p in values])
@@ -738,7 +738,7 @@ def _diff_foreign(tree, intent: str, against: str, fmt: str) -> Outcome | None:
                 old, _ = S.merge_inputs([S.read_values_file(str(values))])
             except S.InputError as exc:
                 return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
-            defaults = tree.plan.chart.defaults
+            defaults = tree.plan.chart.shared_defaults
             rows = M.differing(S.coalesce(defaults, S.unwrapped(old, defaults)),
                                S.coalesce(defaults, tree.values.overrides()))
             outcome = _values_diff_outcome(rows, str(values), f"{intent} (chart {tree.plan.chart_version})", fmt

@@ -692,18 +692,26 @@ def test_a_change_supersedes_every_earlier_change_on_its_branch_as_a_scan_of_all
     assert [(p, c.value) for p, c in builder.changes.items()] == list(scanned.items())  # the same, in the same order
 
 
-def test_no_reader_of_the_shared_merged_view_changes_the_chart_defaults_it_shares(tmp_path):
-    """The read-only view (the render's checks, its report, the hazard rules) shares every map the overrides leave
-    alone with the plan's chart defaults: after whole renders of every example those defaults are still the chart's."""
+def test_no_reader_of_the_chart_defaults_a_render_shares_changes_them(tmp_path):
+    """A render reads the chart's defaults where the process keeps them, uncopied (the values builder, the read-only
+    merged view, the renderers, the checks, the report, the hazard rules): after whole renders of every example
+    and of the fleet, in one process, those defaults are still what the chart's facts file says."""
+    import json
+
     from gpuconf.pipeline import render_any
 
-    rendered = 0
+    rendered, versions = 0, set()
     for example in [*EXAMPLES, ROOT / "examples" / "fleet" / "fleet.yaml"]:
         result = render_any(str(example), str(tmp_path / example.stem))
         for tree in result.trees:
             if tree.values is None:
                 continue
             assert tree.values.merged_view() == tree.values.merged()
-            assert tree.values.defaults == catalog.chart(tree.plan.chart_version).defaults, example.name
+            assert tree.values.defaults is catalog.chart(tree.plan.chart_version).shared_defaults, example.name
+            versions.add(tree.plan.chart_version)
             rendered += 1
     assert rendered >= 10
+    for version in sorted(versions):
+        pristine = json.loads(catalog.data_file(f"charts/{version}.json").read_text(encoding="utf-8"))["defaults"]
+        assert catalog.chart(version).shared_defaults == pristine, version
+

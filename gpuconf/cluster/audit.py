@@ -91,7 +91,7 @@ def _expected_sharing_labels(pool: P.PoolPlan, strategy: str | None) -> dict[str
 
 
 def _pools(plan: P.Plan, strategy: str | None) -> list[_Pool]:
-    default_driver = plan.intent.spec.driver.version or plan.chart.defaults.get("driver", {}).get("version")
+    default_driver = plan.intent.spec.driver.version or plan.chart.shared_defaults.get("driver", {}).get("version")
     out = []
     for pp in plan.pools:
         pool = pp.pool
@@ -138,7 +138,7 @@ class Auditor:
         self.slices = slices
         self.result = AuditResult(plan.name, plan.source, source)
         # The MIG strategy GFD publishes: the rendered one, else the chart's default (mig.strategy: single).
-        self.strategy = plan.strategy or plan.chart.defaults.get("mig", {}).get("strategy")
+        self.strategy = plan.strategy or plan.chart.shared_defaults.get("mig", {}).get("strategy")
         self.max_unavailable = max_unavailable
         self.pools = _pools(plan, self.strategy)
         self.result.pools = [p.report for p in self.pools]

@@ -142,11 +142,11 @@ def first_sync(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], live_values: Ma
     configs = dict(mig_configs or {})
     rendered = build_values(plan).overrides()
     new_tolerations = (rendered.get("daemonsets") or {}).get("tolerations") or \
-        (plan.chart.defaults.get("daemonsets") or {}).get("tolerations") or DEFAULT_TOLERATIONS
+        (plan.chart.shared_defaults.get("daemonsets") or {}).get("tolerations") or DEFAULT_TOLERATIONS
     old_tolerations = ((live_values or {}).get("daemonsets") or {}).get("tolerations") or DEFAULT_TOLERATIONS
     offered_plugin = set(plan.device_plugin_configs)
     offered_mig = {pp.mig_key for pp in plan.pools if pp.mig_key} | {P.MIG_DISABLED}
-    default_driver = plan.intent.spec.driver.version or (plan.chart.defaults.get("driver") or {}).get("version")
+    default_driver = plan.intent.spec.driver.version or (plan.chart.shared_defaults.get("driver") or {}).get("version")
     # The driver the installation itself installs (its values' driver.version, else the chart's default); None
     # without values, when a version the draft pins is the draft's own choice (the one most nodes run).
     live_driver = None if values_rows is None else ((live_values or {}).get("driver") or {}).get("version")
@@ -318,7 +318,7 @@ def read_installation(tree, values: Iterable[Any], configmaps: Iterable[Any]) ->
     from ..adopt import sources as S
 
     values = list(values)
-    defaults = tree.plan.chart.defaults
+    defaults = tree.plan.chart.shared_defaults
     user, _ = S.merge_inputs(values) if values else ({}, {})
     user = S.unwrapped(user, defaults)
     live = S.coalesce(defaults, user)

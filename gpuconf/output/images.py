@@ -140,7 +140,7 @@ def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os:
     out.references = sorted(refs)
     from ..render.values import NFD_IMAGE_REPOSITORY
 
-    upstreams = {*_repositories(plan.chart.defaults), NFD_IMAGE_REPOSITORY}
+    upstreams = {*_repositories(plan.chart.shared_defaults), NFD_IMAGE_REPOSITORY}
     out.sources = image_sources(out.references, plan.intent.spec.operator.registry, upstreams)
     return out
 

@@ -90,7 +90,7 @@ def nvidia_drivers(plan: P.Plan, values: dict) -> list[dict]:
         body = {**base, "default": False, "version": _driver_version(plan, base, pool.driver),
                 "nodeSelector": {P.POOL_LABEL: pool.name},
                 # An NVIDIADriver's daemon set takes its own tolerations: the chart's defaults and this pool's taints.
-                "tolerations": [*plan.chart.defaults["daemonsets"]["tolerations"],
+                "tolerations": [*(dict(t) for t in plan.chart.shared_defaults["daemonsets"]["tolerations"]),
                                 *(P.toleration(t) for t in pool.pool.taints)]}
         docs.append({
             "apiVersion": "nvidia.com/v1alpha1",

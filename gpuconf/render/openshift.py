@@ -129,7 +129,7 @@ def nfd_instance(plan: P.Plan, worker_tolerations: list[dict]) -> dict:
     """The NodeFeatureDiscovery instance of Red Hat's NFD operator: gpuconf's rules, their labels and taints."""
     spec: dict = {"operand": {"servicePort": NFD_SERVICE_PORT}, "extraLabelNs": list(NFD_LABEL_NAMESPACES)}
     if plan.tolerations:
-        spec["operand"]["workerTolerations"] = worker_tolerations
+        spec["operand"]["workerTolerations"] = [dict(t) for t in worker_tolerations]
     if plan.nfd_taints:
         spec["enableTaints"] = True  # NodeFeatureRules apply the pool taints only then
     return {"apiVersion": "nfd.openshift.io/v1", "kind": "NodeFeatureDiscovery",

@@ -34,7 +34,7 @@ def validator_image(plan: P.Plan) -> str:
     validator.version defaults to the chart's appVersion, which equals the released chart version
     (gpu-operator-facts §2); overrides of validator.repository/image/version win, as they do in the chart.
     """
-    defaults = plan.chart.defaults["validator"]
+    defaults = plan.chart.shared_defaults["validator"]
     repository = _override(plan, "validator.repository") or defaults["repository"]
     image = _override(plan, "validator.image") or defaults["image"]
     version = str(_override(plan, "validator.version") or plan.chart_version)

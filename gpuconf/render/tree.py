@@ -101,7 +101,7 @@ def render_tree(plan: P.Plan, command: Command) -> Tree:
     tree.values = values
     tree.files["values.yaml"] = head + _values_text(plan, values)
 
-    merged = values.merged()
+    merged = values.merged_view()  # read-only: the renderers copy what they put into documents
     by_file: dict[str, list[dict]] = {}
     renderers = [*MANIFEST_RENDERERS, lambda plan: nodes.nvidia_drivers(plan, merged)]
     for renderer in renderers:

@@ -147,7 +147,7 @@ def build_values(plan: P.Plan) -> ValuesBuilder:
     """All of gpuconf's changes to the chart's values for this plan, intent overrides last."""
     intent = plan.intent
     spec = intent.spec
-    b = ValuesBuilder(plan.chart.defaults)
+    b = ValuesBuilder(plan.chart.shared_defaults)
     _tolerations(plan, b)
     if dra.enabled(intent):
         _dra(plan, b)
@@ -231,7 +231,7 @@ def _tolerations(plan: P.Plan, b: ValuesBuilder) -> None:
     tainted = [p for p in plan.pools if p.pool.taints]
     origin = ("spec", "pools", tainted[0].index, "taints")
     names = ", ".join(p.name for p in tainted)
-    defaults = plan.chart.defaults
+    defaults = plan.chart.shared_defaults
     # Operand tolerations are one global list that replaces the chart's (gpu-operator-facts §4): keep the defaults.
     # A toleration the chart's own `operator: Exists` on that key already covers is not added twice.
     ops = list(defaults["daemonsets"]["tolerations"])
@@ -355,7 +355,7 @@ def _driver(plan: P.Plan, b: ValuesBuilder) -> None:
 
 def _images(plan: P.Plan, b: ValuesBuilder) -> None:
     op = plan.intent.spec.operator
-    defaults = plan.chart.defaults
+    defaults = plan.chart.shared_defaults
     if op.registry:
         origin = ("spec", "operator", "registry")
         for path, value in _default_paths(plan.chart.version, "repository"):

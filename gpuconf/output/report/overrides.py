@@ -67,7 +67,7 @@ def leaves(value: Any, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:
 
 def deviations(plan: P.Plan, values) -> list[Deviation]:
     """Every leaf the rendered values change relative to the chart's base defaults, in path order."""
-    defaults = plan.chart.defaults
+    defaults = plan.chart.shared_defaults
     out = []
     for change in values.deviations():
         source = "override" if change.origin[:2] == ("spec", "overrides") else "derived"
@@ -145,7 +145,7 @@ def chart_notes(plan: P.Plan) -> list[str]:
 def chart_notes_for(intent, facts: catalog.ChartFacts) -> list[str]:
     """chart_notes for an intent on any chart version."""
     notes = []
-    defaults = facts.defaults
+    defaults = facts.shared_defaults
     spec = intent.spec
     overridden = any(_under(o.path, "dcgmExporter.serviceMonitor") or o.path in ("dcgmExporter", "dcgmExporter.enabled")
                      for o in spec.overrides)
@@ -153,7 +153,7 @@ def chart_notes_for(intent, facts: catalog.ChartFacts) -> list[str]:
             and lookup(defaults, ("dcgmExporter", "enabled")) == (True, True)
             and spec.monitoring is None and not overridden):
         before = [v for v in catalog.chart_versions() if version_key(v) < version_key(facts.version)
-                  and lookup(catalog.chart(v).defaults, ("dcgmExporter", "serviceMonitor", "enabled")) == (True, False)]
+                  and lookup(catalog.chart(v).shared_defaults, ("dcgmExporter", "serviceMonitor", "enabled")) == (True, False)]
         since = f"; it was false up to {before[-1]}" if before else ""
         notes.append(f"Chart {facts.version} creates a ServiceMonitor for the DCGM exporter by default "
                      f"(`dcgmExporter.serviceMonitor.enabled: true`{since}). It needs the Prometheus Operator's "

@@ -30,7 +30,7 @@ def _driver_fact(plan: P.Plan, pool: P.PoolPlan) -> dict:
         return {"mode": "preinstalled", "version": None,
                 "text": f"preinstalled host driver ({P.DRIVER_DEPLOY_LABEL}=false)"}
     if pool.driver == "cluster":
-        version = cluster_version or str(plan.chart.defaults["driver"]["version"])
+        version = cluster_version or str(plan.chart.shared_defaults["driver"]["version"])
         how = "cluster default" if cluster_version else "chart default"
         return {"mode": "cluster", "version": version, "text": f"{version} ({how})"}
     if pool.wave is not None:

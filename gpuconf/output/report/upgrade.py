@@ -73,7 +73,7 @@ def upgrade_facts(plan: P.Plan, merged: dict) -> dict:
         "`autoUpgrade` is false: the operator does not replace running driver pods. For each node of the wave, "
         f"drain it, then delete its driver pod (`kubectl -n {plan.namespace} delete pod -l app=nvidia-driver-daemonset "
         "--field-selector spec.nodeName=NODE`)"])
-    current = spec.driver.version or str(plan.chart.defaults["driver"]["version"])
+    current = spec.driver.version or str(plan.chart.shared_defaults["driver"]["version"])
     cluster_ref = (f"`spec.driver.version` (line {plan.line(('spec', 'driver', 'version'))})" if spec.driver.version
                    else f"`spec.driver.version` (absent: the chart default {current} applies today)")
     waved = [p for p in plan.pools if p.wave is not None]
