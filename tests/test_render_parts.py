@@ -715,3 +715,49 @@ def test_no_reader_of_the_chart_defaults_a_render_shares_changes_them(tmp_path):
         pristine = json.loads(catalog.data_file(f"charts/{version}.json").read_text(encoding="utf-8"))["defaults"]
         assert catalog.chart(version).shared_defaults == pristine, version
 
+
+def test_an_override_with_a_map_the_chart_does_not_have_renders(tmp_path, run):
+    """An override whose value is a map written inline (`{}`) or as a block, at a path the chart's defaults do not
+    hold, renders like any other with a registry mirror too (found by the impact suite's Hypothesis strategies: the
+    loader's positioned maps reached the mirror check's walk of the values, which could not reverse their item
+    views: an internal error)."""
+    intent = tmp_path / "intent.yaml"
+    intent.write_text(textwrap.dedent("""\
+        apiVersion: gpuconf.dev/v1alpha1
+        kind: ClusterIntent
+        metadata:
+          name: maps
+        spec:
+          cluster:
+            kubernetesVersion: "1.33"
+          operator:
+            chartVersion: v26.7.0
+            registry: registry.corp.example/nvidia
+          pools:
+            - name: a10
+              gpu: A10
+              gpusPerNode: 1
+              nodes: 1
+              match:
+                nodeLabels:
+                  node.kubernetes.io/instance-type: g5.xlarge
+          overrides:
+            - path: operator.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution
+              value: {}
+              why: an empty map, written inline
+            - path: operator.resources
+              value:
+                limits: {cpu: 500m, memory: 350Mi}
+              why: a block map holding an inline one
+        """), encoding="utf-8")
+    result = run("render", str(intent), "-o", str(tmp_path / "out"))
+    assert result.exit_code in (0, 1), result.output
+    assert "internal error" not in result.output
+    values = (tmp_path / "out" / "maps" / "values.yaml").read_text(encoding="utf-8")
+    assert "preferredDuringSchedulingIgnoredDuringExecution: {}" in values
+    from gpuconf.intent.model import ClusterIntent
+    from gpuconf.intent.loader import load_file
+
+    overrides = ClusterIntent.model_validate(load_file(intent, "intent.yaml").data).spec.overrides
+    assert [type(o.value) for o in overrides] == [dict, dict]
+    assert type(overrides[1].value["limits"]) is dict

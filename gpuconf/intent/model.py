@@ -5,8 +5,6 @@ Kubernetes API read YAML 1.1 and would disagree with a lenient reader. Unknown k
 catalogue rules (GPU models, MIG geometry, quotas) live in rules.py, so that one run reports all of them.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
@@ -616,11 +614,22 @@ class Monitoring(Strict):
     alerts: Optional[Alerts] = Field(None, description="Alert thresholds; omit for no PrometheusRule.")
 
 
+def _plain_data(value: Any) -> Any:
+    """A YAML value as plain data: the loader's positioned maps and lists (ruamel's CommentedMap and CommentedSeq,
+    subclasses of dict and list) become dicts and lists, so the values, their checks and the report never meet
+    those types (a CommentedMap's item view, for one, cannot be reversed). The loader bounds the depth."""
+    if isinstance(value, dict):
+        return {key: _plain_data(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_data(item) for item in value]
+    return value
+
+
 class Override(Strict):
     """A raw chart value, set deliberately, with the reason."""
 
     path: NonEmpty = Field(description="Dotted chart values path, e.g. dcgmExporter.serviceMonitor.interval.")
-    value: Any = Field(description="The value to set.")
+    value: Annotated[Any, AfterValidator(_plain_data)] = Field(description="The value to set.")
     why: Annotated[str, StringConstraints(min_length=1)] = Field(description="Why this override exists (shown in the report).")
 
 
