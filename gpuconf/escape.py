@@ -13,6 +13,7 @@ ends nothing there (a line, a comment, a code span, an HTML element, a CI log's 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -99,7 +100,13 @@ def md_text(text: Any) -> str:
     emphasis and code show as typed. Every kind of line break becomes `<br>`; other characters that are not
     printable are written as escapes such as \\x1b (see single_line).
     """
-    return "<br>".join([single_line(line.translate(_MD_ESCAPES)) for line in _LINE_BREAK.split(str(text))])
+    return _md_text(str(text))
+
+
+@functools.lru_cache(maxsize=65536)
+def _md_text(text: str) -> str:
+    """md_text of a string; cached: the reports of a fleet's clusters repeat most of their text."""
+    return "<br>".join([single_line(line.translate(_MD_ESCAPES)) for line in _LINE_BREAK.split(text)])
 
 
 def md_code(text: Any, table: bool = True) -> str:
@@ -107,7 +114,13 @@ def md_code(text: Any, table: bool = True) -> str:
     longer than the longest run of them in the text; characters that are not printable are escaped (single_line).
     In a table cell (`table`) a pipe is escaped, which GitHub's tables read before the code span; elsewhere the
     backslash would show."""
-    text = single_line(str(text))
+    return _md_code(str(text), table)
+
+
+@functools.lru_cache(maxsize=65536)
+def _md_code(text: str, table: bool) -> str:
+    """md_code of a string; cached like _md_text."""
+    text = single_line(text)
     fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
     # CommonMark strips one space from each end of a code span whose text begins and ends with one (and is not all
     # spaces): a pad keeps the text's own (` : ` stays " : "), and keeps a backtick off the fence.

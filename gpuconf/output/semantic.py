@@ -21,6 +21,7 @@ a path are skipped, except the upgrade policy, which takes the overrides into wh
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterable, Iterator
 
@@ -217,7 +218,7 @@ class _Reader:
         managed = [p for p in self.plan.pools if p.driver != "preinstalled"]
         if not managed or not C.get(self.merged, "driver.enabled"):
             return
-        want = intended_policy(self.plan.intent, self.plan.chart.defaults)
+        want = intended_policy(self.plan.intent, self.plan.chart.shared_defaults)
         if self.nvidiadriver_mode():
             for pool in managed:
                 spec = self.owner(pool)
@@ -240,7 +241,7 @@ class _Reader:
         if not C.get(self.merged, "driver.enabled") or self.overridden("driver.version") \
                 or self.overridden("driver.nvidiaDriverCRD.enabled"):
             return
-        chart_default = str(self.plan.chart.defaults["driver"]["version"])
+        chart_default = str(self.plan.chart.shared_defaults["driver"]["version"])
         cluster = intent.spec.driver.version or chart_default
         waves = P.wave_versions(intent, chart_default)
         for pool in self.plan.pools:
@@ -295,8 +296,6 @@ class _Reader:
                 default = C.get(self.merged, "devicePlugin.config.default")
                 if default not in keys:
                     yield f"devicePlugin.config.default {default!r} is not a key of ConfigMap {name}"
-                import yaml
-
                 parsed: dict[str, Any] = {}  # one parse per key: a thousand pools share a handful of configs
                 for pool in self.plan.pools:
                     key = labels.get(pool.name, {}).get(P.DEVICE_PLUGIN_LABEL)
@@ -304,7 +303,7 @@ class _Reader:
                         yield f"pool {pool.name}: label {P.DEVICE_PLUGIN_LABEL}={key} names no key of {name}"
                         continue
                     if key not in parsed:
-                        parsed[key] = yaml.load(keys[key], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                        parsed[key] = _parsed(keys[key])
                     if parsed[key] != self.plan.device_plugin_configs.get(key):
                         yield f"pool {pool.name}: config {key} is not the pool's sharing profile"
         mig_pools = [p for p in self.plan.pools if p.mig_key is not None]
@@ -314,10 +313,7 @@ class _Reader:
             if cm is None or "config.yaml" not in cm.get("data", {}):
                 yield f"migManager.config.name {name!r}: no ConfigMap with key config.yaml in {self.plan.namespace}"
                 return
-            import yaml
-
-            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where built: a fleet reads one per cluster
-            configs = (yaml.load(cm["data"]["config.yaml"], Loader=loader) or {}).get("mig-configs", {})
+            configs = (_parsed(cm["data"]["config.yaml"]) or {}).get("mig-configs", {})
             default = C.get(self.merged, "migManager.config.default")
             if default not in ("", None) and default not in configs:
                 yield f"migManager.config.default {default!r} is not a config of {name}"
@@ -460,6 +456,15 @@ class _Reader:
                 if item == {} and not self.overridden(dotted):
                     yield (f"ClusterPolicy {dotted} would be an empty map: under server-side apply an intent edit "
                            "that empties it is rejected")
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> Any:
+    """A config file of a ConfigMap as the plugin and mig-manager read it (YAML 1.1), through libyaml where built;
+    once per text: the clusters of a fleet share their configs. Callers only compare what it returns."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _command_labels(text: str, flag: str) -> dict[str, str]:
