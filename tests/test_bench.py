@@ -24,7 +24,11 @@ def test_the_render_bench_runs_helm_template_of_the_chart_with_the_rendered_valu
                            "--helm", str(helm), "--chart", str(chart)],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    installed, *lines = done.stdout.splitlines()
+    # Without --python the figures are of a wheel of the checkout installed in a fresh environment (issue 32: "as
+    # installed"), not of the checkout's editable install.
+    assert re.fullmatch(r"timing gpuconf as installed: a wheel of this checkout in a fresh environment "
+                        r"\(/\S+/env/bin/python\)", installed), installed
     assert lines[0] == "render examples/airgapped.yaml, whole process, medians of 10 interleaved runs:"
     measured = r"\s+[0-9.]+ ms wall \(min [0-9.]+\), [0-9.]+ ms CPU"
     assert [re.sub(measured, "", line) for line in lines[1:5]] == [
@@ -40,7 +44,7 @@ def test_the_render_bench_runs_helm_template_of_the_chart_with_the_rendered_valu
 
 def test_without_helm_the_render_bench_says_why_there_is_no_ratio(tmp_path):
     env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}  # no helm anywhere on PATH
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--render-only", "--runs", "1"],
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--render-only", "--runs", "1", "--python", sys.executable],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     # `make bench-helm` puts helm next to this Python: where a developer ran it, the missing piece is the chart.
@@ -54,7 +58,7 @@ def test_without_helm_the_render_bench_says_why_there_is_no_ratio(tmp_path):
 def test_the_impact_bench_times_a_driver_change_on_a_generated_cluster_with_its_pods(tmp_path):
     """`--impact-only NODES:PODS` (issue 27: the full bench runs 5,200 nodes and 200,000 pods): one line, whose
     figures come from a whole `gpuconf diff --against --nodes --pods` process that found the disruptive impact."""
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--impact-only", "20:300", "--runs", "1"],
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--impact-only", "20:300", "--runs", "1", "--python", sys.executable],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     [line] = done.stdout.splitlines()
@@ -65,7 +69,7 @@ def test_the_impact_bench_times_a_driver_change_on_a_generated_cluster_with_its_
 def test_the_import_bench_imports_an_umbrella_charts_values_and_2000_unknown_keys(tmp_path):
     """`--import-only` (issue 29, item 6: acceptance under 1 s and 2 s, read off `make bench`, not asserted): two
     lines, each from whole `gpuconf import --values` processes that succeeded."""
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--import-only", "--runs", "1"],
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--import-only", "--runs", "1", "--python", sys.executable],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     umbrella, unknown = done.stdout.splitlines()
@@ -76,32 +80,34 @@ def test_the_import_bench_imports_an_umbrella_charts_values_and_2000_unknown_key
 
 
 def test_the_fleet_bench_renders_a_generated_fleet_against_helm_per_cluster(tmp_path):
-    """`--fleet-only N`: one render of a generated fleet of N clusters, then N runs of a stand-in helm with each
-    cluster's values (the full bench runs 100 against the real helm)."""
+    """`--fleet-only N`: rounds of one render of a generated fleet of N clusters, then N runs of a stand-in helm with
+    each cluster's values (the full bench runs 100 against the real helm), gpuconf as installed."""
     calls = tmp_path / "calls.txt"
     helm = tmp_path / "helm"
     helm.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {calls}\ntest -f "$7"\n', encoding="utf-8")
     helm.chmod(helm.stat().st_mode | stat.S_IEXEC)
     chart = tmp_path / "gpu-operator"
     chart.mkdir()
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--fleet-only", "4", "--runs", "1",
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--fleet-only", "4", "--runs", "2",
                            "--helm", str(helm), "--chart", str(chart)],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    first, second = done.stdout.splitlines()
+    installed, first, second = done.stdout.splitlines()
+    assert installed.startswith("timing gpuconf as installed: a wheel of this checkout in a fresh environment ")
     assert re.fullmatch(r"render a fleet of 4 clusters\s+[0-9.]+ ms  whole process \([0-9]+ ms CPU\), output on "
-                        r"(tmpfs|disk)", first), first
+                        r"(tmpfs|disk), medians of 2 rounds", first), first
     assert re.fullmatch(r"  4 x helm template: [0-9]+ ms wall \([0-9]+ ms CPU\); ratio [0-9.]+ wall, [0-9.]+ CPU",
                         second), second
     recorded = calls.read_text(encoding="utf-8").splitlines()
     assert [re.sub(r"/gpu-00[0-3]/", "/C/", c).split(" -f ")[0] for c in recorded] == [
-        f"template gpu-operator {chart} --namespace gpu-operator"] * 4
+        f"template gpu-operator {chart} --namespace gpu-operator"] * 8
     assert sorted(re.search(r"/(gpu-00[0-3])/values\.yaml$", c).group(1) for c in recorded) == [
-        "gpu-000", "gpu-001", "gpu-002", "gpu-003"]
+        "gpu-000", "gpu-000", "gpu-001", "gpu-001", "gpu-002", "gpu-002", "gpu-003", "gpu-003"]
 
 
 def test_the_render_bench_breaks_gpuconfs_time_down_by_phase(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--render-only", "--runs", "1"],
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--render-only", "--runs", "1",
+                           "--python", sys.executable],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path,
                           env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
@@ -115,7 +121,7 @@ def test_the_render_bench_breaks_gpuconfs_time_down_by_phase(tmp_path):
 def test_the_startup_bench_puts_gpuconf_help_next_to_bare_python_in_the_same_rounds(tmp_path):
     """`--startup-only` (issue 32, item 3: at most 1.2x bare start-up, read off `make bench`, not asserted): the
     bare interpreter and `gpuconf --help`, each with its wall and CPU medians, and the ratios."""
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--startup-only", "--runs", "1"],
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--startup-only", "--runs", "1", "--python", sys.executable],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path,
                           env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr

@@ -9,7 +9,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -17,43 +16,22 @@ import pytest
 
 from conftest import ROOT
 
-#: What the wheel is built from (pyproject.toml names the packages and their data).
-SOURCES = ("pyproject.toml", "README.md", "gpuconf", "profiles", "schemas")
+sys.path.insert(0, str(ROOT / "tools"))
+from installed import build_wheel, install  # noqa: E402 - the wheel and the environment tools/bench.py times too
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     """The wheel, built offline from a copy of the sources (the checkout itself stays untouched)."""
-    work = tmp_path_factory.mktemp("wheel")
-    source = work / "src"
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            source.mkdir(exist_ok=True)
-            shutil.copy2(ROOT / name, source / name)
-    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-                             "--disable-pip-version-check", "-w", str(work / "dist"), str(source)],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    [built] = (work / "dist").glob("gpuconf-*.whl")
-    return built
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
-    """A fresh virtual environment in a temporary folder with only the wheel installed. Its dependencies come from
-    the environment running the tests, through a .pth file naming that environment's site-packages: Python does not
-    process .pth files inside a folder a .pth file adds, so this checkout's editable install stays out of sight."""
+    """A fresh virtual environment in a temporary folder with only the wheel installed, its dependencies from the
+    environment running the tests (tools/installed.py says how the checkout's editable install stays out)."""
     env = tmp_path_factory.mktemp("venv") / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
-    python = env / "bin" / "python"
-    result = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--quiet",
-                             "--disable-pip-version-check", str(wheel)], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    (Path(purelib) / "test-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    install(wheel, env)
     return env
 
 

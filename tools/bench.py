@@ -3,7 +3,10 @@ helm `make bench-helm` installs, `--helm PATH` or helm on PATH), start-up cost o
 clusters of 1,000 and 10,000 nodes, and the impact plan of a driver change on 5,200 nodes with 200,000 pods (`make
 bench`; `--render-only` for the first alone, `--impact-only NODES:PODS` for the last).
 
-Timings are medians of several runs on this machine; nothing here asserts a time, it only reports.
+Every whole process runs gpuconf as installed: a wheel of this checkout in a fresh environment (tools/installed.py),
+not the checkout's editable install, whose import hook costs every process about 15 ms (`--python PATH` times
+another interpreter, such as .venv/bin/python). Timings are medians of several runs on this machine; nothing here
+asserts a time, it only reports.
 """
 
 from __future__ import annotations
@@ -22,13 +25,28 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 def _compile_package() -> None:
-    """Byte-compile gpuconf, as installing a wheel does: an editable install under PYTHONDONTWRITEBYTECODE=1 would
-    otherwise compile every module in every process and the start-up figures would measure that."""
+    """Byte-compile the checkout's gpuconf, as installing a wheel does: an editable install under
+    PYTHONDONTWRITEBYTECODE=1 would otherwise compile every module in every process (for --python)."""
     import compileall
 
     import gpuconf
 
     compileall.compile_dir(str(Path(gpuconf.__file__).parent), quiet=1)
+
+
+#: The Python every whole-process figure runs: gpuconf installed from a wheel in a fresh environment
+#: (tools/installed.py), as a user's `pip install` gives it, unless --python names another; set by main().
+PYTHON = sys.executable
+
+
+def _as_installed(work: Path) -> str:
+    """A fresh environment under work with gpuconf installed from a wheel of this checkout; returns its python. The
+    checkout's own .venv has an editable install, whose import hook costs every process (see tools/installed.py)."""
+    from installed import installed_python
+
+    python = installed_python(work)
+    print(f"timing gpuconf as installed: a wheel of this checkout in a fresh environment ({python})")
+    return str(python)
 
 
 def default_helm() -> str | None:
@@ -87,10 +105,10 @@ def render_against_helm(runs: int, chart: Path | None, helm: str | None) -> None
     example = max(sorted((ROOT / "examples").glob("*.yaml")),  # the largest example: the most files
                   key=lambda p: len(render_path(str(p), "out").tree.files))
     out = Path(tempfile.mkdtemp(prefix="gpuconf-bench-out-"))
-    render = [sys.executable, "-m", "gpuconf", "render", str(example), "-o", str(out)]
+    render = [PYTHON, "-m", "gpuconf", "render", str(example), "-o", str(out)]
     subprocess.run(render, check=True, stdout=subprocess.DEVNULL)  # a first run: writes the Python bytecode caches
-    commands = {"python -c pass": [sys.executable, "-c", "pass"],
-                "libraries only": [sys.executable, "-c", LIBRARIES],
+    commands = {"python -c pass": [PYTHON, "-c", "pass"],
+                "libraries only": [PYTHON, "-c", LIBRARIES],
                 "gpuconf render": render}
     helm = helm or default_helm()
     if helm and chart is not None:
@@ -177,12 +195,12 @@ def render_breakdown(example: Path, runs: int) -> dict[str, float]:
     out = Path(tempfile.mkdtemp(prefix="gpuconf-bench-phases-"))
     probe = ("import json, sys\nfrom gpuconf import pipeline\npipeline.render([sys.argv[1]], sys.argv[2], False)\n"
              "print(json.dumps(sorted(m for m in sys.modules if not any(p.startswith('_') for p in m.split('.')))))")
-    modules = subprocess.run([sys.executable, "-c", probe, str(example), str(out)], check=True,
+    modules = subprocess.run([PYTHON, "-c", probe, str(example), str(out)], check=True,
                              capture_output=True, text=True).stdout
     phases = json.dumps([list(p) for p in PHASES])
     samples: dict[str, list[float]] = {}
     for _ in range(runs):
-        done = subprocess.run([sys.executable, "-c", _BREAKDOWN, modules, phases, str(example), str(out)],
+        done = subprocess.run([PYTHON, "-c", _BREAKDOWN, modules, phases, str(example), str(out)],
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
         for label, seconds in json.loads(done.stdout).items():
@@ -218,7 +236,8 @@ def write_fleet(folder: Path, clusters: int) -> Path:
 
 def fleet_bench(clusters: int, runs: int, chart: Path | None, helm: str | None) -> None:
     """One `gpuconf render` of a generated fleet of CLUSTERS clusters against CLUSTERS `helm template` runs, each with
-    its cluster's rendered values (issue 32: at most 0.1x): medians of whole processes, wall and CPU."""
+    its cluster's rendered values (issue 32: at most 0.1x): whole processes, wall and CPU, in interleaved rounds (a
+    render, then the helm runs) so that a shared machine's drift falls on both alike; medians of the rounds."""
     import resource
     import shutil
 
@@ -229,11 +248,12 @@ def fleet_bench(clusters: int, runs: int, chart: Path | None, helm: str | None) 
     # The output goes to memory where there is a tmpfs: helm template writes nothing, and on an overlay file system
     # creating the fleet's 1,700 files costs more system time than gpuconf's whole render (measured here).
     shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    helm = helm or default_helm()
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir=shm) as written:
         fleet = write_fleet(Path(tmp), clusters)
         out = Path(written) / "out"
-        render = [sys.executable, "-m", "gpuconf", "render", str(fleet), "-o", str(out)]
-        walls, cpus = [], []
+        render = [PYTHON, "-m", "gpuconf", "render", str(fleet), "-o", str(out)]
+        walls, cpus, helm_walls, helm_cpus = [], [], [], []
         for _ in range(runs):
             shutil.rmtree(out, ignore_errors=True)
             used, start = cpu(), time.perf_counter()
@@ -241,21 +261,24 @@ def fleet_bench(clusters: int, runs: int, chart: Path | None, helm: str | None) 
             walls.append(time.perf_counter() - start)
             cpus.append(cpu() - used)
             assert done.returncode == 0, done.stderr[-2000:]
+            if not (helm and chart is not None):
+                continue
+            values = sorted(out.glob("gpu-*/values.yaml"))
+            assert len(values) == clusters
+            before, start = cpu(), time.perf_counter()
+            for file in values:
+                subprocess.run([helm, "template", "gpu-operator", str(chart), "--namespace", "gpu-operator", "-f",
+                                str(file)], check=True, stdout=subprocess.DEVNULL)
+            helm_walls.append(time.perf_counter() - start)
+            helm_cpus.append(cpu() - before)
         wall, used = statistics.median(walls), statistics.median(cpus)
         label = f"render a fleet of {clusters} clusters"
         print(f"{label:<44} {wall * 1000:8.1f} ms  whole process ({used * 1000:.0f} ms CPU), output "
-              f"{'on tmpfs' if shm else 'on disk'}")
-        helm = helm or default_helm()
-        if not (helm and chart is not None):
+              f"{'on tmpfs' if shm else 'on disk'}, medians of {runs} rounds")
+        if not helm_walls:
             print(f"  {clusters} x helm template: needs --chart DIR and a helm binary, so no ratio")
             return
-        values = sorted(out.glob("gpu-*/values.yaml"))
-        assert len(values) == clusters
-        before, start = cpu(), time.perf_counter()
-        for file in values:
-            subprocess.run([helm, "template", "gpu-operator", str(chart), "--namespace", "gpu-operator", "-f",
-                            str(file)], check=True, stdout=subprocess.DEVNULL)
-        helm_wall, helm_cpu = time.perf_counter() - start, cpu() - before
+        helm_wall, helm_cpu = statistics.median(helm_walls), statistics.median(helm_cpus)
         print(f"  {clusters} x helm template: {helm_wall * 1000:.0f} ms wall ({helm_cpu * 1000:.0f} ms CPU); ratio "
               f"{wall / helm_wall:.3f} wall, {used / helm_cpu:.3f} CPU")
 
@@ -276,12 +299,23 @@ def main() -> None:
                         help="only `gpuconf --help` against a bare `python -c pass`, then stop")
     parser.add_argument("--import-only", action="store_true",
                         help="only `gpuconf import --values` of an umbrella chart's values and of 2,000 unknown keys")
+    parser.add_argument("--python", help="time gpuconf under this Python (e.g. the checkout's .venv/bin/python) "
+                                         "instead of a wheel of the checkout installed in a fresh environment")
     args = parser.parse_args()
+    global PYTHON
+    with tempfile.TemporaryDirectory(prefix="gpuconf-bench-installed-") as work:
+        if args.python:
+            _compile_package()
+        PYTHON = args.python or _as_installed(Path(work))
+        _benchmarks(args)
+
+
+def _benchmarks(args: argparse.Namespace) -> None:
+    """The benchmarks the arguments ask for, with PYTHON set."""
     if args.import_only:
         import_bench(args.runs)
         return
     if args.startup_only:
-        _compile_package()
         startup_bench(args.runs)
         return
     if args.fleet_only:
@@ -294,11 +328,10 @@ def main() -> None:
 
     from generate import big_intent_text
 
-    _compile_package()
     render_against_helm(max(args.runs, 10), args.chart, args.helm)
     if args.render_only:
         return
-    gpuconf = [sys.executable, "-m", "gpuconf"]
+    gpuconf = [PYTHON, "-m", "gpuconf"]
     startup_bench(args.runs)
     example = ROOT / "examples" / "heterogeneous.yaml"
     print(f"{'gpuconf validate examples/heterogeneous.yaml':<44} {_wall([*gpuconf, 'validate', str(example)], args.runs) * 1000:8.1f} ms  (whole process)")
@@ -331,7 +364,7 @@ def main() -> None:
 def startup_bench(runs: int) -> None:
     """`gpuconf --help` next to a bare `python -c pass` (issue 32, item 3: at most 1.2x): interleaved rounds, since
     the two are a few milliseconds apart and a shared machine drifts by more between separate series."""
-    started = _interleaved({"bare": [sys.executable, "-c", "pass"], "help": [sys.executable, "-m", "gpuconf", "--help"]},
+    started = _interleaved({"bare": [PYTHON, "-c", "pass"], "help": [PYTHON, "-m", "gpuconf", "--help"]},
                            max(runs, 15))
     (bare, bare_cpu), (help_, help_cpu) = ((statistics.median(walls), statistics.median(cpus))
                                            for walls, cpus in started.values())
@@ -376,7 +409,7 @@ def import_bench(runs: int) -> None:
                            encoding="utf-8")
         for label, path, limit in (("umbrella chart's values", umbrella, 1.0),
                                    ("2,000 unknown keys", unknown, 2.0)):
-            command = [sys.executable, "-m", "gpuconf", "import", "--values", str(path)]
+            command = [PYTHON, "-m", "gpuconf", "import", "--values", str(path)]
             subprocess.run(command, check=True, capture_output=True)  # it imports, and the byte code is warm
             keys = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if ":" in line)
             wall = _wall(command, max(3, runs // 2))
@@ -505,7 +538,7 @@ def _audit_process(intent: Path, nodes: Path, runs: int) -> tuple[float, int]:
     samples, rss = [], 0
     for _ in range(runs):
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", probe, "audit", str(intent), "--nodes", str(nodes)],
+        done = subprocess.run([PYTHON, "-c", probe, "audit", str(intent), "--nodes", str(nodes)],
                               check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         samples.append(time.perf_counter() - start)
         assert done.returncode == 0, done.stderr[-2000:]
@@ -531,7 +564,7 @@ def _peak_process(args: list[str], runs: int, ok: tuple[int, ...] = (0,)) -> tup
     for _ in range(runs):
         used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", probe, *args], check=False, stdout=subprocess.DEVNULL,
+        done = subprocess.run([PYTHON, "-c", probe, *args], check=False, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
         walls.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -556,7 +589,7 @@ def impact_scale_bench(nodes: int, pods: int, runs: int) -> None:
         before.write_text(nodelists.scaled_intent("heterogeneous", counts), encoding="utf-8")
         result = validate_path(before)
         plan = P.build(result.intent, str(before), result.document)
-        subprocess.run([sys.executable, "-m", "gpuconf", "render", str(before), "-o", str(Path(tmp) / "out")],
+        subprocess.run([PYTHON, "-m", "gpuconf", "render", str(before), "-o", str(Path(tmp) / "out")],
                        check=True, capture_output=True)
         after = Path(tmp) / "after.yaml"
         text = before.read_text(encoding="utf-8")
