@@ -45,6 +45,9 @@ def _as_installed(work: Path) -> str:
     from installed import installed_python
 
     python = installed_python(work)
+    where = subprocess.run([str(python), "-c", "import gpuconf; print(gpuconf.__file__)"], cwd=work, check=True,
+                           capture_output=True, text=True).stdout.strip()
+    assert Path(where).resolve().is_relative_to((work / "env").resolve()), where
     print(f"timing gpuconf as installed: a wheel of this checkout in a fresh environment ({python})")
     return str(python)
 
@@ -307,6 +310,9 @@ def main() -> None:
         if args.python:
             _compile_package()
         PYTHON = args.python or _as_installed(Path(work))
+        # `python -m gpuconf` puts the working folder first on sys.path: run from the checkout, every process would
+        # import the checkout's gpuconf instead of the installed one.
+        os.chdir(work)
         _benchmarks(args)
 
 
