@@ -185,11 +185,13 @@ def override_values_typed(ctx: Context) -> Iterator[Finding]:
     # The chart's defaults with the overrides applied as the values builder applies them: the defaults alone are
     # valid, so every failure lies under an override's path. Paths the chart does not have are GC319's.
     known = [i for i, o in enumerate(overrides) if catalog.chart_path_status(version, o.path)[0] != "unknown"]
-    builder = ValuesBuilder(facts.defaults)
+    if not known:
+        return
+    builder = ValuesBuilder(facts.shared_defaults)  # read, never changed: merged_view shares what it leaves alone
     for i in known:
         builder.set(overrides[i].path, overrides[i].value, overrides[i].why, ("spec", "overrides", i))
     keys = {i: tuple(overrides[i].path.split(".")) for i in known}
-    for path, message in verify.values_failures(builder.merged(), version):
+    for path, message in verify.values_failures(builder.merged_view(), version):
         owner = next((i for i in reversed(known) if tuple(path[:len(keys[i])]) == keys[i]), None)
         if owner is None:
             continue  # under no override: a default gpuconf's derived schema rejects, checked by its own tests
