@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -240,23 +241,47 @@ class IntentFacts:
     pools: list[PoolFacts] = field(default_factory=list)
 
 
-#: The last intent values_of planned and its values: the hazard rules of one validation ask twice for the same
-#: (frozen) intent, and a fleet validates a hundred. Keyed by identity, holding the intent, so no other intent
-#: can take its id.
-_LAST_VALUES: list[tuple[Any, dict | None]] = []
+#: What a render plans of each intent the hazard rules looked at, by the intent's identity while it lives: the
+#: document it came from and the values builder (never the plan, which would keep the intent alive), or None when
+#: it cannot be planned. The rules of one validation
+#: ask for the same (frozen) intent twice, and a render of that intent from that document takes the builder over
+#: instead of planning the values again (render_tree: a fleet validates all its clusters before it renders any).
+_PLANNED: dict[int, tuple[weakref.ref, Any, Any]] = {}
 
 
-def values_of(intent) -> dict | None:
-    """The chart values a render of the intent gives (defaults, gpuconf's changes, overrides), or None when the
-    intent is too broken to plan. Callers read them and never modify them (the last intent's are shared)."""
-    if _LAST_VALUES and _LAST_VALUES[0][0] is intent:
-        return _LAST_VALUES[0][1]
-    values = _values_of(intent)
-    _LAST_VALUES[:] = [(intent, values)]
-    return values
+def values_of(intent, document: Any = None) -> dict | None:
+    """The chart values a render of the intent from document gives (defaults, gpuconf's changes, overrides), or
+    None when the intent is too broken to plan. Callers read them and never modify them (they are shared)."""
+    builder = _planned(intent, document)
+    return builder.merged_view() if builder is not None else None
 
 
-def _values_of(intent) -> dict | None:
+def planned_values(plan) -> Any:
+    """The values builder values_of made for the plan's intent and document (a ValuesBuilder), or None."""
+    hit = _PLANNED.get(id(plan.intent))
+    if hit is None or hit[0]() is not plan.intent or hit[1] is not plan.document or hit[2] is None:
+        return None
+    return hit[2]
+
+
+def _planned(intent, document: Any) -> Any:
+    key = id(intent)
+    hit = _PLANNED.get(key)
+    if hit is not None and hit[0]() is intent and hit[1] is document:
+        return hit[2]
+    planned = _plan(intent, document)
+    _PLANNED[key] = (weakref.ref(intent, functools.partial(_forget, key)), document, planned)
+    return planned
+
+
+def _forget(key: int, ref: weakref.ref, planned: dict = _PLANNED) -> None:
+    """An intent values_of planned is gone: so is what it planned (another object may take its id). The table is
+    bound here: at the interpreter's teardown the module's globals are gone before the last intents."""
+    if key in planned and planned[key][0] is ref:
+        del planned[key]
+
+
+def _plan(intent, document: Any) -> Any:
     from . import plan as P
     from .render.values import build_values
 
@@ -266,7 +291,7 @@ def _values_of(intent) -> dict | None:
         if P.gpu_model(intent, pool.gpu) is None or P.pool_profile(intent, pool) is None:
             return None
     try:
-        return build_values(P.build(intent, "")).merged_view()
+        return build_values(P.build(intent, getattr(document, "file", ""), document))
     except Exception:  # noqa: BLE001 - a plan of an intent other rules refuse; those rules say why
         return None
 

@@ -439,3 +439,31 @@ def test_a_chart_move_onto_a_version_with_a_known_issue_for_the_cluster_is_a_haz
     off = json.loads(run("diff", str(back), "--to-chart", "v26.7.0", "--format", "json").stdout)
     assert [(i["severity"], i["message"].split(" (")[0]) for i in off["impacts"] if i["kind"] == "hazard"] == [
         ("none", "the change leaves known hazard chart-v26-3-kubernetes")]
+
+
+def test_a_render_takes_over_the_values_the_hazard_rules_planned_for_its_intent_and_document() -> None:
+    """Validation's hazard rules plan the intent's values from its document; a render of that intent from that
+    document takes the builder over, one from another document plans its own, and both write the same bytes."""
+    import gc
+
+    from gpuconf import plan as P
+    from gpuconf.intent.loader import load_file
+    from gpuconf.intent.validate import validate_document
+    from gpuconf.render.tree import Command, render_tree
+
+    path = str(REPO_ROOT / "examples" / "heterogeneous.yaml")
+    validation = validate_document(load_file(path, "heterogeneous.yaml"))
+    assert validation.ok
+    plan = P.build(validation.intent, "heterogeneous.yaml", validation.document)
+    shared = H.planned_values(plan)
+    assert shared is not None
+    tree = render_tree(plan, Command("heterogeneous.yaml", "out"))
+    assert tree.values is shared
+    elsewhere = P.build(validation.intent, "heterogeneous.yaml", load_file(path, "heterogeneous.yaml"))
+    assert H.planned_values(elsewhere) is None
+    again = render_tree(elsewhere, Command("heterogeneous.yaml", "out"))
+    assert again.values is not shared and again.files == tree.files
+    key = id(validation.intent)
+    del validation, plan, elsewhere, tree, again, shared
+    gc.collect()
+    assert key not in H._PLANNED  # forgotten with its intent

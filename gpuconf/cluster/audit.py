@@ -149,7 +149,7 @@ class Auditor:
         from .. import hazards as H
 
         self._hazard_facts = {pf.name: f.facts for pf, f in zip(plan.intent.spec.pools,
-                                                                  H.intent_facts(plan.intent, H.values_of(plan.intent))
+                                                                  H.intent_facts(plan.intent, H.values_of(plan.intent, plan.document))
                                                                   .pools)}
         self._hazard_cache: dict[tuple, list] = {}
         self._by_name = {p.name: p for p in self.pools}

@@ -97,7 +97,9 @@ def render_tree(plan: P.Plan, command: Command) -> Tree:
     """Render, verify and serialise everything for one cluster; raises VerificationError on a gpuconf bug."""
     tree = Tree(plan.name, plan=plan)
     head = _header(plan, command)
-    values = build_values(plan)
+    from .. import hazards
+
+    values = hazards.planned_values(plan) or build_values(plan)  # validation's hazard rules planned them already
     tree.values = values
     tree.files["values.yaml"] = head + _values_text(plan, values)
 

@@ -23,7 +23,7 @@ def _findings(ctx: Context) -> list[Finding]:
     cached = getattr(ctx, "_hazard_findings", None)
     if cached is not None:
         return cached
-    values = H.values_of(ctx.intent)
+    values = H.values_of(ctx.intent, ctx.doc)
     facts = H.intent_facts(ctx.intent, values)
     out: list[Finding] = []
     seen: set[str] = set()
@@ -130,7 +130,7 @@ def chart_fail_rules(ctx: Context) -> Iterator[Finding]:
     rules = H.chart_rules(chart)
     if not rules:
         return
-    values = H.values_of(ctx.intent)
+    values = H.values_of(ctx.intent, ctx.doc)
     if values is None:
         return
     from ... import dra
