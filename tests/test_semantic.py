@@ -9,6 +9,8 @@ import types
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from conftest import EXAMPLES, ROOT
@@ -529,18 +531,15 @@ def _leaves_by_recursion(value, prefix=()):
     return [(prefix, value)]
 
 
-def test_the_leaves_of_values_are_every_scalar_depth_first_in_the_datas_order():
-    from hypothesis import given, settings, strategies as st
+_KEYS = st.sampled_from(["repository", "image", "containers", "spec", "name", "x"])
+_DATA = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=3), st.tuples(st.integers())),
+                     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_KEYS, inner, max_size=4)),
+                     max_leaves=30)
 
-    from gpuconf.output.semantic import _leaves
 
-    data = st.recursive(st.none() | st.integers() | st.text(max_size=2),
-                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner,
-                                                                                    max_size=3), max_leaves=15)
+@given(_DATA, st.sampled_from(["repository", "image"]))
+@settings(max_examples=300, deadline=None)
+def test_the_mirror_checks_walk_finds_the_leaves_at_a_key_in_the_datas_order(data, key):
+    from gpuconf.output.semantic import _leaves_at
 
-    @settings(max_examples=300, deadline=None)
-    @given(data)
-    def same(value):
-        assert list(_leaves(value, ("top",))) == _leaves_by_recursion(value, ("top",))
-
-    same()
+    assert _leaves_at(data, key) == [(p, v) for p, v in _leaves_by_recursion(data, ()) if p and p[-1] == key]

@@ -376,22 +376,22 @@ class _Reader:
         def behind(value: str) -> bool:
             return value == mirror or value.startswith(mirror + "/")
 
-        for path, value in _leaves(self.merged):
-            if path[-1] == "repository" and isinstance(value, str) and value and not behind(value) \
+        for path, value in _leaves_at(self.merged, "repository"):
+            if isinstance(value, str) and value and not behind(value) \
                     and not self.overridden(".".join(path)):
                 yield f"values {'.'.join(path)} = {value!r} is not behind the mirror {registry}"
         for doc in self.nvidia_drivers():
-            for path, value in _leaves(doc["spec"]):
+            for path, value in _leaves_at(doc["spec"], "repository"):
                 # An NVIDIADriver takes its repositories from the chart's driver values (gdrcopy's from gdrcopy):
                 # one an override set is the user's choice, as in the values above.
                 joined = ".".join(str(part) for part in path)
-                if path[-1] == "repository" and isinstance(value, str) and not behind(value) \
+                if isinstance(value, str) and not behind(value) \
                         and not self.overridden(f"driver.{joined}") and not self.overridden(joined):
                     yield (f"NVIDIADriver {doc['metadata']['name']} {'.'.join(path)} = {value!r} is not behind the "
                            f"mirror {registry}")
         for doc in self.docs:
-            for path, value in _leaves(doc):
-                if path[-1] == "image" and "containers" in path and isinstance(value, str) \
+            for path, value in _leaves_at(doc, "image"):
+                if "containers" in path and isinstance(value, str) \
                         and not behind(value):
                     yield f"{doc['kind']} {doc['metadata']['name']} pulls {value!r}, not from the mirror {registry}"
 
@@ -482,20 +482,27 @@ def _command_labels(text: str, flag: str) -> dict[str, str]:
     return dict(item.split("=", 1) for item in items if "=" in item)
 
 
-def _leaves(value: Any, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:
-    """Every (path, scalar) in nested maps and lists (list items by index), depth first in the data's order.
+def _leaves_at(value: Any, key: str) -> list[tuple[tuple, Any]]:
+    """Every (path, scalar) in nested maps and lists whose last key is key, depth first in the data's order (list
+    items by index; anything else, a tuple too, is a scalar), without making a path for each other leaf: the mirror
+    check looks for two keys among a cluster's thousands of leaves. The loader bounds the depth of what an intent
+    nests, so the recursion is bounded too."""
+    found: list[tuple[tuple, Any]] = []
+    path: list = []
 
-    One generator over a stack of (path, value): a generator per level (`yield from` itself) made every leaf pass
-    through each level above it, which was most of the mirror check's time on a chart's whole values."""
-    stack = [(prefix, value)]
-    while stack:
-        path, node = stack.pop()
-        if isinstance(node, dict):
-            stack += [((*path, key), item) for key, item in reversed(node.items())]
-        elif isinstance(node, list):
-            stack += [((*path, i), node[i]) for i in range(len(node) - 1, -1, -1)]
-        else:
-            yield path, node
+    def walk(node: Any) -> None:
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for name, item in items:
+            if isinstance(item, (dict, list)):
+                path.append(name)
+                walk(item)
+                path.pop()
+            elif name == key:
+                found.append(((*path, name), item))
+
+    if isinstance(value, (dict, list)):
+        walk(value)
+    return found
 
 
 def _maps(value: Any, prefix: tuple) -> Iterator[tuple[tuple, Any]]:
