@@ -243,9 +243,9 @@ class IntentFacts:
 
 #: What a render plans of each intent the hazard rules looked at, by the intent's identity while it lives: the
 #: document it came from and the values builder (never the plan, which would keep the intent alive), or None when
-#: it cannot be planned. The rules of one validation
-#: ask for the same (frozen) intent twice, and a render of that intent from that document takes the builder over
-#: instead of planning the values again (render_tree: a fleet validates all its clusters before it renders any).
+#: it cannot be planned. The rules of one validation ask for the same (frozen) intent twice, and a render of that
+#: intent from that document takes the builder over instead of planning the values again (render_tree: a fleet
+#: validates all its clusters before it renders any).
 _PLANNED: dict[int, tuple[weakref.ref, Any, Any]] = {}
 
 
