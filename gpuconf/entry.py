@@ -10,9 +10,10 @@ Both are about a short-lived process and are not made when gpuconf is imported a
 - pydantic's plugin discovery is skipped unless the caller asked for it: it scans the entry points of every
   installed distribution at the first validation (8 ms in the same render, more in a large environment), and gpuconf
   validates only its own intent models. A `PYDANTIC_DISABLE_PLUGINS` the caller set is left as it is.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: it imports the __future__ module, and `gpuconf --help` as installed
+imports nothing but this package and this module beyond a bare Python start-up (tests/test_package.py).
+"""
 
 
 def prepare() -> None:

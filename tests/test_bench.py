@@ -7,8 +7,10 @@ import re
 import stat
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
 
@@ -118,22 +120,29 @@ def test_the_render_bench_breaks_gpuconfs_time_down_by_phase(tmp_path):
         "    rendering", "    verification", "    report", "    write", "    other"]
 
 
-def test_the_startup_bench_puts_gpuconf_help_next_to_bare_python_in_the_same_rounds(tmp_path):
+@pytest.mark.parametrize("installed", [False, True], ids=["--python", "as installed"])
+def test_the_startup_bench_puts_gpuconf_help_next_to_bare_python_in_the_same_rounds(tmp_path, installed):
     """`--startup-only` (issue 32, item 3: at most 1.2x bare start-up, read off `make bench`, not asserted): the
-    bare interpreter and `gpuconf --help`, each with its wall and CPU medians, and the ratios."""
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--startup-only", "--runs", "1", "--python", sys.executable],
+    bare interpreter and `gpuconf --help`, each with its wall and CPU medians, and the ratios; as installed, the
+    command's line names the pip whose launcher it is."""
+    python = [] if installed else ["--python", sys.executable]
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--startup-only", "--runs", "1", *python],
                           capture_output=True, text=True, timeout=600, cwd=tmp_path,
                           env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
-    bare, module, *script = done.stdout.splitlines()
+    lines = done.stdout.splitlines()
+    if installed:
+        assert re.fullmatch(r"timing gpuconf as installed: .*", lines.pop(0))
+    bare, module, *script = lines
     assert re.fullmatch(r"bare python start-up\s+[0-9.]+ ms  \([0-9.]+ ms CPU\)", bare), bare
     assert re.fullmatch(r"python -m gpuconf --help\s+[0-9.]+ ms  \([0-9.]+ ms CPU\); [0-9.]+x bare wall, "
                         r"[0-9.]+x CPU", module), module
-    # The gpuconf command next to the Python timed, where the environment has one (the checkout's .venv does).
-    installed = (Path(sys.executable).parent / "gpuconf").is_file()
-    assert len(script) == (1 if installed else 0), script
-    assert all(re.fullmatch(r"gpuconf --help\s+[0-9.]+ ms  \([0-9.]+ ms CPU\); [0-9.]+x bare wall, [0-9.]+x CPU",
-                            line) for line in script), script
+    # The gpuconf command next to the Python timed, where the environment has one (the checkout's .venv does, and
+    # so does the one a wheel is installed into).
+    assert len(script) == (1 if installed or (Path(sys.executable).parent / "gpuconf").is_file() else 0), script
+    writer = re.escape(f" (pip {version('pip')}'s launcher)") if installed else ""
+    assert all(re.fullmatch(rf"gpuconf --help{writer}\s+[0-9.]+ ms  \([0-9.]+ ms CPU\); [0-9.]+x bare wall, "
+                            r"[0-9.]+x CPU", line) for line in script), script
 
 
 # --- tools/bench_helm.py: the release helm from its PyPI wheel (issue 32, item 1) ---------------------------------

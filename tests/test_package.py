@@ -75,6 +75,28 @@ def test_the_installed_package_renders_an_example_like_the_golden_tree(venv, tmp
         assert result.returncode == 0, (command, result.stderr)
 
 
+def _imported(command: list[str], cwd: Path) -> tuple[set[str], str]:
+    """The modules a process imports (Python's own -X importtime report, through its environment variable) and
+    what it printed."""
+    env = {**_clean_env(), "PYTHONPROFILEIMPORTTIME": "1", "COLUMNS": "100"}
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, timeout=120, check=True)
+    lines = [line for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert lines, done.stderr
+    return {line.rpartition("|")[2].strip() for line in lines[1:]}, done.stdout
+
+
+def test_the_installed_command_imports_only_its_entry_for_the_help(venv, tmp_path):
+    """`gpuconf --help` as installed (issue 32, item 3: at most 1.2x bare Python start-up; tools/bench.py times it)
+    imports nothing beyond a bare start-up but gpuconf's package and its entry module: current pip's launcher imports
+    sys only (the one pip 23 wrote also imported re, half again a bare start-up; make's bootstrap upgrades pip), and
+    the entry serves the committed help text without click."""
+    bare, _ = _imported([str(venv / "bin" / "python"), "-c", "pass"], tmp_path)
+    helped, text = _imported([str(venv / "bin" / "gpuconf"), "--help"], tmp_path)
+    launcher = (venv / "bin" / "gpuconf").read_text(encoding="utf-8")
+    assert helped - bare == {"gpuconf", "gpuconf.entry"}, f"the launcher pip wrote:\n{launcher}"
+    assert text == (ROOT / "gpuconf" / "help.txt").read_text(encoding="utf-8")
+
+
 def test_the_ci_example_installs_a_pinned_commit_the_documented_way(tmp_path):
     """examples/ci/github-actions.yml installs the commit GPUCONF_COMMIT names with the pipx line the Install page
     gives, and refuses to run without one (bash, with no variable set); the wheel line names this version."""

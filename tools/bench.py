@@ -37,6 +37,8 @@ def _compile_package() -> None:
 #: The Python every whole-process figure runs: gpuconf installed from a wheel in a fresh environment
 #: (tools/installed.py), as a user's `pip install` gives it, unless --python names another; set by main().
 PYTHON = sys.executable
+#: True when PYTHON is the environment _as_installed made (installed there with this environment's pip).
+INSTALLED = False
 
 
 def _as_installed(work: Path) -> str:
@@ -305,11 +307,12 @@ def main() -> None:
     parser.add_argument("--python", help="time gpuconf under this Python (e.g. the checkout's .venv/bin/python) "
                                          "instead of a wheel of the checkout installed in a fresh environment")
     args = parser.parse_args()
-    global PYTHON
+    global PYTHON, INSTALLED
     with tempfile.TemporaryDirectory(prefix="gpuconf-bench-installed-") as work:
         if args.python:
             _compile_package()
         PYTHON = args.python or _as_installed(Path(work))
+        INSTALLED = not args.python
         # `python -m gpuconf` puts the working folder first on sys.path: run from the checkout, every process would
         # import the checkout's gpuconf instead of the installed one.
         os.chdir(work)
@@ -372,11 +375,15 @@ def startup_bench(runs: int) -> None:
     """`gpuconf --help` next to a bare `python -c pass` (issue 32, item 3: at most 1.2x): interleaved rounds, since
     the two are a few milliseconds apart and a shared machine drifts by more between separate series. Both ways of
     starting it: `python -m gpuconf` (runpy's imports come first) and, where the environment has it, the `gpuconf`
-    command the installer wrote (pip's launcher imports re before gpuconf's code runs)."""
+    command the installer wrote (the launcher of pip 23 imported re before gpuconf's code ran; current pip's does
+    not), named with the pip that wrote it when the environment is the one this module made."""
     commands = {"bare": [PYTHON, "-c", "pass"], "python -m gpuconf --help": [PYTHON, "-m", "gpuconf", "--help"]}
     script = Path(PYTHON).parent / "gpuconf"
     if script.is_file() and os.access(script, os.X_OK):
-        commands["gpuconf --help"] = [str(script), "--help"]
+        from importlib.metadata import version
+
+        writer = f" (pip {version('pip')}'s launcher)" if INSTALLED else ""
+        commands[f"gpuconf --help{writer}"] = [str(script), "--help"]
     started = _interleaved(commands, max(runs, 15))
     medians = {name: (statistics.median(walls), statistics.median(cpus)) for name, (walls, cpus) in started.items()}
     bare, bare_cpu = medians.pop("bare")
