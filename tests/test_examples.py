@@ -99,7 +99,8 @@ def test_starter_intent_validates(run):
 
 def test_make_demo_installs_the_runtime_dependencies_only_and_make_test_the_extras(tmp_path):
     """A fresh clone's `make demo` installs what a render needs (issue 32: the extras took it to four minutes), and
-    `make test` adds the test and documentation extras; the README says which does what."""
+    `make test` adds the test and documentation extras; the README says which does what. pip itself is brought up to
+    date first (the launcher of pip 23 imports re: tests/test_package.py)."""
     import shutil
     import subprocess
 
@@ -111,10 +112,12 @@ def test_make_demo_installs_the_runtime_dependencies_only_and_make_test_the_extr
         assert done.returncode == 0, done.stderr
         return [line for line in done.stdout.splitlines() if " pip install " in line]
 
+    pip = "--quiet --disable-pip-version-check --upgrade pip"
     assert [line.split(" pip install ")[1] for line in steps("demo")] == [
-        "--quiet --disable-pip-version-check -e ."]
+        pip, "--quiet --disable-pip-version-check -e ."]
     assert [line.split(" pip install ")[1] for line in steps("test")] == [
-        "--quiet --disable-pip-version-check -e .", "--quiet --disable-pip-version-check -e '.[test,docs]'"]
+        pip, "--quiet --disable-pip-version-check -e .", "--quiet --disable-pip-version-check -e '.[test,docs]'"]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "make demo   # bootstraps .venv, installs gpuconf with its runtime dependencies only" in readme
+    assert "make demo   # bootstraps .venv, updates its pip, installs gpuconf with its runtime dependencies only" \
+        in readme
     assert "make test   # bootstraps .venv, adds the test and documentation extras" in readme
