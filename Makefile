@@ -63,7 +63,7 @@ docs-serve: $(STAMP)  ## serve the documentation at http://127.0.0.1:8000 and re
 
 reference: $(STAMP)  ## re-derive profiles/, schemas/ and fixtures from ../shared/reference (maintainers only)
 	@$(BIN)/python tools/derive_reference.py
-	@$(BIN)/python tools/derive_hazards.py
+	@$(BIN)/python tools/derive_hazards.py --charts ../shared/reference/gpu-operator/charts
 	@$(BIN)/python tools/derive_schemas.py
 
 clean:

@@ -110,6 +110,26 @@ class ChartFacts:
     #: crds/ file name -> {group, kind, scope, versions, fields}: the CRDs the chart ships (Helm never upgrades them)
     crds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
     crds_source: str = ""  # how the CRD facts are known
+    #: what the release can do (gpuconf.chartfacts.derive.capabilities): rules and renderers ask this, never the version
+    capabilities: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    #: ClusterPolicy fields the API server fills in although the chart renders no value (JSON pointers)
+    server_defaulted: tuple[str, ...] = ()
+    #: templates/ file name -> sha256: what `gpuconf chart add` compares a new chart with
+    templates: Mapping[str, str] = field(default_factory=dict, hash=False)
+    #: every values path the chart's templates read
+    values_read: tuple[str, ...] = ()
+    #: the docs' component matrix for the release: validated drivers, default and recommended ones, source
+    component_matrix: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    app_version: str = ""
+    #: where the facts come from: "gpuconf" (shipped) or the user's facts file (`gpuconf chart add`)
+    origin: str = "gpuconf"
+    #: for a chart gpuconf does not ship: the known release whose semantics it applies, and the templates that differ
+    semantics_of: str | None = None
+    differing_templates: tuple[str, ...] = ()
+
+    def can(self, capability: str) -> bool:
+        """Whether the release has a capability (gpuconf.chartfacts.derive.capabilities)."""
+        return bool(self.capabilities.get(capability))
 
     @functools.cached_property
     def defaults(self) -> dict[str, Any]:
@@ -147,10 +167,92 @@ def _gpus_json() -> dict[str, Any]:
 
 @functools.cache
 def _chart_text(version: str) -> str | None:
-    """The text of profiles/charts/<version>.json, or None when gpuconf has no facts for it."""
+    """The text of profiles/charts/<version>.json (or of the user's facts file of a chart added with `gpuconf chart
+    add`), or None when gpuconf has no facts for it."""
     if version not in chart_versions():
         return None
+    if version in _USER_CHARTS:
+        return _USER_CHARTS[version][1]
     return str(_data_dir().joinpath("charts", f"{version}.json").read_text(encoding="utf-8"))
+
+
+# --- charts a user added (gpuconf chart add) -------------------------------------------------------------------
+
+#: The folder beside the intents where `gpuconf chart add` writes the facts of a chart gpuconf does not ship.
+USER_CHART_FOLDER = "gpuconf-charts"
+#: The largest facts file read from it (a shipped one is 70-180 KB with its values schema).
+MAX_USER_FACTS_BYTES = 4 * 1024 * 1024
+#: version -> (its facts file, its text), of the folder in use; empty when none is.
+_USER_CHARTS: dict[str, tuple[Path, str]] = {}
+_USER_FOLDER: list[Path] = []
+#: The keys every facts file has (chart() reads them all).
+_FACT_KEYS = ("appVersion", "capabilities", "crds", "crdsSource", "deadKeys", "defaults", "freeFormMapKeys",
+              "freeFormMapPaths", "helmDefaults", "nfdAppVersion", "nfdChartVersion", "nfdDefaultsSource",
+              "renamedKeys", "serverDefaulted", "templateOnlyKeys", "templates", "valuesRead", "verbatimBlocks",
+              "version", "semanticsOf", "valuesSchema")
+
+
+class ChartFactsError(Exception):
+    """A facts file under gpuconf-charts/ cannot be used: unreadable, not what `gpuconf chart add` writes, or a
+    release gpuconf ships itself."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+def chart_folder_near(start: Path) -> Path | None:
+    """The gpuconf-charts folder that serves an input: in its own folder, else, inside a git repository, in the
+    nearest folder above it up to the repository's top (the first folder holding .git) and no further. Outside a
+    repository only the input's own folder counts (no facts file of a shared /tmp is picked up)."""
+    folder = (start if start.is_dir() else start.parent).resolve()
+    chain = [folder, *folder.parents]
+    top = next((i for i, candidate in enumerate(chain) if (candidate / ".git").exists()), 0)
+    for candidate in chain[:top + 1]:
+        if (candidate / USER_CHART_FOLDER).is_dir():
+            return candidate / USER_CHART_FOLDER
+    return None
+
+
+def use_chart_folder(folder: Path | None) -> None:
+    """Make the charts a user added under folder (gpuconf chart add) known beside the shipped ones, instead of any
+    other folder's; None: the shipped releases only. Raises ChartFactsError for a file that cannot be used."""
+    if _USER_FOLDER == ([folder] if folder is not None else []):
+        return
+    found: dict[str, tuple[Path, str]] = {}
+    if folder is not None:
+        shipped = _shipped_versions()
+        for path in sorted(folder.glob("*.json")):
+            try:
+                if path.stat().st_size > MAX_USER_FACTS_BYTES:
+                    raise ChartFactsError(path, f"larger than {MAX_USER_FACTS_BYTES} bytes; not a facts file")
+                text = path.read_text(encoding="utf-8")
+                data = json.loads(text)
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                raise ChartFactsError(path, f"not readable as the JSON `gpuconf chart add` writes ({exc})") from None
+            missing = [k for k in _FACT_KEYS if not isinstance(data, dict) or k not in data]
+            if missing:
+                raise ChartFactsError(path, f"not a facts file `gpuconf chart add` wrote (no {', '.join(missing[:3])})")
+            version = data["version"]
+            if not isinstance(version, str) or path.stem != version:
+                raise ChartFactsError(path, f"holds the facts of {version!r}, not of {path.stem}")
+            if version in shipped:
+                raise ChartFactsError(path, f"gpuconf ships chart {version} itself; remove this file")
+            found[version] = (path, text)
+    _USER_CHARTS.clear()
+    _USER_CHARTS.update(found)
+    _USER_FOLDER[:] = [folder] if folder is not None else []
+    for cached in (chart_versions, _chart_text, _chart_data, _chart_fields, _chart_index, _path_index):
+        cached.cache_clear()
+
+
+def user_values_schema(version: str) -> Mapping[str, Any] | None:
+    """The values schema `gpuconf chart add` derived for a chart it added, or None for a shipped release."""
+    if version not in _USER_CHARTS:
+        return None
+    data = _chart_data(version)
+    return None if data is None else data["valuesSchema"]
 
 
 def _model(model_id: str, raw: dict[str, Any]) -> GpuModel:
@@ -376,12 +478,76 @@ def dcgm_metrics() -> Mapping[str, Any]:
     return MappingProxyType(data)
 
 
+def shipped_versions() -> tuple[str, ...]:
+    """The releases gpuconf ships facts for, oldest first."""
+    from .chartfacts.releases import ordered
+
+    return tuple(ordered(_shipped_versions()))
+
+
+def release_data(version: str) -> dict[str, Any]:
+    """The facts file of a release as data (shared: never modify it); KeyError for one gpuconf has no facts of."""
+    data = _chart_data(version)
+    if data is None:
+        raise KeyError(version)
+    return data
+
+
+@functools.cache
+def _shipped_versions() -> tuple[str, ...]:
+    """The GPU Operator chart versions gpuconf ships facts for."""
+    names = [entry.name for entry in _data_dir().joinpath("charts").iterdir()
+             if entry.name.endswith(".json") and entry.name != "index.json"]
+    return tuple(name.removesuffix(".json") for name in names)
+
+
 @functools.cache
 def chart_versions() -> tuple[str, ...]:
-    """The GPU Operator chart versions gpuconf ships facts for, sorted by version."""
-    names = [entry.name for entry in _data_dir().joinpath("charts").iterdir() if entry.name.endswith(".json")]
-    versions = [name.removesuffix(".json") for name in names]
-    return tuple(sorted(versions, key=lambda v: tuple(int(p) for p in v.lstrip("v").split("."))))
+    """The GPU Operator chart versions gpuconf has facts for (shipped, and added by the user with `gpuconf chart
+    add` in the gpuconf-charts folder in use), sorted by version."""
+    from .chartfacts.releases import version_key
+
+    return tuple(sorted({*_shipped_versions(), *_USER_CHARTS}, key=version_key))
+
+
+@functools.cache
+def chart_table() -> Mapping[str, Any]:
+    """profiles/charts/index.json: one row per shipped release (capabilities, validated drivers, default driver),
+    the values keys renamed or removed between releases, and NVIDIA's upgrade rule. Small, so that asking which
+    release first can do something reads no release's facts."""
+    data: dict[str, Any] = json.loads(_data_dir().joinpath("charts", "index.json").read_text(encoding="utf-8"))
+    return MappingProxyType(data)
+
+
+def first_release_with(capability: str) -> str | None:
+    """The oldest shipped release that has a capability (for a finding's "needs chart X or later"), or None."""
+    rows = chart_table()["releases"]
+    for version in chart_versions():
+        if version in rows and rows[version]["capabilities"].get(capability):
+            return str(version)
+    return None
+
+
+def renamed_between(start: str, target: str) -> list[Mapping[str, Any]]:
+    """The values keys removed or renamed by a release after start up to and including target (in either direction:
+    a move back crosses the same releases), each {key, at, replacement, how}."""
+    from .chartfacts.releases import version_key
+
+    low, high = sorted((version_key(start), version_key(target)))
+    return [r for r in chart_table()["renames"] if low < version_key(r["at"]) <= high]
+
+
+def rename_text(rename: Mapping[str, Any], target: str) -> str:
+    """What a finding says of a values key that a release removed or renamed."""
+    replacement = f"use {rename['replacement']} instead" if rename["replacement"] else "it has no replacement"
+    return f"{rename['key']} was removed at chart {rename['at']} ({replacement}: {rename['how']})"
+
+
+def driver_validated(facts: ChartFacts, driver: str) -> bool:
+    """Whether a driver version is one the release's component matrix lists (a release without a matrix: True, as
+    gpuconf cannot tell)."""
+    drivers = facts.component_matrix.get("drivers")
+    return not drivers or driver in drivers
 
 
 @functools.cache
@@ -420,6 +586,15 @@ def _chart_fields(version: str) -> dict[str, Any] | None:
         nfd_app_version=raw["nfdAppVersion"],
         crds=MappingProxyType(raw["crds"]),
         crds_source=raw["crdsSource"],
+        capabilities=MappingProxyType(raw["capabilities"]),
+        server_defaulted=tuple(raw["serverDefaulted"]),
+        templates=MappingProxyType(raw["templates"]),
+        values_read=tuple(raw["valuesRead"]),
+        component_matrix=MappingProxyType(raw.get("componentMatrix") or {}),
+        app_version=raw["appVersion"],
+        origin=raw.get("origin", "gpuconf"),
+        semantics_of=raw.get("semanticsOf"),
+        differing_templates=tuple(raw.get("differingTemplates", ())),
     )
 
 

@@ -22,13 +22,18 @@ from typing import Any
 from hypothesis import strategies as st
 
 from gpuconf import catalog
+from gpuconf.chartfacts import releases
 from gpuconf.intent.model import DISTRIBUTIONS, KUBERNETES_VERSIONS, PRIORITY_TIERS
 
 GPU = "nvidia.com/gpu"
 GPU_SHARED = "nvidia.com/gpu.shared"
 
 MODELS = tuple(catalog.gpu_models())
-CHARTS = catalog.chart_versions()
+#: The releases the strategy pins: the supported and the deprecated major (component-matrix.md §2: 26.7.x supported,
+#: 26.3.x deprecated). Older releases fail intents that are valid today by construction (their default drivers
+#: predate GPUs and features the strategy draws: the known hazards, GC46x); tests/test_chart_releases.py renders
+#: on every release.
+CHARTS = tuple(v for v in catalog.chart_versions() if releases.version_key(v) >= (26, 3, 0))
 
 # --- YAML ------------------------------------------------------------------------------------------------------
 
@@ -158,10 +163,6 @@ def override_values(version: str, path: str) -> st.SearchStrategy[Any]:
         return not verify.values_failures(builder.merged(), version)
 
     return st.one_of(st.just(copy.deepcopy(node)), typed, json_values).filter(fits)
-
-
-def _chart_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.lstrip("v").split("."))
 
 
 def _distinct(values: list[str], rename) -> list[str]:
@@ -336,7 +337,7 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
     """A cluster intent that is valid by construction (see the module docstring)."""
     features: set[str] = set()
     chart = _pick(draw, CHARTS)
-    per_pool_versions = _chart_tuple(chart) >= (26, 7, 0)
+    per_pool_versions = catalog.chart(chart).can("perPoolDrivers")
     n = draw(st.integers(1, max_pools))
     pool_names = draw(st.lists(dns_labels, min_size=n, max_size=n, unique=True))
     models = [catalog.gpu_model(_pick(draw, MODELS)) for _ in range(n)]

@@ -415,7 +415,10 @@ def test_named_layouts_cover_the_required_models() -> None:
 
 
 def test_chart_versions() -> None:
-    assert catalog.chart_versions() == ("v26.3.3", "v26.7.0")
+    # charts/versions.md §1: every release from v24.9.0 to v26.7.0, oldest first (v25.10 after v25.3)
+    assert catalog.chart_versions() == (
+        "v24.9.0", "v24.9.1", "v24.9.2", "v25.3.0", "v25.3.1", "v25.3.2", "v25.3.3", "v25.3.4", "v25.10.0",
+        "v25.10.1", "v26.3.0", "v26.3.1", "v26.3.2", "v26.3.3", "v26.7.0")
     assert catalog.chart("v26.5.0") is None
 
 
@@ -444,7 +447,9 @@ def test_nfd_subchart_defaults_are_folded_under_the_parent_block() -> None:
                                                                 "nvidia.com/gpu"]
     assert nfd["master"]["enableTaints"] is False  # only the subchart's values.yaml has it
     assert nfd["image"]["repository"] == "registry.k8s.io/nfd/node-feature-discovery"
-    assert "image" not in old.defaults["node-feature-discovery"]
+    # v26.3.3's tarball carries its NFD 0.18.3 subchart too: its defaults are folded in the same way
+    assert old.defaults["node-feature-discovery"]["image"]["repository"] == "registry.k8s.io/nfd/node-feature-discovery"
+    assert old.nfd_app_version == "v0.18.3"
 
 
 def test_chart_quirk_lists() -> None:
@@ -497,7 +502,9 @@ def test_chart_defaults_are_a_fresh_copy_per_call() -> None:
     ("v26.7.0", "driver..version", ("unknown", "driver.version")),
     ("v26.3.3", "hostPaths.kubeletRootDir", ("unknown", "hostPaths.rootFS")),
     ("v26.3.3", "operator.metrics.serviceMonitor.interval", ("unknown", "dcgmExporter.serviceMonitor.interval")),
-    ("v26.3.3", "node-feature-discovery.master.enableTaints", ("open-map", None)),
+    ("v26.3.3", "node-feature-discovery.master.enableTaints", ("known", None)),
+    ("v24.9.2", "driver.useOpenKernelModules", ("known", None)),
+    ("v25.3.0", "driver.useOpenKernelModules", ("unknown", "driver.kernelModuleType")),
 ])
 def test_chart_path_status(version: str, path: str, expected: tuple[str, str | None]) -> None:
     assert catalog.chart_path_status(version, path) == expected
@@ -548,7 +555,8 @@ def test_committed_data_is_what_the_script_derives() -> None:
     derive = _derive_module()
     first = derive.derive(REFERENCE)
     assert first == derive.derive(REFERENCE)  # idempotent: same bytes on every run
-    assert set(first) == {"profiles/gpus.json", "profiles/charts/v26.3.3.json", "profiles/charts/v26.7.0.json",
+    assert set(first) == {"profiles/gpus.json", "profiles/charts/index.json",
+                          *(f"profiles/charts/{v}.json" for v in catalog.chart_versions()),
                           "profiles/dcgm-metrics.json", "profiles/platforms.json",
                           "tests/fixtures/h200-mig-placements.json"}
     for rel, data in first.items():

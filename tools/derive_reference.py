@@ -5,9 +5,9 @@ Run from the repository root (maintainers only; a user's clone has no reference 
 
     python tools/derive_reference.py [--reference ../shared/reference] [--check]
 
-Writes profiles/gpus.json, profiles/charts/<version>.json, profiles/dcgm-metrics.json, profiles/platforms.json and
-tests/fixtures/h200-mig-placements.json, one module of tools/derivation/ per source: gpus (the catalogue, checked
-against the H200 readings of h200), charts (with the CRDs of crds), dcgm and platforms.
+Writes profiles/gpus.json, profiles/charts/<version>.json and index.json, profiles/dcgm-metrics.json,
+profiles/platforms.json and tests/fixtures/h200-mig-placements.json, one module of tools/derivation/ per source: gpus (the catalogue, checked
+against the H200 readings of h200), charts (every release, read by gpuconf.chartfacts), dcgm and platforms.
 The output is byte-stable (sorted keys, fixed indentation, input hashes instead of timestamps), so running
 the script twice changes nothing. Any input it needs that is missing or malformed stops it with an error.
 Only the standard library and ruamel.yaml are used.

@@ -21,7 +21,6 @@ stops it with an error. Reads YAML with ruamel.yaml; checks every result with js
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import sys
@@ -33,8 +32,17 @@ from derivation.common import (  # noqa: E402 - what every derive script shares
     REFERENCE_SCRIPT, REPO_ROOT, DeriveError, Reference, arguments, dump, header, run, sha256,
 )
 
+sys.path.insert(0, str(REPO_ROOT))
+from gpuconf.chartfacts.source import ChartSourceError, read_chart  # noqa: E402 - the chart reader `chart add` uses
+# The CRD converter and the values schema builder live in gpuconf (`chart add` runs them on a user's chart); they
+# raise ChartSourceError, which this script reports as a DeriveError. Converter and python_pattern stay reachable
+# here for the tests that load this script as a module.
+from gpuconf.chartfacts.valuesschema import (  # noqa: E402,F401
+    CEL_KEPT_GROUPS, CEL_RULES, LIST_MAP_KEYS, Converter, ValuesSchemaBuilder, chart_spec_schemas, crd_version_schema,
+    python_pattern,
+)
+
 SCRIPT = "tools/derive_schemas.py"
-DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 # CRD files (relative to the reference folder) whose served versions gpuconf's output may contain. Every served
 # version of each is converted (Kueue serves the deprecated v1beta1 next to v1beta2). GPUCluster is the DRA stack's
@@ -80,305 +88,6 @@ _FOLDER_SOURCE_ROW = re.compile(r"^\| (?P<file>[^|]+?) \| (?P<repository>[A-Za-z
 
 NFD_SCHEMA = "gpu-operator/v26.7.0/charts/node-feature-discovery/values.schema.json"
 NFD_CHART = "gpu-operator/v26.7.0/charts/node-feature-discovery/Chart.yaml"
-CHART_VERSIONS = ("v26.3.3", "v26.7.0")
-
-# --------------------------------------------------------------------------------------------------------------
-# CRD openAPIV3Schema -> JSON Schema
-# --------------------------------------------------------------------------------------------------------------
-
-# Keywords that carry no validation (documentation, defaulting, server-side-apply merge semantics) or that JSON
-# Schema cannot evaluate (CEL rules: counted per version in index.json so the gap stays visible).
-_DROPPED = frozenset({"description", "default", "example", "externalDocs", "title", "x-kubernetes-map-type",
-                      "x-kubernetes-validations"})
-# Keywords whose meaning is the same in OpenAPI v3 (as Kubernetes structural schemas use it) and Draft 2020-12.
-_SAME = frozenset({"type", "format", "enum", "pattern", "minLength", "maxLength", "minimum", "maximum", "multipleOf",
-                   "minItems", "maxItems", "uniqueItems", "minProperties", "maxProperties", "required"})
-# Keywords translated below.
-_TRANSLATED = frozenset({"properties", "items", "additionalProperties", "allOf", "anyOf", "oneOf", "not", "nullable",
-                         "exclusiveMinimum", "exclusiveMaximum", "x-kubernetes-int-or-string",
-                         "x-kubernetes-preserve-unknown-fields", "x-kubernetes-list-type",
-                         "x-kubernetes-list-map-keys"})
-_INT_OR_STRING_ANYOF = [{"type": "integer"}, {"type": "string"}]
-# Go RE2 accepts an inline flag group anywhere; Python's re only at the very start ("global flags not at the start
-# of the expression"). prometheus-operator's PrometheusRule uses `^(?i)(abort|warn)?$`: moving the flag group in
-# front of the anchor keeps the meaning.
-_LATE_FLAGS = re.compile(r"^\^\(\?([a-zA-Z]+)\)")
-# The custom keyword that carries x-kubernetes-list-map-keys into the JSON Schema; gpuconf.output.verify checks it.
-LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
-# The CRDs whose CEL rules (`x-kubernetes-validations`, rule and message) stay in the converted schema, where JSON
-# Schema ignores them and tests/cel.py evaluates them: Karpenter's, whose rules carry facts the schema lacks (the
-# restricted label domains, one of role/instanceProfile, alias terms).
-CEL_KEPT_GROUPS = frozenset({"karpenter.sh", "karpenter.k8s.aws"})
-CEL_RULES = "x-kubernetes-validations"
-
-
-def python_pattern(pattern: str, where: str) -> str:
-    """A CRD (Go RE2) pattern rewritten so that Python's re accepts it with the same meaning; fails otherwise."""
-    fixed = _LATE_FLAGS.sub(r"(?\1)^", pattern)
-    try:
-        re.compile(fixed)
-    except re.error as exc:
-        raise DeriveError(f"{where}: pattern {pattern!r} does not compile in Python: {exc}") from exc
-    return fixed
-
-
-class Converter:
-    """Converts one CRD version's openAPIV3Schema, counting the CEL rules it has to drop."""
-
-    def __init__(self, where: str, keep_cel: bool = False) -> None:
-        self.where = where
-        self.cel_rules = 0
-        self.keep_cel = keep_cel
-
-    def convert(self, node: Any, path: str = "$") -> dict[str, Any]:
-        """The JSON Schema of one structural-schema node."""
-        if not isinstance(node, dict):
-            raise DeriveError(f"{self.where}: {path}: a schema must be a mapping, got {type(node).__name__}")
-        unknown = set(node) - _DROPPED - _SAME - _TRANSLATED
-        if unknown:
-            raise DeriveError(f"{self.where}: {path}: schema keyword(s) the converter does not know: "
-                              f"{', '.join(sorted(unknown))}")
-        self.cel_rules += len(node.get("x-kubernetes-validations", []))
-        out: dict[str, Any] = {key: copy.deepcopy(node[key]) for key in _SAME if key in node}
-        if self.keep_cel and node.get(CEL_RULES):
-            out[CEL_RULES] = [{k: rule[k] for k in ("rule", "message") if k in rule} for rule in node[CEL_RULES]]
-        if "pattern" in out:
-            out["pattern"] = python_pattern(out["pattern"], f"{self.where}: {path}")
-        if "properties" in node:
-            out["properties"] = {name: self.convert(sub, f"{path}.{name}") for name, sub in node["properties"].items()}
-        if "items" in node:
-            out["items"] = self.convert(node["items"], f"{path}[]")
-        if "additionalProperties" in node:
-            extra = node["additionalProperties"]
-            out["additionalProperties"] = extra if isinstance(extra, bool) else self.convert(extra, f"{path}.*")
-        for key in ("allOf", "anyOf", "oneOf"):
-            if key in node:
-                out[key] = [self.convert(sub, f"{path}|{key}[{i}]") for i, sub in enumerate(node[key])]
-        if "not" in node:
-            out["not"] = self.convert(node["not"], f"{path}!")
-        for bound, limit in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
-            # OpenAPI 3.0: a boolean that makes `minimum`/`maximum` exclusive; Draft 2020-12: the bound itself.
-            if node.get(bound) is True:
-                if limit not in node:
-                    raise DeriveError(f"{self.where}: {path}: {bound} without {limit}")
-                out[bound] = out.pop(limit)
-        if node.get("x-kubernetes-int-or-string"):
-            out["type"] = ["integer", "string"]
-            if out.get("anyOf") == _INT_OR_STRING_ANYOF:
-                del out["anyOf"]  # the structural-schema spelling of the same type union
-        if node.get("nullable"):
-            if "type" in out:
-                kinds = out["type"] if isinstance(out["type"], list) else [out["type"]]
-                out["type"] = [*kinds, "null"]
-            if "enum" in out and None not in out["enum"]:
-                out["enum"] = [*out["enum"], None]
-        list_type = node.get("x-kubernetes-list-type")
-        if list_type == "set":
-            out["uniqueItems"] = True  # the API server rejects duplicate items of a set list
-        elif list_type == "map":
-            keys = node.get("x-kubernetes-list-map-keys")
-            if not keys:
-                raise DeriveError(f"{self.where}: {path}: list-type map without x-kubernetes-list-map-keys")
-            out[LIST_MAP_KEYS] = list(keys)  # the API server rejects two items with the same key values
-        elif list_type not in (None, "atomic"):
-            raise DeriveError(f"{self.where}: {path}: unknown x-kubernetes-list-type {list_type!r}")
-        # Strict: the API server prunes (and kubectl's strict field validation rejects) any field an object schema
-        # does not list, unless the schema preserves unknown fields or declares a map of additional properties.
-        if ("properties" in node and "additionalProperties" not in node
-                and not node.get("x-kubernetes-preserve-unknown-fields")):
-            out["additionalProperties"] = False
-        return out
-
-
-def _metadata_schema() -> dict[str, Any]:
-    """The metadata part of a custom resource: a name is required; the rest is Kubernetes ObjectMeta.
-
-    gpuconf.output.verify checks the whole of metadata against the strict ObjectMeta schema of the target Kubernetes
-    version, so the CRD schema stays open here instead of repeating a version-specific field list.
-    """
-    return {"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "minLength": 1}}}
-
-
-def crd_version_schema(crd: dict[str, Any], version: dict[str, Any], where: str) -> tuple[dict[str, Any], int]:
-    """(standalone JSON Schema of one CRD version, number of CEL rules it could not translate)."""
-    group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
-    try:
-        raw = version["schema"]["openAPIV3Schema"]
-    except (KeyError, TypeError) as exc:
-        raise DeriveError(f"{where}: version {version.get('name')} has no openAPIV3Schema") from exc
-    converter = Converter(f"{where} {version['name']}", keep_cel=group in CEL_KEPT_GROUPS)
-    schema = converter.convert(raw)
-    if schema.get("type") != "object" or "properties" not in schema:
-        raise DeriveError(f"{where}: the top of the {version['name']} schema is not an object with properties")
-    schema["properties"]["apiVersion"] = {"type": "string", "const": f"{group}/{version['name']}"}
-    schema["properties"]["kind"] = {"type": "string", "const": kind}
-    schema["properties"]["metadata"] = _metadata_schema()
-    schema["required"] = sorted({*schema.get("required", []), "apiVersion", "kind", "metadata"})
-    schema["additionalProperties"] = False
-    schema["$schema"] = DRAFT
-    schema["title"] = f"{kind} {group}/{version['name']}"
-    return schema, converter.cel_rules
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Chart values
-# --------------------------------------------------------------------------------------------------------------
-
-# gpu-operator-facts.md §9: fields v26.7.0's ClusterPolicy CRD added. The reference has only the v26.7.0 CRDs, and
-# §9 lists no other CRD change, so v26.3.3's ClusterPolicy is v26.7.0's without these.
-CP_FIELDS_NEW_IN_26_7 = ("dcgmExporter.serviceMonitor.scrapeTimeout", "hostPaths.kubeletRootDir",
-                         "operator.metrics")
-# gpu-operator-facts.md §4: values keys that share a ClusterPolicy field's path but are chart-only (the chart uses
-# operator.annotations for the operator pod and operator.labels for its own objects), so the CRD must not type them.
-CHART_ONLY_SAME_PATH = ("operator.annotations", "operator.labels")
-# Values keys the chart renders into its NVIDIADriver/default rather than the ClusterPolicy, and gpuconf into every
-# NVIDIADriver it writes: they take that CRD field's type and enum (chart v26.7.0 templates/nvidiadriver.yaml:
-# `driverType: {{ .Values.driver.nvidiaDriverCRD.driverType | default "gpu" }}`).
-NVIDIADRIVER_RENDERED = {"driver.nvidiaDriverCRD.driverType": "driverType"}
-# Template-only keys (no default in values.yaml) accepted without a type. The others are typed by the ClusterPolicy
-# field of the same path when there is one (facts §4: `*.args`, driver probes, validator.*.env, ... are rendered
-# into the CR as they are). dcgmExporter.config holds {name, create, data} of which only name reaches the CR;
-# operator.metrics is only a commented-out block in values.yaml, so its values shape is not documented.
-TEMPLATE_ONLY_UNTYPED = ("dcgmExporter.config", "operator.metrics")
-# Kubernetes string maps: ObjectMeta labels/annotations, PodSpec nodeSelector, ConfigMap data (devicePlugin and
-# migManager `config.data` become the data of a ConfigMap). A free-form map with one of these names that no CRD
-# field types still holds only strings.
-STRING_MAP_KEYS = ("additionalLabels", "annotations", "daemonsetAnnotations", "data", "deploymentAnnotations",
-                   "labels", "nodeSelector")
-
-
-def _dotted(path: tuple[str, ...]) -> str:
-    return ".".join(path)
-
-
-def _under(path: str, prefixes: Any) -> bool:
-    """Whether a dotted path equals or lies below one of the prefixes."""
-    return any(path == p or path.startswith(p + ".") for p in prefixes)
-
-
-def _without(spec: dict[str, Any], dotted: str) -> None:
-    """Remove one property (dotted path) from a converted ClusterPolicy spec schema."""
-    *parents, last = dotted.split(".")
-    node = spec
-    for part in parents:
-        node = node["properties"][part]
-    if last not in node.get("properties", {}):
-        raise DeriveError(f"{CP_CRD}: spec.{dotted} does not exist")
-    del node["properties"][last]
-
-
-class ValuesSchemaBuilder:
-    """Builds the JSON Schema of one chart version's values from its defaults and the ClusterPolicy CRD."""
-
-    def __init__(self, facts: dict[str, Any], cp_spec: dict[str, Any], nvd_spec: dict[str, Any]) -> None:
-        self.version = facts["version"]
-        self.facts = facts
-        self.cp_spec = copy.deepcopy(cp_spec)
-        self.nvd_spec = nvd_spec
-        if self.version != "v26.7.0":
-            for field in CP_FIELDS_NEW_IN_26_7:
-                _without(self.cp_spec, field)
-        self.renamed = {tuple(k.split(".")): tuple(v.split(".")) for k, v in facts["renamedKeys"].items()}
-        self.free_keys = frozenset(facts["freeFormMapKeys"])
-        self.free_paths = tuple(facts["freeFormMapPaths"])
-        self.verbatim = frozenset(facts["verbatimBlocks"])
-        # The template-only keys as a tree, so that `validator.cuda.env` creates `validator.cuda` on the way.
-        self.overlay: dict[str, Any] = {}
-        for key in facts["templateOnlyKeys"]:
-            node = self.overlay
-            parts = key.split(".")
-            for part in parts[:-1]:
-                node = node.setdefault(part, {})
-            node[parts[-1]] = None  # a leaf: the template-only key itself
-
-    def cr_field(self, path: tuple[str, ...]) -> dict[str, Any] | None:
-        """The converted ClusterPolicy (or NVIDIADriver) schema of the spec field a values path is rendered into, or
-        None."""
-        dotted = _dotted(path)
-        if dotted in NVIDIADRIVER_RENDERED:
-            return copy.deepcopy(self.nvd_spec["properties"][NVIDIADRIVER_RENDERED[dotted]])
-        if _under(dotted, CHART_ONLY_SAME_PATH):
-            return None
-        for old, new in self.renamed.items():
-            if path[:len(old)] == old:
-                path = new + path[len(old):]
-        node: dict[str, Any] = self.cp_spec
-        for part in path:
-            props = node.get("properties")
-            if not isinstance(props, dict) or part not in props:
-                return None
-            node = props[part]
-        return copy.deepcopy(node)
-
-    def template_only(self, path: tuple[str, ...]) -> dict[str, Any]:
-        """The schema of a template-only key."""
-        dotted = _dotted(path)
-        if _under(dotted, TEMPLATE_ONLY_UNTYPED):
-            return {}
-        return self.cr_field(path) or {}
-
-    def _overlay_object(self, overlay: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-        """A closed object made only of template-only keys (an intermediate level values.yaml lacks)."""
-        props = {key: (self.template_only(path + (key,)) if sub is None else
-                       self._overlay_object(sub, path + (key,))) for key, sub in overlay.items()}
-        return {"type": "object", "properties": props, "additionalProperties": False}
-
-    def _open_map(self, default: Any, path: tuple[str, ...]) -> bool:
-        """Whether any key is legitimate below this mapping (gpuconf.catalog.chart_path_status's open-map rule)."""
-        dotted = _dotted(path)
-        return bool(path) and (default == {} or path[-1] in self.free_keys or _under(dotted, self.free_paths))
-
-    def node(self, default: Any, path: tuple[str, ...], overlay: dict[str, Any] | None) -> dict[str, Any]:
-        """The schema of the values node at `path` whose default is `default`."""
-        dotted = _dotted(path)
-        cr = self.cr_field(path) if path else None
-        if dotted in self.verbatim:
-            # Copied into the ClusterPolicy with toYaml (facts §4): its keys are CR field names, all of them.
-            if cr is None or "properties" not in cr:
-                raise DeriveError(f"{self.version}: verbatim block {dotted} has no ClusterPolicy object field")
-            extra = [k for k in [*default, *(overlay or {})] if k not in cr["properties"]]
-            if extra:
-                raise DeriveError(f"{self.version}: {dotted} keys {extra} are not ClusterPolicy fields")
-            return cr
-        if isinstance(default, dict):
-            if self._open_map(default, path):
-                if cr is not None:
-                    return cr
-                schema: dict[str, Any] = {"type": "object"}
-                if path[-1] in STRING_MAP_KEYS:
-                    schema["additionalProperties"] = {"type": "string"}
-                return schema
-            props = {key: self.node(value, path + (key,), (overlay or {}).get(key)) for key, value in default.items()}
-            for key, sub in (overlay or {}).items():
-                if key in default:
-                    continue
-                props[key] = self.template_only(path + (key,)) if sub is None else \
-                    self._overlay_object(sub, path + (key,))
-            return {"type": "object", "properties": props, "additionalProperties": False}
-        if overlay:
-            raise DeriveError(f"{self.version}: template-only keys below {dotted}, whose default is not a mapping")
-        if cr is not None:
-            return cr
-        if default is None:
-            return {}  # no type to take; in v26.7.0 these are NFD keys, typed by the NFD subchart's own schema
-        if isinstance(default, bool):
-            return {"type": "boolean"}
-        if isinstance(default, int):
-            return {"type": "integer"}
-        if isinstance(default, float):
-            return {"type": "number"}
-        if isinstance(default, str):
-            return {"type": "string"}
-        if isinstance(default, list):
-            return {"type": "array"}
-        raise DeriveError(f"{self.version}: {dotted}: default of type {type(default).__name__}")
-
-    def build(self) -> dict[str, Any]:
-        """The whole values schema."""
-        schema = self.node(self.facts["defaults"], (), self.overlay)
-        schema["$schema"] = DRAFT
-        schema["title"] = f"GPU Operator chart {self.version} values"
-        return schema
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -609,7 +318,10 @@ def derive_crds(ref: Reference, check: bool = True) -> tuple[dict[str, bytes], d
             if not served:
                 raise DeriveError(f"{rel}: {kind} serves no version")
             for version in served:
-                schema, cel = crd_version_schema(crd, version, rel)
+                try:
+                    schema, cel = crd_version_schema(crd, version, rel)
+                except ChartSourceError as exc:
+                    raise DeriveError(str(exc)) from exc
                 name = f"{group}_{kind.lower()}_{version['name']}.json"
                 written = schema if group in UNSHARED_GROUPS else shared_subschemas(schema)
                 sharing = (f" Each sub-schema it repeats ({SHARED_MIN_BYTES} bytes or more) is written once under "
@@ -679,19 +391,39 @@ def _chart_facts(version: str, ref: Reference) -> tuple[dict[str, Any], str]:
     return facts, sha256(data)
 
 
-def derive_values(ref: Reference, cp_spec: dict[str, Any], nvd_spec: dict[str, Any],
-                  check: bool = True) -> dict[str, bytes]:
+def chart_specs(ref: Reference, version: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """The converted ClusterPolicy and NVIDIADriver spec schemas of one release, read from its own tarball's crds/,
+    and the tarball's reference path."""
+    rel = f"gpu-operator/charts/gpu-operator-{version}.tgz"
+    ref.bytes(rel)
+    try:
+        return (*chart_spec_schemas(read_chart(ref.root / rel), rel), rel)
+    except ChartSourceError as exc:
+        raise DeriveError(str(exc)) from exc
+
+
+def chart_releases() -> list[str]:
+    """The releases tools/derive_reference.py wrote facts for, oldest first."""
+    names = [p.stem for p in (REPO_ROOT / "profiles" / "charts").glob("v*.json")]
+    return sorted(names, key=lambda v: tuple(int(x) for x in v.lstrip("v").split(".")))
+
+
+def derive_values(ref: Reference, check: bool = True) -> dict[str, bytes]:
     """The values schemas of the chart versions and the NFD subchart."""
     outputs: dict[str, bytes] = {}
-    for version in CHART_VERSIONS:
+    for version in chart_releases():
         facts, digest = _chart_facts(version, ref)
-        schema = ValuesSchemaBuilder(facts, cp_spec, nvd_spec).build()
+        cp_spec, nvd_spec, tarball = chart_specs(ref, version)
+        try:
+            schema = ValuesSchemaBuilder(facts, cp_spec, nvd_spec).build()
+        except ChartSourceError as exc:
+            raise DeriveError(str(exc)) from exc
         rel = f"schemas/values/gpu-operator-{version}.json"
         if check:
             check_schema(schema, rel)
         check_instance(schema, facts["defaults"], rel)
         schema["x-gpuconf-generated"] = _generated(
-            {f"profiles/charts/{version}.json": digest, CP_CRD: ref.hashes[CP_CRD], NVD_CRD: ref.hashes[NVD_CRD]},
+            {f"profiles/charts/{version}.json": digest, tarball: ref.hashes[tarball]},
             f"JSON Schema (Draft 2020-12) of the GPU Operator chart {version} values: every mapping of the defaults "
             f"is closed except free-form maps (labels, resources, ConfigMap data, NFD config files, ...), template-"
             f"only keys are allowed, and keys rendered into the ClusterPolicy (or the NVIDIADriver) take the CRD "
@@ -771,8 +503,8 @@ def derive(reference: Path, check: bool = True) -> dict[str, bytes]:
     committed files instead of twice.
     """
     ref = Reference(reference)
-    outputs, cp_spec, nvd_spec = derive_crds(ref, check)
-    outputs.update(derive_values(ref, cp_spec, nvd_spec, check))
+    outputs = derive_crds(ref, check)[0]
+    outputs.update(derive_values(ref, check))
     outputs.update(derive_kubernetes())
     return dict(sorted(outputs.items()))
 

@@ -408,7 +408,14 @@ def _cr_validator_class() -> Any:
 
 @functools.cache
 def _schema(file: str) -> dict[str, Any]:
-    """A schema file of gpuconf.schemas (path relative to it), parsed once."""
+    """A schema file of gpuconf.schemas (path relative to it), parsed once; `user:<version>:<digest>` is the values
+    schema `gpuconf chart add` derived for a chart the user added."""
+    if file.startswith(USER_SCHEMA):
+        from gpuconf.catalog import user_values_schema
+
+        found = user_values_schema(file.split(":")[1])
+        assert found is not None, "_values_schema names only charts with a schema"
+        return orjson.loads(orjson.dumps(found))
     schema: dict[str, Any] = orjson.loads(_schemas_dir().joinpath(*file.split("/")).read_bytes())
     return schema
 
@@ -663,9 +670,28 @@ def verify_object(obj: dict[str, Any], kubernetes_version: str, where: str) -> l
     return _problems(document, found)
 
 
-@functools.cache
+#: The prefix of a values schema that `gpuconf chart add` derived (kept in the user's facts file, not a file here).
+USER_SCHEMA = "user:"
+
+
 def _values_schema(chart_version: str) -> str:
-    """The chart's values schema (a file of gpuconf.schemas); raises ValueError for a chart gpuconf has none of."""
+    """The chart's values schema (a file of gpuconf.schemas, or for a chart the user added, `user:<version>:<digest
+    of its schema>`, so that another folder's chart of the same version is never taken for it); raises ValueError
+    for a chart gpuconf has none of."""
+    from gpuconf.catalog import user_values_schema
+
+    user = user_values_schema(chart_version)
+    if user is not None:
+        import hashlib
+
+        digest = hashlib.sha256(orjson.dumps(user, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        return f"{USER_SCHEMA}{chart_version}:{digest}"
+    return _shipped_values_schema(chart_version)
+
+
+@functools.cache
+def _shipped_values_schema(chart_version: str) -> str:
+    """The values schema file of a release gpuconf ships; ValueError for one it has none of."""
     file = _schemas_dir().joinpath("values", f"gpu-operator-{chart_version}.json")
     if not file.is_file():
         known = sorted(entry.name.removeprefix("gpu-operator-").removesuffix(".json")

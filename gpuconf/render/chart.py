@@ -1,7 +1,8 @@
 """What the GPU Operator chart's templates make of values: the parts gpuconf must reproduce or check.
 
 The chart is not run here (no Helm at render or test time). These functions model, line by line, the templates of
-the supported charts (v26.3.3 and v26.7.0 read the same way here) where a value does not simply pass through:
+the supported charts where a value does not simply pass through (every release from v24.9.0 passes the same values
+through Sprig's `default`: each release's facts list its own, helmDefaults, read off its templates):
 
 * `templates/clusterpolicy.yaml` and `templates/nvidiadriver.yaml` render `driver.upgradePolicy` field by field with
   Sprig's `default`, which replaces every *empty* value (nil, false, 0, "", an empty list or map): so
