@@ -17,8 +17,6 @@ DRIVER = "gpu.nvidia.com"
 DOMAIN = "gpu.nvidia.com"
 #: The first Kubernetes minor release serving resource.k8s.io/v1 by default (KW-setup 1.34; KW-gate: GA).
 MIN_KUBERNETES = (1, 34)
-#: The first chart that ships the GPUCluster stack (GO values.yaml: gpuCluster, draDriver).
-MIN_CHART = "v26.7.0"
 #: The driver's opaque-config API (DRV api/.../api.go) and its kinds used here.
 CONFIG_API = "resource.nvidia.com/v1beta1"
 #: The deviceclass quota key suffix (KW-quota: `<deviceclass>.deviceclass.resource.k8s.io/devices`).

@@ -41,13 +41,18 @@ def test_to_chart_json_holds_the_driver_upgrade_the_crds_the_nfd_move_and_the_fl
     assert {c["kind"]: c["status"] for c in chart["crds"]} == CRDS_26_7
     fields = {c["kind"]: c["added"] for c in chart["crds"] if c["status"] == "changed"}
     assert fields == {"ClusterPolicy": ["spec.dcgmExporter.serviceMonitor.scrapeTimeout",
-                                        "spec.hostPaths.kubeletRootDir", "spec.operator.metrics.serviceMonitor"],
+                                        "spec.hostPaths.kubeletRootDir", "spec.operator.metrics"],
                       "NVIDIADriver": ["spec.default", "spec.upgradePolicy"]}
     assert "kubectl apply --server-side -f gpu-operator/crds/" in chart["crdStep"]
     assert chart["nfd"] == {"from": "0.18.3", "to": "0.19.0"}
     assert [(f["path"], f["old"], f["new"], f["effect"]) for f in chart["flippedDefaults"]] == [
         ("dcgmExporter.serviceMonitor.enabled", False, True, "applies")]
-    assert chart["removedKeys"] == []
+    # charts/versions.md §3 lists no parent key removed at v26.7.0; NFD 0.19.0's own values.yaml drops three of
+    # 0.18.3's, which the intent does not set
+    assert [(r["path"], r["renamedTo"], r["setByValues"]) for r in chart["removedKeys"]] == [
+        ("node-feature-discovery.featureGates.NodeFeatureGroupAPI", None, False),
+        ("node-feature-discovery.master.livenessProbe", None, False),
+        ("node-feature-discovery.worker.updateStrategy", None, False)]
     upgrade = next(i for i in move["impacts"] if i["kind"] == "operator-upgrade")
     # The move itself reinstalls the driver: no advice to make it "its own commit, with no driver change".
     assert "no driver, sharing or pool change" not in upgrade["safe"]

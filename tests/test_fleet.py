@@ -104,9 +104,11 @@ def test_lab_pulls_the_chart_from_its_mirror(fleet):
     assert apps["spec"]["sources"][0]["repoURL"] == "registry.lab.example/nvidia/charts"
     assert "enableOCI" in fleet["edge-lab"].files["gitops/application-gpu-operator.yaml"]
     assert apps["spec"]["destination"] == {"name": "edge-lab", "namespace": "gpu-operator"}
-    # v26.3.3 renders cdi.default itself: only the dead mps.root is server-defaulted there.
+    # v26.3.3's templates/clusterpolicy.yaml renders cdi.default only `if .Values.cdi.default`, and its values.yaml
+    # has no such key: the API server fills it from the CRD's default. devicePlugin.mps is never rendered, so its
+    # defaulted root is not either (a missing field is defaulted only inside an object that is there).
     us = YAML11.load(fleet["us-prod"].files["gitops/application-gpu-operator.yaml"].split("---\n", 1)[1])
-    assert us["spec"]["ignoreDifferences"][0]["jsonPointers"] == ["/spec/devicePlugin/mps/root"]
+    assert us["spec"]["ignoreDifferences"][0]["jsonPointers"] == ["/spec/cdi/default"]
 
 
 def test_golden_tree_fleet(fleet):

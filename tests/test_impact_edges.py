@@ -43,17 +43,6 @@ def test_a_crd_that_changes_neither_fields_nor_versions_is_no_row_of_the_chart_m
                     "d.yaml": ("changed", [], []), "e.yaml": ("new", [], [])}
 
 
-def test_the_chart_move_names_each_charts_crd_source_when_they_differ(run):
-    from conftest import ROOT
-    from gpuconf import catalog
-
-    result = run("diff", str(ROOT / "examples" / "single-pool.yaml"), "--to-chart", "v26.7.0", "--format", "json")
-    source = json.loads(result.stdout)["chartMove"]["crdsSource"]
-    old, new = catalog.chart("v26.3.3").crds_source, catalog.chart("v26.7.0").crds_source
-    assert old != new
-    assert source == f"v26.3.3: {old}; v26.7.0: {new}"
-
-
 def test_the_config_names_a_folder_offers_are_the_mig_configs_of_its_mig_parted_configmap():
     from gpuconf.impact.deviceplugin import _config_keys
     from gpuconf.impact.model import MIG_LABEL, PLUGIN_LABEL

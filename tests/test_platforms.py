@@ -497,7 +497,7 @@ def test_images_follow_the_values_and_the_manifests(run):
 
     # hybrid: per-pool NVIDIADriver images next to the cluster default; no mirror, so NVIDIA's registry.
     refs = run("images", str(ROOT / "examples" / "hybrid.yaml"), "--driver-os", "ubuntu24.04").stdout.splitlines()
-    assert "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04" in refs and "nvcr.io/nvidia/driver:580.126.20-ubuntu24.04" in refs
+    assert "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04" in refs and "nvcr.io/nvidia/driver:580.173.02-ubuntu24.04" in refs
     # EKS's AL2023 AMI brings driver and toolkit: their images are not pulled.
     refs = run("images", str(ROOT / "examples" / "platforms" / "eks.yaml"), "--driver-os", "x").stdout.splitlines()
     assert not any("/driver:" in r or "container-toolkit" in r or "k8s-driver-manager" in r for r in refs)

@@ -243,7 +243,7 @@ def test_per_pool_drivers_are_disjoint_and_switched_on_only_when_needed(trees):
     drivers = _docs(trees["hybrid"].files["manifests/nvidia-drivers.yaml"])
     # viz-l40s pins its own version; batch-h100 and new-h200 are the waves of a rollout (each its own NVIDIADriver).
     assert [d["metadata"]["name"] for d in drivers] == ["gpuconf-batch-h100", "gpuconf-new-h200", "gpuconf-viz-l40s"]
-    assert [d["spec"]["version"] for d in drivers] == ["595.91.07", "580.126.20", "580.126.20"]
+    assert [d["spec"]["version"] for d in drivers] == ["595.91.07", "580.173.02", "580.173.02"]
     selectors = [d["spec"]["nodeSelector"] for d in drivers]
     for sel in selectors:
         assert "nvidia.com/gpu-operator.driver.owner" not in sel

@@ -361,9 +361,9 @@ def test_upgrade_waves_put_the_canary_first(trees):
     assert upgrade["mode"] == "nvidiadriver" and "ignores the ClusterPolicy's" in upgrade["where"]
     assert "add `rollout: {version: NEW, wave: 1}`" in waves[0]["steps"][0]
     hybrid = _report(trees["hybrid"])["upgrade"]
-    assert hybrid["rollout"] == {"from": "580.126.20", "to": "595.91.07", "wave": 1, "line": 41}
+    assert hybrid["rollout"] == {"from": "580.173.02", "to": "595.91.07", "wave": 1, "line": 41}
     assert [(w["pools"], w["status"]) for w in hybrid["waves"]] == [
-        (["batch-h100"], "runs 595.91.07 (done)"), (["new-h200"], "runs 580.126.20 (next)")]
+        (["batch-h100"], "runs 595.91.07 (done)"), (["new-h200"], "runs 580.173.02 (next)")]
     assert hybrid["waves"][0]["steps"] == [] and "raise `spec.driver.upgrade.rollout.wave` (line 41) to 2" in \
         hybrid["waves"][1]["steps"][0]
     assert hybrid["preinstalledPools"] == ["legacy-a100"] and hybrid["ownVersionPools"] == ["viz-l40s"]

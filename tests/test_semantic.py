@@ -234,7 +234,7 @@ def test_a_wave_commit_changes_only_that_waves_nvidiadriver(run, tmp_path):
     changed = [d for d in json.loads(result.stdout)["documents"]]
     assert [(d["kind"], d["name"]) for d in changed] == [("NVIDIADriver", "gpuconf-new-h200")]
     assert [(c["path"], c["old"], c["new"]) for c in changed[0]["changes"]] == \
-        [("spec.version", "580.126.20", "595.91.07")]
+        [("spec.version", "580.173.02", "595.91.07")]
     # Rolling the wave back is reverting the commit: the previous render again, byte for byte.
     assert run("render", str(before), "-o", str(out), "--check").exit_code == 0
 
@@ -243,7 +243,7 @@ def test_finishing_a_rollout_changes_no_nvidiadriver(run, tmp_path):
     out = tmp_path / "out"
     done = _edited(tmp_path, HYBRID, ("        wave: 1\n", "        wave: 2\n"), name="done.yaml")
     assert run("render", str(done), "-o", str(out)).exit_code == 0
-    finished = _edited(tmp_path, HYBRID, ('    version: "580.126.20"\n    kernelModuleType', '    version: "595.91.07"\n'
+    finished = _edited(tmp_path, HYBRID, ('    version: "580.173.02"\n    kernelModuleType', '    version: "595.91.07"\n'
                                           '    kernelModuleType'),
                        ('      rollout:\n        version: "595.91.07"\n        wave: 1\n', ""), name="finished.yaml")
     result = json.loads(run("diff", str(finished), "--against", str(out), "--format", "json").stdout)

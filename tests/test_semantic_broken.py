@@ -67,7 +67,7 @@ def test_a_managed_pool_that_no_nvidiadriver_serves():
 
     assert _problems(tree(HYBRID), docs_edit=edit) == [
         "pool viz-l40s: no NVIDIADriver serves its nodes, so they get no driver",
-        "pool viz-l40s: runs driver None instead of 580.126.20"]
+        "pool viz-l40s: runs driver None instead of 580.173.02"]
 
 
 def test_every_pool_is_checked_after_one_without_a_driver():
@@ -259,8 +259,8 @@ def test_pools_that_need_their_own_nvidiadriver_when_nvidiadriver_mode_is_off():
 
     problems = [p for p in _problems(tree(HYBRID), values_edit=edit) if "NVIDIADriver mode is off" in p]
     assert problems == ["pool batch-h100: needs its own NVIDIADriver (595.91.07), but NVIDIADriver mode is off",
-                        "pool new-h200: needs its own NVIDIADriver (580.126.20), but NVIDIADriver mode is off",
-                        "pool viz-l40s: needs its own NVIDIADriver (580.126.20), but NVIDIADriver mode is off"]
+                        "pool new-h200: needs its own NVIDIADriver (580.173.02), but NVIDIADriver mode is off",
+                        "pool viz-l40s: needs its own NVIDIADriver (580.173.02), but NVIDIADriver mode is off"]
 
 
 def test_an_overridden_driver_version_is_the_users_and_not_checked(tmp_path):

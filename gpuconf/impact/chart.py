@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import catalog
 from ..output.report import leaves, values_path
 from ..render.values import lookup
 from .folder import Deployed
@@ -111,17 +112,41 @@ def chart_section(old_side: Deployed, new_side: Deployed) -> dict[str, Any] | No
                           "detail": (f"values.yaml keeps {str(value).lower()}" if found else
                                      "the intent does not set it: the cluster gets the new default")})
     removed = []
+    renames = catalog.renamed_between(str(before), str(after))
     for path in sorted(set(a) - set(b)):
         if partial and path[0] == "node-feature-discovery":
             continue  # one side's subchart defaults are unknown
         dotted = values_path(path)
-        renamed = new.renamed_keys.get(dotted) if dotted not in old.renamed_keys else None
-        removed.append({"path": dotted, "renamedTo": renamed, "setByValues": lookup(old_side.values, path)[0]})
-    return {"from": before, "to": after, "crds": crds, "crdsSource": new.crds_source if old.crds_source ==
-            new.crds_source else f"{before}: {old.crds_source}; {after}: {new.crds_source}",
+        rename = next((r for r in renames if dotted == r["key"] or dotted.startswith(r["key"] + ".")), None)
+        removed.append({"path": dotted, "renamedTo": rename["replacement"] if rename else None,
+                        "how": rename["how"] if rename else None,
+                        # removed from values.yaml, but the new release's templates still read it (cdi.default)
+                        "stillRead": catalog.chart_path_status(str(after), dotted)[0] != "unknown",
+                        "setByValues": lookup(old_side.values, path)[0]})
+    return {"from": before, "to": after, "crds": crds, "crdsSource": new.crds_source,
             "crdStep": crd_step(tool, str(after), nfd_moves) if crds or nfd_moves else None, "delivery": tool,
             "nfd": {"from": old.nfd_chart_version, "to": new.nfd_chart_version} if nfd_moves else None,
-            "flippedDefaults": flips, "removedKeys": removed}
+            "flippedDefaults": flips, "removedKeys": removed, "componentMatrix": matrix_move(old, new, old_side, new_side)}
+
+
+def matrix_move(old, new, old_side, new_side) -> dict[str, Any] | None:
+    """Whether the cluster's driver enters or leaves the drivers NVIDIA validates the chart with (the component
+    matrix), or None when it stays in (or out of) it, or the driver is not the operator's."""
+    from .. import catalog
+
+    def driver(facts, side) -> str | None:
+        values = side.values.get("driver") if isinstance(side.values.get("driver"), dict) else {}
+        if values.get("enabled") is False:
+            return None
+        return str(values.get("version") or facts.shared_defaults["driver"]["version"])
+
+    before, after = driver(old, old_side), driver(new, new_side)
+    if before is None or after is None:
+        return None
+    was, now = catalog.driver_validated(old, before), catalog.driver_validated(new, after)
+    if was == now:
+        return None
+    return {"driver": after, "enters": now, "validated": list(new.component_matrix.get("drivers", ()))}
 
 
 def advise(section: dict[str, Any] | None, old_side: Deployed, new_side: Deployed, impacts: list[Impact]) -> None:

@@ -21,6 +21,12 @@ def chart_lines(section: dict[str, Any] | None) -> list[str]:
     lines = [f"chart move {section['from']} -> {section['to']}:"]
     if section.get("note"):
         return lines + [section["note"]]
+    matrix = section.get("componentMatrix")
+    if matrix:
+        lines.append(f"component matrix: the driver {matrix['driver']} "
+                     + (f"enters the drivers chart {section['to']} is validated with" if matrix["enters"] else
+                        f"leaves the drivers chart {section['to']} is validated with "
+                        f"({', '.join(matrix['validated'])})"))
     crds = section["crds"]
     lines.append(f"CRDs that differ ({len(crds)}; Helm never upgrades a chart's crds/)" + (":" if crds else ": none"))
     for c in crds:
@@ -42,7 +48,9 @@ def chart_lines(section: dict[str, Any] | None) -> list[str]:
     removed = section["removedKeys"]
     lines.append("values keys removed or renamed" + (":" if removed else ": none"))
     lines += [f"  {r['path']}" + (f" -> {r['renamedTo']}" if r["renamedTo"] else " (removed)")
-              + (": values.yaml sets it" if r["setByValues"] else "") for r in removed]
+              + (" (still read by the new chart's templates)" if r.get("stillRead") else "")
+              + (f": values.yaml sets it{'' if r.get('stillRead') else ', and the new chart ignores it'}"
+                 + (f": {r['how']}" if r.get("how") else "") if r["setByValues"] else "") for r in removed]
     return lines
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import catalog
 from .. import plan as P
+from ..chartfacts.releases import upgrade_path
 from ..findings import dotted
 from ..render.values import with_chart
 from .report import NFD, chart_notes_for, leaves, lookup, show, values_path
@@ -55,11 +56,16 @@ def chart_move(plan: P.Plan, target: str) -> dict:
     old, new = plan.chart, catalog.chart(target)
     assert new is not None, "the CLI checks the version"
     intent = plan.intent
+    hops = upgrade_path(old.version, target, catalog.chart_versions())
+    if len(hops) > 2:
+        return refused_move(plan, old.version, target, hops)
     moved = with_chart(intent, target)
     doc = plan.document
-    before = {(f.code, f.path) for f in check(intent, doc)} if doc is not None else set()
+    # A finding is new when the intent did not have it on its own chart, or had it as a warning only (an override
+    # its chart still reads and the target no longer does: GC319's warning becomes an error).
+    before = {(f.code, f.path, f.severity) for f in check(intent, doc)} if doc is not None else set()
     after = check(moved, doc) if doc is not None else []
-    findings = [f for f in after if (f.code, f.path) not in before]
+    findings = [f for f in after if (f.code, f.path, f.severity) not in before]
     old_values = build_values(plan)
     changes = dict(old_values.changes)
     new_plan = P.build(moved, plan.source, doc)
@@ -102,6 +108,9 @@ def chart_move(plan: P.Plan, target: str) -> dict:
             defaults.append(entry)
 
     overrides = []
+    # Every key a release removed from its values.yaml: the templates of the releases after may still read it for a
+    # while (cdi.default from v25.10.0 to v26.3.3), so the move that stops reading it may be a later one.
+    renamed = catalog.chart_table()["renames"]
     for i, override in enumerate(intent.spec.overrides):
         status, guess = catalog.chart_path_status(target, override.path)
         parts = tuple(override.path.split("."))
@@ -109,7 +118,16 @@ def chart_move(plan: P.Plan, target: str) -> dict:
         old_found, old_default = lookup(old.defaults, parts)
         line = plan.line(("spec", "overrides", i))
         row = {"path": override.path, "line": line, "value": override.value}
-        if status == "unknown":
+        gone = next((r for r in renamed if override.path == r["key"] or override.path.startswith(r["key"] + ".")),
+                    None)
+        if gone is not None and status == "unknown":
+            row["status"] = "invalid"
+            row["detail"] = catalog.rename_text(gone, target)
+        elif gone is not None and status == "template-only":
+            row["status"] = "deprecated"
+            row["detail"] = (f"removed from values.yaml at {gone['at']}; chart {target}'s templates still read it. "
+                             + catalog.rename_text(gone, target))
+        elif status == "unknown":
             row["status"] = "invalid"
             row["detail"] = f"not a value of chart {target}" + (f"; did you mean {guess}?" if guess else "")
         elif override.path in new.dead_keys:
@@ -143,6 +161,7 @@ def chart_move(plan: P.Plan, target: str) -> dict:
         impacts = plan_impacts(before, after, output)
     return {
         "cluster": plan.name, "source": plan.source, "from": old.version, "to": target,
+        "upgradePath": hops, "refused": None,
         "defaults": defaults,
         "otherDefaults": [{"key": k, "changes": n, "why": NOT_USED.get(k, "disabled or unused by this intent")}
                           for k, n in sorted(skipped.items())],
@@ -159,10 +178,22 @@ def chart_move(plan: P.Plan, target: str) -> dict:
     }
 
 
+def refused_move(plan: P.Plan, start: str, target: str, path: list[str]) -> dict:
+    """A move NVIDIA does not support in one step: the path it supports instead, each hop to plan on its own."""
+    hops = " -> ".join(path)
+    reason = (f"chart {start} -> {target} skips {len(path) - 2} major release(s): {catalog.chart_table()['upgradeRule']} "
+              f"Supported path: {hops}. Plan each hop on its own (`gpuconf diff INTENT --to-chart {path[1]}`, then "
+              f"pin it, sync, and go on from there).")
+    return {"cluster": plan.name, "source": plan.source, "from": start, "to": target, "upgradePath": path,
+            "refused": reason, "defaults": [], "otherDefaults": [], "overrides": [],
+            "notes": [], "findings": [], "output": None, "impacts": None, "worst": None, "chartMove": None,
+            "impactNotes": [], "_output": None, "_impacts": None}
+
+
 def failed(move: dict, fail_on: str | None = None) -> bool:
-    """True when the intent would be invalid on the target chart, an override path is unknown there, or (with
-    fail_on) the move has an impact that severe."""
-    return any(f["severity"] == "error" for f in move["findings"]) or any(
+    """True when the move is refused (it skips a major release), the intent would be invalid on the target chart,
+    an override path is unknown there, or (with fail_on) the move has an impact that severe."""
+    return bool(move["refused"]) or any(f["severity"] == "error" for f in move["findings"]) or any(
         o["status"] == "invalid" for o in move["overrides"]) or (
         move["_impacts"] is not None and move["_impacts"].fails(fail_on))
 
@@ -187,6 +218,9 @@ def move_text(move: dict, markdown: bool = False) -> str:
     if move["from"] == move["to"]:
         lines.append(f"{item}the intent is on chart {move['to']} already: nothing to compare. Name the chart to move to; "
                      "`gpuconf catalog` lists the versions gpuconf has facts for.")
+        return "\n".join(lines) + "\n"
+    if move["refused"]:
+        lines.append(f"{item}refused: {move['refused']}")
         return "\n".join(lines) + "\n"
     if move["_impacts"] is not None:
         from ..impact import impacts_markdown, impacts_text

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
+from .. import catalog
 from .. import hazards as H
 
 FEATURE_WORDS = {
@@ -99,7 +100,8 @@ def table_json() -> str:
     """The whole table as JSON."""
     table = H.table()
     data = {"hazards": [entry_dict(h) for h in H.hazards()], "chartRules": table["chartRules"],
-            "validatedDrivers": table["validatedDrivers"], "codes": table["codes"]}
+            "validatedDrivers": table["validatedDrivers"], "codes": table["codes"],
+            "componentMatrix": {version: dict(matrix) for version, matrix in matrix_rows()}}
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -117,6 +119,8 @@ def table_text() -> str:
                    f"  breaks: {h.breaks}\n  fix: {h.fix}\n"
                    f"  checked by: {', '.join(h.seen_by) or 'nothing (listed only)'}"
                    f"\n  source: {h.cite()}\n")
+    out.append("component matrix (the drivers each release is validated with; GC389 warns outside them):\n" + "".join(
+        f"  {version}: {', '.join(matrix['drivers'])}\n" for version, matrix in matrix_rows()))
     return "\n".join(out)
 
 
@@ -189,13 +193,30 @@ def table_markdown(level: int = 1) -> str:
             when += f", and the cluster serves no {rule['capability']} API"
         lines = ", ".join(f"{v}:{n}" for v, n in rule["source"]["lines"].items())
         out.append(f"| {rule['id']} | {lines} | {_cell(when)} | {_cell(rule['breaks'])} |\n")
-    out.append(f"\n{head}# Driver versions the release notes name per chart\n\nOnly the versions the notes of each "
-               "chart's line name: NVIDIA's component matrix, which lists every driver a chart is validated with, is "
-               "not in gpuconf's reference, so no check warns about a version outside these.\n\n"
-               "| chart | versions | source |\n|---|---|---|\n")
+    out.append(f"\n{head}# Driver versions the release notes name per chart\n\nThe versions the notes of each "
+               "chart's line name.\n\n| chart | versions | source |\n|---|---|---|\n")
     for chart, item in sorted(table["validatedDrivers"].items()):
         out.append(f"| {chart} | {', '.join(item['versions'])} | {_cell(H.cite(item['sources']))} |\n")
+    out.append(f"\n{head}# Component matrix: the drivers each release is validated with\n\nNVIDIA's component matrix "
+               "(life-cycle-policy.rst of NVIDIA/cloud-native-docs, as the branch carrying each release's column "
+               "lists it now; D default, R recommended). A driver outside the pinned release's list is GC389 (a "
+               "warning), and the impact plan of a chart move says when the driver enters or leaves it.\n\n"
+               "| release | validated drivers | source |\n|---|---|---|\n")
+    for version, matrix in matrix_rows():
+        marked = [d + (" (D)" if d in matrix.get("default", ()) else "") + (" (R)" if d in matrix.get("recommended", ())
+                                                                           else "") for d in matrix["drivers"]]
+        out.append(f"| {version} | {', '.join(marked)} | {_cell(matrix['source'])} |\n")
     return "".join(out)
+
+
+def matrix_rows() -> list[tuple[str, Mapping[str, Any]]]:
+    """(release, its component matrix) of every release gpuconf knows that has one."""
+    rows = []
+    for version in catalog.chart_versions():
+        facts = catalog.chart(version)
+        if facts is not None and facts.component_matrix.get("drivers"):
+            rows.append((version, facts.component_matrix))
+    return rows
 
 
 def intent_markdown(name: str, found: list[Standing]) -> str:

@@ -41,6 +41,26 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
 
 
+#: The capabilities `gpuconf catalog` shows per release, with their column titles.
+CAPABILITY_COLUMNS = (("perPoolDrivers", "per-pool drivers"), ("gpuClusterStack", "DRA stack"),
+                      ("kernelModuleType", "kernelModuleType"), ("nriPlugin", "NRI"),
+                      ("cdiDefaultEnabled", "CDI on"), ("serviceMonitorDefault", "ServiceMonitor on"))
+
+
+def releases_table() -> list[str]:
+    """One row per chart release gpuconf knows: its origin, default driver, validated drivers and capabilities."""
+    rows = [("release", "from", "default driver", "validated drivers", *(t for _, t in CAPABILITY_COLUMNS))]
+    for version in catalog.chart_versions():
+        facts = catalog.chart(version)
+        assert facts is not None
+        drivers = facts.component_matrix.get("drivers", ())
+        origin = "gpuconf" if facts.origin == "gpuconf" else f"added ({facts.semantics_of} semantics)"
+        rows.append((version, origin, str(facts.shared_defaults["driver"]["version"]),
+                     str(len(drivers)) if drivers else "-",
+                     *("yes" if facts.can(c) else "-" for c, _ in CAPABILITY_COLUMNS)))
+    return _table(rows)
+
+
 def catalog_text(gpu_id: str | None) -> str | None:
     """The GPU models and chart versions, or one model in full; None for an unknown model."""
     models = catalog.gpu_models()
@@ -53,6 +73,10 @@ def catalog_text(gpu_id: str | None) -> str | None:
             rows.append((mid, m.name, mem, mig, m.pci_identities()))
         lines = _table(rows)
         lines.append("chart versions: " + ", ".join(catalog.chart_versions()))
+        lines += ["", "GPU Operator chart releases (gpuconf chart add FILE adds one gpuconf does not ship):"]
+        lines += releases_table()
+        table = catalog.chart_table()
+        lines.append(f"upgrade rule: {table['upgradeRule']} ({table['upgradeRuleSource']})")
         return "\n".join(lines) + "\n"
     model = models.get(gpu_id)
     if model is None:
@@ -169,3 +193,16 @@ def _shown_lines(data: bytes | None) -> list[str]:
     text = data.decode("utf-8", "replace").replace("\r", "\\r")
     lines = [line + "\n" for line in text.split("\n")]
     return lines[:-1] if text.endswith("\n") else lines
+
+
+def status_line(result) -> str:
+    """`FILE: valid` or `FILE: invalid`, with the counts of errors and warnings shown (validate's last line)."""
+    from ..intent.loader import CODE_TRUNCATED
+
+    shown = [f for f in result.findings if f.code != CODE_TRUNCATED]
+    errors = sum(1 for f in shown if f.severity == "error")
+    warnings = len(shown) - errors
+    more = ["more not shown"] if len(shown) < len(result.findings) else []
+    counts = ", ".join(part for part in (_count(errors, "error") if errors else "",
+                                         _count(warnings, "warning") if warnings else "", *more) if part)
+    return f"{result.file}: {'valid' if result.ok else 'invalid'}" + (f" ({counts})" if counts else "")

@@ -49,15 +49,6 @@ VALUES_KEY = "values.yaml"
 #: device-plugin and MIG ConfigMaps the operands mount at their first start. Flux applies them with the release.
 EARLY_MANIFESTS = ("manifests/namespaces.yaml", "manifests/platform.yaml", "manifests/sharing-configs.yaml")
 
-#: ClusterPolicy fields the API server fills from the CRD's `default:` although the chart's template does not
-#: render them, so the live object always has a field the desired one lacks (Argo CD shows it OutOfSync forever).
-#: Derived from the v26.7.0 CRD's defaults (crds/nvidia.com_clusterpolicies.yaml) and gpu-operator-facts §4/§9:
-#: cdi.default stopped being rendered in v26.7.0 (NVIDIA/gpu-operator#2795), devicePlugin.mps.root is a dead values
-#: key in both versions, hostPaths.kubeletRootDir is new in v26.7.0 and rendered only when set.
-SERVER_DEFAULTED = {
-    "v26.3.3": ("/spec/devicePlugin/mps/root",),
-    "v26.7.0": ("/spec/cdi/default", "/spec/devicePlugin/mps/root", "/spec/hostPaths/kubeletRootDir"),
-}
 
 ARGOCD_HOOK = {"argocd.argoproj.io/hook": "PostSync", "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation"}
 FLUX_FORCE = {"kustomize.toolkit.fluxcd.io/force": "enabled"}
@@ -180,7 +171,10 @@ def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
     project = delivery.project or "default"
     folder = repo_folder(plan)
     ignore = [{"group": "nvidia.com", "kind": "ClusterPolicy",
-               "jsonPointers": list(SERVER_DEFAULTED.get(plan.chart_version, SERVER_DEFAULTED["v26.7.0"]))}]
+               # ClusterPolicy fields the API server fills from the CRD's `default:` although the chart renders no
+               # value (the pinned release's facts: serverDefaulted), so the live object always has a field the
+               # desired one lacks and Argo CD would show it OutOfSync forever.
+               "jsonPointers": list(plan.chart.server_defaulted)}]
     chart_meta = metadata(plan, object_name(plan.name, "gpu-operator"), namespace)
     chart_meta["annotations"] = {
         "argocd.argoproj.io/sync-wave": "0",
@@ -208,7 +202,7 @@ def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
                 },
                 {"repoURL": delivery.repoURL, "targetRevision": revision, "ref": "values"},
             ],
-            "ignoreDifferences": ignore,
+            **({"ignoreDifferences": ignore} if plan.chart.server_defaulted else {}),
             "syncPolicy": {
                 "automated": {"prune": True, "selfHeal": True},
                 # The same labels as manifests/namespaces.yaml: the operands are privileged and the namespace must
@@ -243,7 +237,8 @@ def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
         # until the CSV brings the CRD) the ClusterPolicy, whose server-defaulted fields it must ignore likewise.
         manifests_meta["annotations"].update({"argocd.argoproj.io/sync-wave": "0",
                                               "argocd.argoproj.io/compare-options": "ServerSideDiff=true"})
-        manifests_app["spec"]["ignoreDifferences"] = ignore
+        if plan.chart.server_defaulted:
+            manifests_app["spec"]["ignoreDifferences"] = ignore
         manifests_app["spec"]["syncPolicy"]["syncOptions"].append("RespectIgnoreDifferences=true")
         files = [GitopsFile("gitops/application-manifests.yaml", [manifests_app])]
     else:

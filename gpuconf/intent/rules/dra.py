@@ -37,10 +37,6 @@ def _minor(version: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def _chart_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.lstrip("v").split(".") if p.isdigit())
-
-
 @dra_rule("GC430", "DRA needs Kubernetes 1.34 or later")
 def dra_kubernetes(ctx: Context) -> Iterator[Finding]:
     """`allocation: dra` needs Kubernetes 1.34 or later: 1.32 and 1.33 serve no `resource.k8s.io` version by
@@ -57,16 +53,17 @@ def dra_kubernetes(ctx: Context) -> Iterator[Finding]:
 
 @dra_rule("GC431", "DRA needs a chart that ships the GPUCluster stack")
 def dra_chart(ctx: Context) -> Iterator[Finding]:
-    """`allocation: dra` needs a chart that ships the GPUCluster stack (`gpuCluster`, `draDriver` values): v26.7.0 or
-    later."""
+    """`allocation: dra` needs a chart that ships the GPUCluster stack (capability gpuClusterStack: the GPUCluster
+    CRD and the `gpuCluster` values, from v26.7.0)."""
     version = ctx.intent.spec.operator.chart_version
     facts = catalog.chart(version)
     if facts is None:
         return  # an unknown chart is GC318's
-    if "gpuCluster" not in facts.defaults or _chart_key(version) < _chart_key(dra.MIN_CHART):
+    if not facts.can("gpuClusterStack"):
+        first = catalog.first_release_with("gpuClusterStack") or "a newer release"
         yield ctx.finding("GC431", ("spec", "operator", "chartVersion"),
-                          f"chart {version} has no GPUCluster (DRA) stack; it ships from {dra.MIN_CHART}",
-                          f"pin chartVersion {dra.MIN_CHART}, {HINT_PLUGIN}")
+                          f"chart {version} has no GPUCluster (DRA) stack; it ships from {first}",
+                          f"pin chartVersion {first} or later, {HINT_PLUGIN}")
 
 
 @dra_rule("GC432", "the platform has a DRA procedure and no device plugin of its own")

@@ -1,6 +1,6 @@
 """Rules of the driver and the container runtime: coherent driver settings, per-pool versions and the chart they
 need, upgrade waves, driver tags, roll-outs forward, runtime settings the toolkit can use (GC316, GC321, GC323,
-GC324, GC327, GC329)."""
+GC324, GC327, GC329, GC389, GC390)."""
 
 from __future__ import annotations
 
@@ -37,31 +37,26 @@ def driver_coherent(ctx: Context) -> Iterator[Finding]:
                               severity=WARNING)
 
 
-#: First chart whose NVIDIADriver CRD gpuconf ships (and verifies against): `spec.default` and the fallback driver
-#: came with v26.7.0 (gpu-operator-facts §8-9); per-pool drivers on older charts would need the default driver's
-#: nodeSelector, which gpuconf cannot prove disjoint.
-PER_POOL_DRIVER_MIN_CHART = (26, 7, 0)
-
-
 @rule("GC329", "per-pool driver versions need a chart with the NVIDIADriver fallback")
 def per_pool_driver_chart(ctx: Context) -> Iterator[Finding]:
-    """Per-pool driver versions and upgrade waves need chart v26.7.0 or later (its NVIDIADriver fallback makes
-    the per-pool selectors provably disjoint)."""
+    """Per-pool driver versions and upgrade waves need a chart whose NVIDIADriver has `spec.default` (the fallback
+    driver that makes the per-pool selectors provably disjoint; capability perPoolDrivers, from v26.7.0); on older
+    charts the default driver's nodeSelector cannot be proven disjoint."""
     version = ctx.intent.spec.operator.chart_version
-    if catalog.chart(version) is None:
+    facts = catalog.chart(version)
+    if facts is None or facts.can("perPoolDrivers"):
         return
-    if tuple(int(p) for p in version.lstrip("v").split(".")) >= PER_POOL_DRIVER_MIN_CHART:
-        return
+    first = catalog.first_release_with("perPoolDrivers") or "a newer release"
     for i, pool in enumerate(ctx.intent.spec.pools):
         if pool.driver is not None and pool.driver.version:
             yield ctx.finding("GC329", pool_loc(i, "driver", "version"),
-                              f"per-pool driver versions need GPU Operator chart v26.7.0 or later (pinned: {version})",
+                              f"per-pool driver versions need GPU Operator chart {first} or later (pinned: {version})",
                               "upgrade the chart first, or keep this pool on the cluster driver for now")
     upgrade = ctx.intent.spec.driver.upgrade
     if plan.wave_mode(ctx.intent):
         key = "waves" if upgrade.waves else "canaryPool" if upgrade.canary_pool else "rollout"
         yield ctx.finding("GC329", ("spec", "driver", "upgrade", key),
-                          f"upgrade waves give each pool its own NVIDIADriver, which needs GPU Operator chart v26.7.0 "
+                          f"upgrade waves give each pool its own NVIDIADriver, which needs GPU Operator chart {first} "
                           f"or later (pinned: {version})",
                           "upgrade the chart first; until then a new driver.version reaches every pool at once")
 
@@ -156,6 +151,39 @@ def driver_tags(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding("GC316", loc, f"no driver image has version {version}: the driver's tags are "
                               "<major>.<minor>.<revision>-<os tag>",
                               f"give all three parts, e.g. {example!r} (the chart's default)")
+
+
+@rule("GC389", "driver versions are ones the pinned chart is validated with")
+def driver_matrix(ctx: Context) -> Iterator[Finding]:
+    """(Warning) A driver version the intent names is not in the pinned release's component matrix (the drivers
+    NVIDIA validates that GPU Operator release with, life-cycle-policy.rst); the hint lists them."""
+    chart = catalog.chart(ctx.intent.spec.operator.chart_version)
+    if chart is None:
+        return
+    validated = list(chart.component_matrix.get("drivers", ()))
+    for loc, version in _driver_versions(ctx):
+        if validated and DRIVER_TAG.fullmatch(version) and version not in validated:
+            yield ctx.finding("GC389", loc, f"driver {version} is not one GPU Operator {chart.version} is validated "
+                              f"with (its component matrix)",
+                              f"validated: {', '.join(validated)}; pick one, or keep {version} knowingly",
+                              severity=WARNING)
+
+
+@rule("GC390", "the pinned chart release has what the intent asks of it")
+def chart_capabilities(ctx: Context) -> Iterator[Finding]:
+    """A setting the pinned release's chart has no values key for (its capability table, read off the chart): a
+    kernel module type needs `driver.kernelModuleType` (from v25.3.0; v24.9.x has only useOpenKernelModules). The
+    finding names the first release that has it."""
+    chart = catalog.chart(ctx.intent.spec.operator.chart_version)
+    if chart is None:
+        return
+    kind = ctx.intent.spec.driver.kernel_module_type
+    if kind is not None and not chart.can("kernelModuleType"):
+        first = catalog.first_release_with("kernelModuleType") or "a newer release"
+        yield ctx.finding("GC390", ("spec", "driver", "kernelModuleType"),
+                          f"chart {chart.version} has no driver.kernelModuleType; it came with {first}",
+                          f"pin chartVersion {first} or later; on {chart.version} the override "
+                          f"driver.useOpenKernelModules: {'true' if kind == 'open' else 'false'} is the nearest",)
 
 
 @rule("GC321", "a driver rollout moves to a newer version")

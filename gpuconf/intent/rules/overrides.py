@@ -17,13 +17,27 @@ from .syntax import shown
 def chart_version_known(ctx: Context) -> Iterator[Finding]:
     """The chart version is one gpuconf ships base defaults for."""
     version = ctx.intent.spec.operator.chart_version
-    if catalog.chart(version) is None:
+    facts = catalog.chart(version)
+    if facts is not None and facts.semantics_of is not None:
+        # A chart the user added (gpuconf chart add): each template that is not the known release's is a warning.
+        for template in facts.differing_templates:
+            yield ctx.finding("GC318", ("spec", "operator", "chartVersion"),
+                              f"chart {version} (added with gpuconf chart add) has a templates/{template} that differs "
+                              f"from {facts.semantics_of}'s, whose semantics gpuconf applies to it",
+                              f"review what the chart renders from it (`helm template`) before relying on gpuconf's "
+                              f"checks of it", severity=WARNING)
+    if facts is None:
         known = catalog.chart_versions()
         guess = catalog.suggest(version, known)
         hint = f"did you mean '{guess}'? " if guess else ""
+        from ...chartfacts.releases import is_version
+
+        add = (f"; a release gpuconf does not ship: `helm pull gpu-operator --repo https://helm.ngc.nvidia.com/nvidia "
+               f"--version {version}`, then `gpuconf chart add` the .tgz" if is_version(version) and version.startswith("v")
+               else "")
         yield ctx.finding("GC318", ("spec", "operator", "chartVersion"),
                           f"gpuconf has no base defaults for GPU Operator chart {version!r}",
-                          f"{hint}supported: {', '.join(known)}")
+                          f"{hint}known: {', '.join(known)}{add}")
 
 
 @rule("GC319", "override paths exist in the chart")
@@ -38,10 +52,20 @@ def override_paths(ctx: Context) -> Iterator[Finding]:
             yield ctx.finding("GC319", ("spec", "overrides", i, "path"),
                               f"{override.path!r} is in the chart's values but no template of chart {version} reads it",
                               "the override has no effect; remove it", severity=WARNING)
-        if status == "unknown":
+        gone = [r for r in catalog.chart_table()["renames"]
+                if override.path == r["key"] or override.path.startswith(r["key"] + ".")]
+        if status == "unknown" and gone:
+            yield ctx.finding("GC319", ("spec", "overrides", i, "path"),
+                              f"{override.path!r} is not a value of GPU Operator chart {version}",
+                              catalog.rename_text(gone[0], version))
+        elif status == "unknown":
             hint = f"did you mean '{guess}'?" if guess else "see the chart's values.yaml for the key"
             yield ctx.finding("GC319", ("spec", "overrides", i, "path"),
                               f"{override.path!r} is not a value of GPU Operator chart {version}", hint)
+        elif gone and not catalog.chart_path_status(version, gone[0]["key"])[0] == "known":
+            yield ctx.finding("GC319", ("spec", "overrides", i, "path"),
+                              f"{override.path!r} is read by chart {version}'s templates but no longer in its "
+                              f"values.yaml", catalog.rename_text(gone[0], version), severity=WARNING)
 
 
 #: Reasons that hold no reason: placeholders left for later (the report shows every override's reason to reviewers).

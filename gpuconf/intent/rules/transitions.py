@@ -1,4 +1,4 @@
-"""Transition rules (GC370-GC379): warnings about the change from the cluster's folder as deployed to this intent,
+"""Transition rules (GC370-GC379): warnings (and an error, GC373) about the change from the cluster's folder as deployed to this intent,
 for the transitions users get wrong. They run only where there is a deployed folder to compare with (`validate
 --against DIR`, `diff --against DIR`); the folder is read through report.json (gpuconf.impact.Deployed)."""
 
@@ -79,3 +79,26 @@ def waves_first_time(ctx: Context) -> Iterator[Finding]:
                       "those nodes restarts",
                       "make this change alone (no driver version change), in a maintenance window, with the nodes "
                       "drained pool by pool", severity=WARNING, at_key=True)
+
+
+@rule("GC373", "a chart move follows NVIDIA's upgrade path")
+def chart_move_path(ctx: Context) -> Iterator[Finding]:
+    """With a deployed folder: `spec.operator.chartVersion` moves from the deployed release past a whole major
+    release (YY.MM): NVIDIA supports upgrades "only within a major release or to the next major release"
+    (life-cycle-policy.rst). The hint gives the supported path, through the newest patch of each major in between;
+    plan each hop on its own (`gpuconf diff --to-chart`)."""
+    from ... import catalog
+    from ...chartfacts.releases import upgrade_path
+
+    deployed = ctx.deployed
+    before = deployed.cluster.get("chartVersion") if deployed is not None else None
+    after = ctx.intent.spec.operator.chart_version
+    if not isinstance(before, str) or before == after or catalog.chart(after) is None:
+        return
+    hops = upgrade_path(before, after, catalog.chart_versions())
+    if len(hops) > 2:
+        yield ctx.finding("GC373", ("spec", "operator", "chartVersion"),
+                          f"the chart moves from {before} (deployed) to {after}, past {len(hops) - 2} major "
+                          f"release(s): {catalog.chart_table()['upgradeRule']}",
+                          f"supported path: {' -> '.join(hops)}; pin {hops[1]} first and plan each hop with "
+                          f"`gpuconf diff INTENT --to-chart VERSION`")

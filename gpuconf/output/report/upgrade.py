@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ... import catalog
 from ... import plan as P
-from .text import show, version_key
+from .text import show
 
 
 def upgrade_facts(plan: P.Plan, merged: dict) -> dict:
@@ -62,7 +63,7 @@ def upgrade_facts(plan: P.Plan, merged: dict) -> dict:
         },
         "notes": notes,
         "waves": [], "rollout": None, "finish": None, "ownVersionSteps": [],
-        "perPoolDrivers": version_key(plan.chart_version) >= (26, 7, 0),
+        "perPoolDrivers": plan.chart.can("perPoolDrivers"),
     }
     if not managed:
         return facts
@@ -90,7 +91,8 @@ def upgrade_facts(plan: P.Plan, merged: dict) -> dict:
                          "`spec.driver.upgrade.rollout`")
         else:
             steps.insert(0, f"chart {plan.chart_version} has no per-pool NVIDIADriver fallback (GC329): a new version "
-                            "reaches every managed pool at once; move to chart v26.7.0 or later for waves")
+                            "reaches every managed pool at once; move to chart "
+                            f"{catalog.first_release_with('perPoolDrivers') or 'a newer release'} or later for waves")
         if any(p.driver == "cluster" for p in managed):
             facts["waves"] = [{"number": 1, "name": "all pools on the cluster driver",
                                "pools": [p.name for p in managed if p.driver == "cluster"],
