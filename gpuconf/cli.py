@@ -117,6 +117,7 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
     """Check intent (or fleet) FILES and report every finding as FILE:LINE:COL."""
     from .findings import format_json, format_text
     from .intent.inputs import read_input
+    from .output.summary import status_line
     from .pipeline import deployed_reader
 
     deployed_for = deployed_reader(against) if against else None
@@ -128,7 +129,7 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
     else:
         click.echo(format_text(findings), nl=False)
         for r in results:
-            click.echo(_status_line(r), err=True)
+            click.echo(status_line(r), err=True)
         if summary:
             from .output.summary import summarise
 
@@ -137,21 +138,6 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
                     click.echo(summarise(r.intent, r.file), nl=False)
     failed = any(not r.ok for r in results) or (warnings_as_errors and bool(findings))
     sys.exit(EXIT_FINDINGS if failed else EXIT_OK)
-
-
-def _status_line(result) -> str:
-    from .intent.loader import CODE_TRUNCATED
-
-    shown = [f for f in result.findings if f.code != CODE_TRUNCATED]
-    errors = sum(1 for f in shown if f.severity == "error")
-    warnings = len(shown) - errors
-    more = ["more not shown"] if len(shown) < len(result.findings) else []
-    counts = ", ".join(part for part in (_plural(errors, "error"), _plural(warnings, "warning"), *more) if part)
-    return f"{result.file}: {'valid' if result.ok else 'invalid'}" + (f" ({counts})" if counts else "")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}" if n else ""
 
 
 @main.command()
@@ -313,12 +299,15 @@ _no_exec_plugins = click.option(
               help="With --against-installation: a helm --set argument of the installation.")
 @click.option("--configmap", "configmaps", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="With --against-installation: a device-plugin or mig-parted ConfigMap of the installation.")
+@click.option("--installed-chart", "installed_chart", metavar="VERSION",
+              help="With --against-installation or --against-values: the chart the installation runs (default: the "
+                   "Helm release, the values' operator.version or the nodes' gpu-operator image say; else INTENT's).")
 @_cluster
 def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str | None, nodes_file: str | None,
          kubeconfig: str | None, context: str | None, timeout: float, pods_file: str | None, to_chart: str | None,
          warnings_as_errors: bool, against_values: tuple[str, ...], values: tuple[str, ...],
          against_installation: bool, sets: tuple[str, ...], configmaps: tuple[str, ...],
-         cluster: str | None) -> None:
+         installed_chart: str | None, cluster: str | None) -> None:
     """The override report of each INPUT (an intent or a fleet): every value that differs from the chart's defaults,
     and why.
 
@@ -338,7 +327,9 @@ def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str |
 
     if against_installation:
         _against_installation(intents, fmt, fail_on, nodes_file, kubeconfig, context, timeout, values, sets,
-                              configmaps, (against, to_chart, against_values, pods_file), cluster)
+                              configmaps, (against, to_chart, against_values, pods_file), cluster, installed_chart)
+    if installed_chart is not None and not against_values:
+        raise click.UsageError("--installed-chart goes with --against-installation or --against-values")
     if sets or configmaps:
         raise click.UsageError("--set and --configmap go with --against-installation")
     if values and not against_values:
@@ -350,7 +341,7 @@ def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str |
 
         if len(intents) != 1:
             raise click.UsageError("--against-values compares one INPUT's render")
-        _finish(_selecting(diff_against_values, intents[0], against_values, values, fmt, cluster))
+        _finish(_selecting(diff_against_values, intents[0], against_values, values, fmt, cluster, installed_chart))
     live = None
     if pods_file is not None and nodes_file is None and kubeconfig is None:
         raise click.UsageError("--pods needs --nodes or --kubeconfig (pods are counted on the pools' nodes)")
@@ -378,7 +369,8 @@ def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str |
 
 def _against_installation(intents: tuple[str, ...], fmt: str, fail_on: str | None, nodes_file: str | None,
                           kubeconfig: str | None, context: str | None, timeout: float, values: tuple[str, ...],
-                          sets: tuple[str, ...], configmaps: tuple[str, ...], others: tuple, cluster: str | None):
+                          sets: tuple[str, ...], configmaps: tuple[str, ...], others: tuple, cluster: str | None,
+                          installed_chart: str | None = None):
     """diff --against-installation: the first sync's plan of one INPUT (exits)."""
     if any(others):
         raise click.UsageError("--against-installation is its own comparison: not with --against, --to-chart, "
@@ -399,7 +391,7 @@ def _against_installation(intents: tuple[str, ...], fmt: str, fail_on: str | Non
     from .pipeline import diff_against_installation
 
     outcome = _selecting(diff_against_installation, intents[0], values, sets, configmaps, nodes, source, fmt,
-                         fail_on, cluster, installation)
+                         fail_on, cluster, installation, installed_chart)
     _notes(nodes)
     _finish(outcome)
 
@@ -490,6 +482,24 @@ def _schema_beside(intent: str) -> str:
         return ""
     _written(write_text_new, str(schema), schema_text())
     return f" and {schema} (the schema editors read)"
+
+
+@main.group()
+def chart() -> None:
+    """GPU Operator chart releases: `chart add` adds one gpuconf does not ship (`gpuconf catalog` lists them)."""
+
+
+@chart.command("add")
+@click.argument("source", type=click.Path(dir_okay=True, file_okay=True))
+@click.option("--into", type=click.Path(file_okay=False), default=None,
+              help="Where to write <version>.json (default: ./gpuconf-charts, beside the intents or above them).")
+def chart_add(source: str, into: str | None) -> None:
+    """Add the chart SOURCE (the .tgz of `helm pull gpu-operator --version VERSION`, or its unpacked folder): its
+    facts, from its own values, templates and CRDs, go to gpuconf-charts/<version>.json. Identical templates and CRDs
+    to a shipped release's mean full support; each template that differs is a warning naming whose semantics apply."""
+    from .pipeline import chart_add as run_chart_add
+
+    _finish(run_chart_add(source, into))
 
 
 @main.command()
@@ -614,7 +624,9 @@ def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_fi
 @click.option("--configmap", "configmaps", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="A device-plugin ConfigMap (YAML) the values name in devicePlugin.config.name; repeatable.")
 @click.option("--chart-version", "chart_version", metavar="VERSION",
-              help="The GPU Operator chart to adopt onto (default: what the nodes run, else the newest gpuconf knows).")
+              help="The GPU Operator release that runs, when nothing read names one gpuconf knows (default: the live "
+                   "Helm release, the values' operator.version, the gpu-operator image the GPU nodes run). Adoption "
+                   "never moves the chart: a release other than the one that runs is refused.")
 @click.option("--gpu", metavar="MODEL", help="Without --nodes: the GPU model of the drafted pools.")
 @click.option("--report", "report", type=click.Path(dir_okay=False),
               help="Write what became of every values path as JSON (mapped, override, default, dropped, changed).")
@@ -640,48 +652,54 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
         if path and Path(path).exists():
             raise click.UsageError(f"{path} exists; {what}")
     if not adopting and kubeconfig is None:
-        for flag, given in (("--chart-version", chart_version), ("--gpu", gpu), ("--report", report)):
+        for flag, given in (("--gpu", gpu), ("--report", report)):
             if given is not None:
                 raise click.UsageError(f"{flag} goes with --values, --set, --configmap or --kubeconfig")
     if gpu is not None and (nodes_file or kubeconfig):
         raise click.UsageError("--gpu is for a draft without nodes: with --nodes the pools' GPUs come from them")
-    draft = None
-    if nodes_file is not None or kubeconfig is not None or not adopting:
-        # With --nodes too, the nodes come from the file and only the installation from the cluster.
-        draft = _draft_from_nodes(nodes_file, None if nodes_file else kubeconfig, None if nodes_file else context,
-                                  timeout, name)
+    from .adopt import release as R
     from .adopt.sources import InputError
+    from .adopt.installed import InstallationReader
+    from .intent.inputs import use_charts_near
+    from .pipeline import UsageProblem, import_values
 
-    cluster = None
-    if kubeconfig is not None:
-        from .adopt.cluster import read_cluster_config
+    if (broken := use_charts_near(output or ".")) is not None:  # the charts added beside the draft (chart add)
+        raise click.UsageError(broken.text())
 
+    reader = InstallationReader(kubeconfig, context, timeout, values, sets, set_strings, adopting)
+
+    def installation() -> list:
+        """The installed release's evidence, read once (after the nodes); an input that cannot be read is exit 2."""
         try:
-            cluster = read_cluster_config(kubeconfig, context, timeout)
+            found = reader.evidence()
         except InputError as exc:
             _error(f"gpuconf: {exc}")
             sys.exit(EXIT_USAGE)
-        adopting = adopting or bool(cluster.values)
-        if not adopting:
-            for note in cluster.notes:
-                _error(f"gpuconf: note: {note}")
+        for note in reader.take_notes():
+            _error(f"gpuconf: note: {note}")
+        return found
+
+    draft = None
+    if nodes_file is not None or kubeconfig is not None or not adopting:
+        # With --nodes too, the nodes come from the file and only the installation from the cluster. The installed
+        # release is decided once from every piece of evidence (adopt/release.py): the live Helm release, the
+        # values, the nodes' gpu-operator image, --chart-version.
+        draft = _draft_from_nodes(nodes_file, None if nodes_file else kubeconfig, None if nodes_file else context,
+                                  timeout, name, lambda seen: R.decide(chart_version, installation() + seen))
+    installation()
+    cluster, inputs, adopting = reader.cluster, reader.inputs, reader.adopting
     if not adopting:
+        if not draft.release.inferred:
+            _error(f"gpuconf: note: chart {draft.release.version}: {draft.release.why}")
         for note in draft.notes:  # pools selected by name: a person must know before the first sync
             _error(f"gpuconf: note: {note}")
         first = _first_sync(draft.text, draft)
         _write_draft(output, draft.text, draft.describe())
         surprised = first is not None and _surprises(first)
         sys.exit(EXIT_FINDINGS if surprised or any(f.severity == "error" for f in draft.findings) else EXIT_OK)
-    from .pipeline import UsageProblem, import_values
-
-    nodes_chart = None
-    if draft is not None:  # the chart the nodes run (the importer's newest known one when it could not tell)
-        import yaml
-
-        nodes_chart = yaml.safe_load(draft.text)["spec"]["operator"]["chartVersion"]
     try:
         adopted = import_values(values, sets, configmaps, chart_version, name, draft.text if draft else None, gpu,
-                                nodes_chart, cluster, set_strings)
+                                draft.release if draft else None, cluster, set_strings, inputs)
     except InputError as exc:
         _error(f"gpuconf: {exc}")
         sys.exit(EXIT_USAGE)
@@ -742,14 +760,20 @@ def _surprises(plan) -> bool:
     return bool(lines)
 
 
-def _draft_from_nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float, name: str):
-    """The node importer's Draft; exits 2 when the nodes cannot be read, 1 when none has a GPU gpuconf knows."""
+def _draft_from_nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float, name: str,
+                      decide=None):
+    """The node importer's Draft; exits 2 when the nodes cannot be read or the installed release cannot be told
+    (decide: adopt/release.py), 1 when none has a GPU gpuconf knows."""
+    from .adopt.release import ReleaseProblem
     from .cluster.importer import draft_intent
     from .cluster.nodesource import NodeSourceError
 
     nodes, source = _nodes(nodes_file, kubeconfig, context, timeout)
     try:
-        draft = draft_intent(nodes, source, name)
+        draft = draft_intent(nodes, source, name, decide)
+    except ReleaseProblem as exc:
+        _notes(nodes)
+        raise click.UsageError(str(exc)) from None
     except NodeSourceError as exc:
         _notes(nodes)
         _error(f"gpuconf: {exc}")

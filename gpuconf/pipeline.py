@@ -639,32 +639,31 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool = False, oc_mirr
 
 def import_values(values: tuple[str, ...], sets: tuple[str, ...], configmaps: tuple[str, ...],
                   chart_version: str | None, name: str, nodes_text: str | None = None, gpu: str | None = None,
-                  nodes_chart: str | None = None, cluster=None, set_strings: tuple[str, ...] = ()):
-    """`gpuconf import --values/--set/--configmap`: the Adopted draft (raises adopt.sources.InputError for an input
-    that is not what its option says, UsageProblem for an unknown chart version or GPU)."""
+                  release=None, cluster=None, set_strings: tuple[str, ...] = (), inputs: list | None = None):
+    """`gpuconf import --values/--set/--configmap`: the Adopted draft, onto the installed release (`release`, an
+    adopt.release.Release the nodes' draft settled, else decided here from the cluster and the values; raises
+    adopt.sources.InputError for an input that is not what its option says, UsageProblem for a release that cannot
+    be told or an unknown GPU)."""
     from . import catalog
+    from .adopt import release as R
     from .adopt import sources as S
     from .adopt.draft import Adopter
+    from .adopt.installed import import_inputs, release_evidence
 
-    release_chart = cluster.chart_version if cluster is not None else None
-    if chart_version is None and release_chart is not None and catalog.chart(release_chart) is None:
-        raise UsageProblem(f"the cluster's release runs GPU Operator chart {release_chart}, which gpuconf has no "
-                           f"facts for: pick the target with --chart-version ({', '.join(catalog.chart_versions())})")
-    version = chart_version or release_chart or nodes_chart or catalog.chart_versions()[-1]
-    if catalog.chart(version) is None:
-        raise UsageProblem(f"gpuconf has no facts for GPU Operator chart {version!r} "
-                           f"(known: {', '.join(catalog.chart_versions())}); --chart-version picks the target")
     if gpu is not None and catalog.gpu_model(gpu) is None:
         raise UsageProblem(f"--gpu {gpu!r} is not in gpuconf's catalogue (`gpuconf catalog` lists the models)")
-    inputs = list(cluster.values) if cluster is not None else []
-    inputs += [S.read_values_file(path) for path in values]
-    # Helm applies every --set, then every --set-string (pkg/cli/values Options.MergeValues); each is refused here,
-    # before anything is merged, with the argument named.
-    inputs += [S.read_set(argument) for argument in sets]
-    inputs += [S.read_set(argument, strings=True) for argument in set_strings]
+    if inputs is None:
+        inputs = import_inputs(values, sets, set_strings, cluster)
+    if release is None:
+        try:
+            release = R.decide(chart_version, release_evidence(cluster, inputs))
+        except R.ReleaseProblem as exc:
+            raise UsageProblem(str(exc)) from None
     maps = (list(cluster.configmaps) if cluster is not None else []) + \
         [cm for path in configmaps for cm in S.read_configmaps(path)]
-    adopted = Adopter(inputs, maps, version, name, nodes_text, gpu).run()
+    adopted = Adopter(inputs, maps, release.version, name, nodes_text, gpu, release.why).run()
+    if not release.inferred:
+        adopted.notes.insert(0, f"chart {release.version}: {release.why}")
     if cluster is not None:
         adopted.notes[:0] = cluster.notes
     return adopted
@@ -672,10 +671,13 @@ def import_values(values: tuple[str, ...], sets: tuple[str, ...], configmaps: tu
 
 def diff_against_installation(intent: str, values: tuple[str, ...], sets: tuple[str, ...],
                               configmaps: tuple[str, ...], nodes, nodes_source: str, fmt: str,
-                              fail_on: str | None = None, cluster: str | None = None, installation=None) -> Outcome:
+                              fail_on: str | None = None, cluster: str | None = None, installation=None,
+                              installed_chart: str | None = None) -> Outcome:
     """`gpuconf diff DRAFT --against-installation`: the first sync's impact plan with the live installation (its
     values, --set flags and ConfigMaps, or what --kubeconfig read, and its nodes) as "before"
-    (gpuconf/impact/installation.py)."""
+    (gpuconf/impact/installation.py). The chart the installation runs comes from --installed-chart, else the live
+    Helm release, the values' operator.version, or the gpu-operator image the GPU nodes run: a draft on another
+    chart makes the first sync a chart move, planned as one."""
     from .adopt import sources as S
     from .cluster.nodesource import NodeSourceError
     from .impact import installation as I
@@ -688,20 +690,60 @@ def diff_against_installation(intent: str, values: tuple[str, ...], sets: tuple[
         inputs += [S.read_values_file(p) for p in values] + [S.read_set(a) for a in sets]
         maps = (list(installation.configmaps) if installation is not None else []) + \
             [cm for path in configmaps for cm in S.read_configmaps(path)]
-        pieces = I.read_installation(tree, inputs, maps)
+        installed, nodes = _installed_chart(installed_chart, installation, inputs, nodes)
+        pieces = I.read_installation(tree, inputs, maps, installed)
         plan = I.first_sync(tree.plan, nodes, **pieces)
     except (S.InputError, NodeSourceError) as exc:
         return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
     text, failed = I.report(plan, nodes_source, fmt, fail_on, intent)
-    return Outcome(text, code=EXIT_FINDINGS if failed else EXIT_OK)
+    notes = []
+    if installed is None:
+        notes.append("gpuconf: note: nothing read names the chart the installation runs (no Helm release, no "
+                     "operator.version in its values, no single gpu-operator image on its GPU nodes): its values are "
+                     f"read on the draft's chart {tree.plan.chart_version}; --installed-chart names the one it runs")
+    elif _chart(installed) is None:
+        notes.append(f"gpuconf: note: the installation runs chart {installed}, which gpuconf has no facts for "
+                     "(`gpuconf chart add` it): its values are read on the draft's chart and the move is not planned")
+    return Outcome(text, notes, code=EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _chart(version: str):
+    from .catalog import chart
+
+    return chart(version)
+
+
+def _installed_chart(given: str | None, installation, inputs: list, nodes) -> tuple[str | None, object]:
+    """The chart an installation runs (--installed-chart, the live Helm release, the values' operator.version, else
+    the one gpu-operator image tag of its GPU nodes) and the nodes (read into a list when their images had to be
+    looked at)."""
+    from .adopt import release as R
+    from .adopt.installed import release_evidence
+
+    if given is not None:
+        return given, nodes
+    evidence = release_evidence(installation, inputs)
+    versions = {e.version for e in evidence}
+    if len(versions) == 1:
+        return versions.pop(), nodes
+    if versions:
+        return None, nodes  # the evidence disagrees (an upgrade under way): the note says nothing is known
+    from .cluster.importer import operator_image_tags
+
+    nodes = list(nodes)
+    tags = {R.normalized(tag) for raw in nodes for tag in operator_image_tags(raw)}
+    return (tags.pop() if len(tags) == 1 else None), nodes
 
 
 def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str, ...], fmt: str,
-                        cluster: str | None = None) -> Outcome:
-    """`gpuconf diff INTENT --against-values FILE`: the effective values (the chart defaults of INTENT's chart,
-    merged with each side) compared leaf by leaf; side one is the values files, side two INTENT's render plus any
-    --values files layered on it."""
+                        cluster: str | None = None, installed_chart: str | None = None) -> Outcome:
+    """`gpuconf diff INTENT --against-values FILE`: the effective values compared leaf by leaf, each side on its own
+    chart's defaults; side one is the values files, on the chart they were written for (--installed-chart, else
+    their operator.version, else INTENT's chart), side two INTENT's render plus any --values files layered on it, on
+    INTENT's chart. Every default that changed between the two charts shows as a difference."""
+    from . import catalog
     from .adopt import mapping as M
+    from .adopt import release as R
     from .adopt import sources as S
     from .render import values as V
 
@@ -710,15 +752,24 @@ def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str
         return failed
     defaults = tree.plan.chart.shared_defaults
     try:
-        old, _ = S.merge_inputs([S.read_values_file(p) for p in against])
+        inputs = [S.read_values_file(p) for p in against]
+        old, _ = S.merge_inputs(inputs)
         extra, _ = S.merge_inputs([S.read_values_file(p) for p in values])
     except S.InputError as exc:
         return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
-    old = S.unwrapped(old, defaults)
+    said = {e.version for e in R.of_inputs(inputs)}
+    version = installed_chart or (said.pop() if len(said) == 1 else tree.plan.chart_version)
+    facts = catalog.chart(version)
+    if facts is None:
+        return Outcome(stderr=[f"gpuconf: the values files are for GPU Operator chart {version}, which gpuconf has no "
+                               f"facts for: `gpuconf chart add` it, or name another with --installed-chart"],
+                       code=EXIT_USAGE)
+    old = S.unwrapped(old, facts.shared_defaults)
     new_user = tree.values.overrides()
     V.merge(new_user, extra)
-    rows = M.differing(S.coalesce(defaults, old), S.coalesce(defaults, new_user))
-    return _values_diff_outcome(rows, " ".join(against), f"{intent} (chart {tree.plan.chart_version})", fmt)
+    rows = M.differing(S.coalesce(facts.shared_defaults, old), S.coalesce(defaults, new_user))
+    return _values_diff_outcome(rows, f"{' '.join(against)} (chart {version})",
+                                f"{intent} (chart {tree.plan.chart_version})", fmt)
 
 
 def _diff_foreign(tree, intent: str, against: str, fmt: str) -> Outcome | None:
@@ -797,3 +848,28 @@ def hazards(intent: str | None, fmt: str) -> Outcome:
         failing = any(s.status == "applies" and s.hazard.severity == "error" for s in found)
         outcomes.append((name, Outcome(text, code=EXIT_FINDINGS if failing else EXIT_OK)))
     return by_cluster(outcomes, fmt, intent) if read.kind != "ClusterIntent" else outcomes[0][1]
+
+
+def chart_add(source: str, into: str | None) -> Outcome:
+    """`gpuconf chart add`: derive the facts of a chart gpuconf does not ship from what `helm pull` gives (a .tgz or
+    its folder) into the user's gpuconf-charts folder, and say which known release's semantics gpuconf applies and
+    which of its templates and CRDs differ. Exit 0 when written (differences are warnings); 2 when the chart cannot
+    be read or is one gpuconf ships."""
+    from pathlib import Path
+
+    from . import catalog
+    from .chartfacts.add import add
+    from .chartfacts.source import ChartSourceError
+
+    folder = Path(into) if into is not None else Path(catalog.USER_CHART_FOLDER)
+    known = {version: catalog.release_data(version) for version in catalog.shipped_versions()}
+    try:
+        written, comparison = add(Path(source), folder, known)
+    except ChartSourceError as exc:
+        return Outcome("", [f"gpuconf: {exc}"], EXIT_USAGE)
+    except OSError as exc:
+        return Outcome("", [f"gpuconf: {folder}: cannot write the facts ({exc.strerror or exc})"], EXIT_USAGE)
+    lines = comparison.lines()
+    lines.append(f"wrote {written}: commit it beside the intents; validate, render, diff, audit and import read it "
+                 f"from there (the folder of the intent or the nearest one above it in the repository)")
+    return Outcome("\n".join(lines) + "\n")

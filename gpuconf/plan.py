@@ -187,11 +187,24 @@ def config_key(base: str, content: object) -> str:
     The device plugin does not reload changed content under an unchanged key (k8s-device-plugin #364,
     gpu-operator #1144): a new hash means a new label value on the pool, and so a reload.
     """
+    return f"{base[:54].rstrip('-._')}-{content_digest(content)}"
+
+
+def content_digest(content: object) -> str:
+    """The 8 hex digits of a config's content hash: the suffix of its config_key."""
     import hashlib
     import json
 
-    digest = hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:8]
-    return f"{base[:54].rstrip('-._')}-{digest}"
+    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:8]
+
+
+def kept_key(profile: SharingProfile | None, which: str, content: object) -> str | None:
+    """The name the nodes carry that the profile keeps for this config (keepNames.devicePlugin or .mig), while the
+    content is the one its pinned hash names; None when it keeps none, or the content changed (then the key changes,
+    as the device plugin does not reload edited content under an unchanged key)."""
+    names = getattr(profile, "keep_names", None) if profile is not None else None
+    kept = getattr(names, which, None) if names is not None else None
+    return kept.name if kept is not None and kept.content == content_digest(content) else None
 
 
 @dataclass(frozen=True)
@@ -431,7 +444,10 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
     mig_keys: dict[str, str] = {}
     for profile_name, by_model in sorted(mig_entries.items()):
         entries = [by_model[m] for m in sorted(by_model)]
-        mig_keys[profile_name] = config_key(profile_name, entries)
+        kept = kept_key(intent.spec.sharing_profiles.get(profile_name), "mig", entries)
+        if kept is None or kept in mig_configs:  # a kept name serves one content only (GC311)
+            kept = config_key(profile_name, entries)
+        mig_keys[profile_name] = kept
         mig_configs[mig_keys[profile_name]] = entries
 
     pools = []
@@ -442,7 +458,9 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
         model = gpu_model(intent, pool.gpu)
         layouts = [dict(e["mig-devices"]) for e in mig_entries.get(pool.sharing, {}).values()]
         content = device_plugin_config(profile, layouts, strategy)
-        key = default_key if content == plain else config_key(pool.sharing, content)
+        key = kept_key(profile, "device_plugin", content)
+        if key is None or dp_configs.get(key, content) != content:  # a kept name serves one content only (GC311)
+            key = default_key if content == plain else config_key(pool.sharing, content)
         dp_configs[key] = content
         mig_key = (mig_keys.get(pool.sharing, MIG_DISABLED)) if model.mig_capable else None
         driver = pool_driver(intent, pool)

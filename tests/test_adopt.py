@@ -383,8 +383,10 @@ def test_import_from_a_cluster_without_a_release_reads_the_cluster_policy(run, t
     api, kubeconfig = _cluster(tmp_path, objects)
     with api:
         report = tmp_path / "report.json"
-        result = run("import", "--kubeconfig", kubeconfig(), "--report", str(report), "--chart-version", "v26.7.0")
+        result = run("import", "--kubeconfig", kubeconfig(), "--report", str(report))
     assert result.exit_code == 0, result.stderr
+    # No Helm release: the installed release is the one the GPU nodes run, in the words of every import path.
+    assert "chartVersion: v26.3.3  # the gpu-operator image (the validator) the GPU nodes run" in result.stdout
     rows = {r["path"]: r for r in json.loads(report.read_text())["settings"]}
     assert rows["driver.enabled"]["outcome"] == "mapped" and rows["driver.enabled"]["source"] == \
         "ClusterPolicy/cluster-policy"

@@ -479,7 +479,9 @@ def test_the_report_and_the_draft_name_an_installations_sharing_config_alike(run
                  "--configmap", str(tmp_path / "cm.yaml"), "--report", str(report))
     assert result.exit_code == 0, result.stderr
     spec = yaml.safe_load(result.stdout)["spec"]
-    assert spec["sharingProfiles"] == {"h200-ts4": {"timeSlicing": {"replicas": 4}}}
+    # The nodes' own key is kept, pinned to the hash of the content gpuconf renders under it (issue 41 item 3).
+    assert spec["sharingProfiles"] == {"h200-ts4": {"timeSlicing": {"replicas": 4}, "keepNames": {
+        "devicePlugin": {"name": "h200-ts4", "content": "ab3e8595"}}}}
     assert [p["sharing"] for p in spec["pools"]] == ["h200-ts4"]
     rows = {r["config"]: r["profile"] for r in json.loads(report.read_text())["configs"]}
     assert rows["h200-ts4"] == "h200-ts4"

@@ -272,12 +272,19 @@ def test_chart_version_and_registry_come_from_the_validator_image():
     assert intent.spec.operator.registry == "mirror.example:5000/nvidia"
     assert "# not inferred: imagePullSecrets" in text
     text = draft_with(["nvcr.io/nvidia/gpu-operator:v25.10.1"]).text
-    assert "not inferred: the GPU nodes run gpu-operator v25.10.1, which gpuconf has no defaults for" in text
-    text = draft_with(["nvcr.io/nvidia/gpu-operator:v26.3.3", "nvcr.io/nvidia/gpu-operator:v26.7.0"]).text
-    assert "not inferred: the GPU nodes run gpu-operator v26.3.3, v26.7.0 (an upgrade under way?)" in text
+    assert "chartVersion: v25.10.1  # the gpu-operator image (the validator) the GPU nodes run" in text
+    # A release gpuconf has no facts for, or two at once, is no guess: the import refuses (exit 2 in the CLI).
+    from gpuconf.adopt.release import ReleaseProblem
+
+    with pytest.raises(ReleaseProblem, match=r"v99\.1\.0 \(the gpu-operator image \(the validator\) the GPU nodes "
+                       r"run\), which gpuconf has no facts for: add it with `gpuconf chart add`"):
+        draft_with(["nvcr.io/nvidia/gpu-operator:v99.1.0"])
+    with pytest.raises(ReleaseProblem, match=r"several GPU Operator charts: v26.3.3 \(the gpu-operator image v26.3.3 "
+                       r"on some GPU nodes\); v26.7.0 .*an upgrade under way"):
+        draft_with(["nvcr.io/nvidia/gpu-operator:v26.3.3", "nvcr.io/nvidia/gpu-operator:v26.7.0"])
     # A tag no registry accepts never reaches the draft (here it would end the comment and add a key).
     text = draft_with(["nvcr.io/nvidia/gpu-operator:v26.3.3\nspec: {}"]).text
-    assert "not inferred: the chart version you run" in text and "spec: {}" not in text
+    assert "not inferred: nothing read names the release that runs" in text and "spec: {}" not in text
     _validated(text)
 
 

@@ -30,6 +30,7 @@ class ClusterConfig:
     values: list[S.ValuesInput] = field(default_factory=list)
     configmaps: list[S.ConfigMapInput] = field(default_factory=list)
     chart_version: str | None = None
+    release: str = ""  # <namespace>/<name> of the Helm release read
     notes: list[str] = field(default_factory=list)
 
 
@@ -177,6 +178,7 @@ def _read(out: ClusterConfig, core: Any, custom: Any, get: Any) -> None:
         out.values.append(S.ValuesInput(f"{where} (release {name} revision {revision})",
                                         S._plain(values, [0], where), positions=False))
         out.chart_version = version
+        out.release = f"{ns}/{name}"
         namespace = ns or namespace
     policies = get("ClusterPolicies (nvidia.com/v1)", custom.list_cluster_custom_object, "nvidia.com", "v1",
                    "clusterpolicies")

@@ -33,12 +33,14 @@ class Adopter:
     """Feed it the inputs; run() returns the Adopted draft."""
 
     def __init__(self, inputs: list[S.ValuesInput], configmaps: list[S.ConfigMapInput], chart_version: str,
-                 name: str = "imported", nodes_text: str | None = None, gpu: str | None = None) -> None:
+                 name: str = "imported", nodes_text: str | None = None, gpu: str | None = None,
+                 why: str = "--chart-version") -> None:
         self.inputs = inputs
         self.configmaps = configmaps
         self.facts = catalog.chart(chart_version)
         assert self.facts is not None, "the command checks the chart version"
         self.version = chart_version
+        self.why = why  # where the installed release came from (adopt/release.py): the chartVersion comment
         self.name = name
         self.nodes_text = nodes_text
         self.gpu = gpu or M.PLACEHOLDER_GPU
@@ -557,7 +559,7 @@ class Adopter:
             spec = CommentedMap([("cluster", cluster), ("operator", CommentedMap([("chartVersion", self.version)]))])
             doc = CommentedMap([("apiVersion", "gpuconf.dev/v1alpha1"), ("kind", "ClusterIntent"),
                                 ("metadata", CommentedMap([("name", self.name)])), ("spec", spec)])
-        spec["operator"].yaml_add_eol_comment("the target chart of the import (--chart-version)", "chartVersion")
+        spec["operator"].yaml_add_eol_comment(self.why, "chartVersion")
         for key, value in self.cluster.items():
             spec["cluster"][key] = commented(value)
         driver = dict(self.driver)
@@ -595,7 +597,7 @@ class Adopter:
 
             sources = ", ".join(single_line(i.name) for i in self.inputs)
             header = (f"# yaml-language-server: $schema={SCHEMA_FILE}\n"
-                      f"# Drafted by `gpuconf import` from {sources} (target chart {self.version}).\n"
+                      f"# Drafted by `gpuconf import` from {sources} (chart {self.version}).\n"
                       "# Review it: every `not inferred` comment needs a decision, and the import's report says "
                       "what\n# became of each value. Then: gpuconf validate THIS-FILE\n")
             return header + body

@@ -80,6 +80,7 @@ class Group:
         device-plugin config and sharing, driver kind, taints."""
         return (self.sharing, self.mig_config, self.plugin_config, self.preinstalled, self.taints)
     keys_kept: bool = False  # the draft renders the nodes' config keys (the content hashes matched)
+    names_kept: bool = False  # ... because its profile keeps the names the nodes carry (keepNames)
     match: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -102,6 +103,7 @@ class Draft:
     findings: list = field(default_factory=list)  # validation findings of the draft (warnings only, normally)
     notes: list[str] = field(default_factory=list)  # what to know before the first sync (pools selected by name)
     gpu_node_objects: list = field(default_factory=list)  # the GPU nodes read, for the first sync's plan
+    release: Any = None  # the installed release (adopt.release.Release) the draft adopts onto
 
     def describe(self) -> str:
         """One line for stderr."""
@@ -119,8 +121,10 @@ class Draft:
 class Importer:
     """Feed nodes with add(); draft() builds the intent."""
 
-    def __init__(self, source: str, name: str) -> None:
+    def __init__(self, source: str, name: str, decide: Any = None) -> None:
         self.source = source
+        # The installed release from the nodes' evidence (and what the caller adds): adopt/release.py decides.
+        self.decide = decide
         self.name = name
         self.groups: dict[tuple, Group] = {}
         self.skipped: list[tuple[str, str]] = []
@@ -134,6 +138,7 @@ class Importer:
         self.operator_images: Counter = Counter()  # (repository, tag) of gpu-operator images -> GPU nodes
         self.amis: Counter = Counter()  # EKS node AMIs of the GPU nodes, read off their OS image
         self.declared: dict[str, tuple[catalog.GpuModel, dict]] = {}  # models the catalogue lacks: spec.gpuModels
+        self.kept: dict[str, dict] = {}  # profile -> keepNames (the config names the nodes carry, kept)
 
     def add(self, raw: Mapping[str, Any]) -> None:
         """Read one Node object."""
@@ -222,6 +227,10 @@ class Importer:
 
     def draft(self) -> Draft:
         """Name and match the pools, then write and validate the intent."""
+        from ..adopt import release as R
+
+        tags = {tag for _, tag in self.operator_images}
+        self.release = (self.decide or (lambda ev: R.decide(None, ev)))(R.nodes(tags))
         groups = list(self.groups.values())
         self._node_groups(groups)
         groups = self._merged(groups)
@@ -230,10 +239,11 @@ class Importer:
         self._by_name(groups)
         self._unprefixed_taints(groups)
         self._profiles(groups)
+        self._keep_names(groups)
         text = self._render(groups)
         findings = _validated(text)[0].findings
         return Draft(text, self.source, self.nodes_seen, self.gpu_nodes, groups, self.skipped, findings, self.notes,
-                     self.raw)
+                     self.raw, self.release)
 
     @staticmethod
     def _node_groups(groups: list[Group]) -> None:
@@ -432,11 +442,67 @@ class Importer:
                 (profile, n), = g.sharing.layout
                 g.sharing = replace(g.sharing, note=_proven_layout(profile, n))
 
-    def _keys(self, groups: list[Group]) -> dict[str, tuple] | None:
-        """Pool name -> (device-plugin key, MIG key) as the draft renders them; None if the draft is invalid."""
+    def _keep_names(self, groups: list[Group]) -> None:
+        """Keep the config names the nodes carry where the draft renders the content they run (keepNames), so that
+        the first sync relabels no node and the audit before it finds the labels right.
+
+        The nodes' sharing is what GFD publishes (sharing strategy, replicas, MIG devices), and the profile is
+        drawn from it: the content gpuconf renders is the content the nodes run. The name is pinned to the hash of
+        that content, so an edit later gives a new key (the device plugin does not reload edited content under an
+        unchanged key). A name the nodes use for two contents is not kept."""
+        todo = [g for g in groups if not g.keys_kept and any(v and not CONFIG_KEY.fullmatch(v)
+                                                             for v in (g.plugin_config, g.mig_config))]
+        if not todo:
+            return
+        taken = {g.profile for g in groups}
+        for g in todo:
+            label = g.plugin_config
+            if g.profile == "exclusive" and label and _LABEL_VALUE.fullmatch(label) and not CONFIG_KEY.fullmatch(label):
+                name = dns(label)[:63].rstrip("-")
+                if name and name != "exclusive" and name not in taken:
+                    g.profile = name  # a profile of its own, named after the nodes' config, to carry the name
+                    taken.add(name)
+        keys = self._keys(groups, digests=True)
+        if keys is None:
+            return
+        by_label: dict[tuple[str, str], set] = {}
+        for g in groups:
+            dp, mig = keys.get(g.name, (None, None))
+            if g.plugin_config:
+                by_label.setdefault(("devicePlugin", g.plugin_config), set()).add((g.profile, dp))
+            if g.mig_config:
+                by_label.setdefault(("mig", g.mig_config), set()).add((g.profile, mig))
+        kept: dict[str, dict] = {}
+        for g in sorted(todo, key=lambda g: -len(g.nodes)):
+            if g.profile == "exclusive":
+                continue
+            for field_name, label in (("devicePlugin", g.plugin_config), ("mig", g.mig_config)):
+                owners = by_label.get((field_name, label or ""), set())
+                (profile, digest), = owners if len(owners) == 1 else ((None, None),)
+                if profile != g.profile or not digest or not _LABEL_VALUE.fullmatch(label or "") or \
+                        (field_name == "mig" and (g.sharing.kind != "mig" or label == P.MIG_DISABLED)) or \
+                        CONFIG_KEY.fullmatch(label or ""):
+                    # One of gpuconf's keys whose hash is not this content: the ConfigMap keeps its name at the
+                    # sync, so the device plugin would not reload the new content under it. A new key, then.
+                    continue
+                kept.setdefault(g.profile, {}).setdefault(field_name, {"name": label, "content": digest})
+        if not kept:
+            return
+        self.kept = kept
+        found = self._keys(groups)
+        for g in groups:
+            if found is not None and found.get(g.name) == g.labels_keys and not g.keys_kept:
+                g.keys_kept = g.names_kept = True
+
+    def _keys(self, groups: list[Group], digests: bool = False) -> dict[str, tuple] | None:
+        """Pool name -> (device-plugin key, MIG key) as the draft renders them (digests: the 8 hex digits of each
+        content's hash instead, None for gpuconf's all-disabled); None if the draft is invalid."""
         result, plan = _validated(self._render(groups))
         if plan is None:
             return None
+        if digests:
+            return {pp.name: (pp.device_plugin_key[-8:], pp.mig_key[-8:] if pp.mig_key not in (None, P.MIG_DISABLED)
+                              else None) for pp in plan.pools}
         return {pp.name: (pp.device_plugin_key, pp.mig_key) for pp in plan.pools}
 
     # -- writing ------------------------------------------------------------------------------------------------
@@ -504,6 +570,10 @@ class Importer:
             profile_name = g.profile or g.sharing.name(model)
             if profile_name != "exclusive" and profile_name not in profiles:
                 profiles[profile_name] = commented(g.sharing.profile(model))
+                if profile_name in self.kept:
+                    profiles[profile_name]["keepNames"] = commented(self.kept[profile_name])
+                    note(profiles[profile_name], "keepNames", "the config names the nodes carry, kept while the "
+                         "content is the one they run (its hash): the first sync relabels no node", 6)
             pool = CommentedMap([("name", g.name), ("gpu", g.model)])
             pool["gpusPerNode"] = g.gpus if g.gpus and 1 <= g.gpus <= 16 else 1
             pool["nodes"] = len(g.nodes)
@@ -526,10 +596,12 @@ class Importer:
                 lines.append(f"match: no node-group label; pciDevice selects every {g.model} node")
             if g.sharing.note:
                 lines.append(g.sharing.note)
-            if (_key_base(g.plugin_config) or _key_base(g.mig_config)) and not g.keys_kept:
+            if g.names_kept:
+                lines.append(f"the nodes' config names are kept ({_names_of(g)}): the first sync relabels none")
+            elif (_key_base(g.plugin_config) or _key_base(g.mig_config)) and not g.keys_kept:
                 lines.append(f"the nodes select the configs {g.plugin_config!r} and {g.mig_config!r}, whose content "
                              "this draft does not reproduce: rendering it gives new keys, and the nodes are relabelled")
-            elif g.plugin_config and not CONFIG_KEY.fullmatch(g.plugin_config):
+            elif g.plugin_config and not CONFIG_KEY.fullmatch(g.plugin_config) and not g.keys_kept:
                 lines.append(f"the nodes select device-plugin config {g.plugin_config!r}: gpuconf renders its own "
                              "(the sharing above), under a new key")
             if len(g.drivers) > 1:
@@ -572,28 +644,14 @@ class Importer:
         return header + buf.getvalue()
 
     def _operator(self, note: Any) -> Any:
-        """spec.operator: the chart version and the registry, from the gpu-operator images the GPU nodes run."""
+        """spec.operator: the installed release (adopt/release.py: the evidence, nodes' included) and the registry
+        the GPU nodes pull the gpu-operator image from."""
         from ruamel.yaml.comments import CommentedMap
 
-        from ..catalog import chart_versions
-
-        known = chart_versions()
-        tags = sorted({tag for _, tag in self.operator_images})
         registries = sorted({repo.removesuffix("/gpu-operator") for repo, _ in self.operator_images
                              if repo.endswith("/gpu-operator")})
-        if len(tags) == 1 and tags[0] in known:
-            operator = CommentedMap([("chartVersion", tags[0])])
-            why = "the gpu-operator image (the validator) the GPU nodes run"
-        else:
-            operator = CommentedMap([("chartVersion", known[-1])])
-            if len(tags) == 1:
-                why = (f"not inferred: the GPU nodes run gpu-operator {tags[0]}, which gpuconf has no defaults for "
-                       "(`gpuconf catalog` lists the versions it has)")
-            elif tags:
-                why = f"not inferred: the GPU nodes run gpu-operator {', '.join(tags)} (an upgrade under way?)"
-            else:
-                why = "not inferred: the chart version you run (`gpuconf catalog` lists them)"
-        operator.yaml_add_eol_comment(why, "chartVersion")
+        operator = CommentedMap([("chartVersion", self.release.version)])
+        operator.yaml_add_eol_comment(self.release.why, "chartVersion")
         if len(registries) == 1 and registries[0] != "nvcr.io/nvidia":
             operator["registry"] = registries[0]
             operator.yaml_add_eol_comment("the registry the GPU nodes pull the gpu-operator image from", "registry")
@@ -644,6 +702,15 @@ def _validated(text: str) -> tuple[Any, P.Plan | None]:
     except LoadError as exc:  # pragma: no cover - the emitter writes plain YAML
         return Validation("<draft>", findings=[exc.finding]), None
     return result, (P.build(result.intent, "<draft>", result.document) if result.ok else None)
+
+
+#: A label value (the names the nodes' config labels carry), which is also a valid ConfigMap key.
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+
+
+def _names_of(g: Group) -> str:
+    return ", ".join(f"{k}={v}" for k, v in ((P.DEVICE_PLUGIN_LABEL, g.plugin_config), (P.MIG_LABEL, g.mig_config))
+                     if v)
 
 
 def _key_base(value: str | None) -> str | None:
@@ -698,6 +765,11 @@ def _own_driver(group: Group) -> bool:
     """True when most of the group's nodes are driven by an NVIDIADriver of their own (not the chart's default)."""
     owner = _most_common(group.owners) if group.owners else None
     return owner not in (None, "default")
+
+
+def operator_image_tags(raw: Mapping[str, Any]) -> set[str]:
+    """The tags of the gpu-operator images a node pulled: the chart release its validator came with."""
+    return {tag for _, tag in _operator_images(raw)}
 
 
 def _operator_images(raw: Mapping[str, Any]) -> set[tuple[str, str]]:
@@ -762,9 +834,10 @@ def _distribution(node: N.NodeFacts, raw: Mapping[str, Any]) -> str:
     return "vanilla"
 
 
-def draft_intent(nodes: Iterable[Mapping[str, Any]], source: str, name: str = "imported") -> Draft:
-    """Draft an intent from a stream of Node objects."""
-    importer = Importer(source, dns(name) or "imported")
+def draft_intent(nodes: Iterable[Mapping[str, Any]], source: str, name: str = "imported", decide: Any = None) -> Draft:
+    """Draft an intent from a stream of Node objects; decide(node evidence) -> adopt.release.Release settles the
+    installed release (default: from the nodes alone; raises adopt.release.ReleaseProblem)."""
+    importer = Importer(source, dns(name) or "imported", decide)
     for node in nodes:
         importer.add(node)
     return importer.draft()

@@ -32,8 +32,8 @@ from ..cluster import nodefacts as N
 from .model import MIG_LABEL, PLUGIN_LABEL, SEVERITIES, Impact, ImpactPlan
 
 #: The kinds this source reports, in the order a person acts on them (worst first within a severity).
-ORDER = ("mig-repartition", "config-key-missing", "driver-reinstall", "device-plugin-config-switch",
-         "operand-tolerations", "taint-change", "relabel-needed", "values-change", "node-relabel")
+ORDER = ("mig-repartition", "config-key-missing", "driver-reinstall", "operator-upgrade",
+         "device-plugin-config-switch", "operand-tolerations", "taint-change", "relabel-needed", "values-change", "node-relabel")
 DEPLOY_DRIVER = "nvidia.com/gpu.deploy.driver"
 
 
@@ -125,13 +125,18 @@ class _Acc:
 
 def first_sync(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], live_values: Mapping[str, Any] | None = None,
                mig_configs: Mapping[str, Any] | None = None, plugin_keys: Iterable[str] | None = None,
-               values_rows: list | None = None) -> ImpactPlan:
+               values_rows: list | None = None, installed_chart: str | None = None,
+               user_values: Mapping[str, Any] | None = None,
+               rendered_files: Mapping[str, str] | None = None) -> ImpactPlan:
     """The impact plan of syncing the draft's render over a live installation.
 
-    live_values: the installation's effective Helm values (chart defaults merged in), for the operand tolerations;
-    mig_configs: its mig-parted config names -> per-GPU layout (None: MIG off; False: not one layout);
+    live_values: the installation's effective Helm values (its own chart's defaults merged in), for the operand
+    tolerations; mig_configs: its mig-parted config names -> per-GPU layout (None: MIG off; False: not one layout);
     plugin_keys: the keys of its device-plugin ConfigMap; values_rows: the effective values leaves that differ
-    (adopt.mapping.differing), None when the values were not given."""
+    (adopt.mapping.differing), None when the values were not given; installed_chart: the chart the installation
+    runs, when known: a draft on another one makes the first sync a chart move (the operator upgrade, a driver
+    reinstall where the driver pod changes, the CRD step), planned from user_values (its values as given) and
+    rendered_files (the draft's render)."""
     from ..cluster.audit import Auditor
     from ..render.nodes import kubectl_label, label_sources
     from ..render.values import build_values
@@ -152,6 +157,8 @@ def first_sync(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], live_values: Ma
     live_driver = None if values_rows is None else ((live_values or {}).get("driver") or {}).get("version")
     acc = _Acc()
     relabel: dict[str, list[str]] = {}
+    managed: dict[str, list[str]] = {}  # pool -> its nodes whose driver the operator installs
+    placed: dict[str, int] = {}  # pool -> its nodes
     for raw in nodes:
         node = N.facts(raw)
         if not node.gpu:
@@ -165,6 +172,7 @@ def first_sync(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], live_values: Ma
         pool = matched[0]
         pp = pool.plan
         name = pp.name
+        placed[name] = placed.get(name, 0) + 1
         nfd = pp.nfd
         when = "at the sync" if nfd else "when the relabel command below runs (its node template labels only nodes " \
             "created from now on)"
@@ -216,6 +224,8 @@ def first_sync(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], live_values: Ma
         host = labels.get(DEPLOY_DRIVER) in ("false", N.DRIVER_PREINSTALLED)
         version = N.driver_version(labels)
         pin = None if pp.driver == "preinstalled" else default_driver if pp.driver == "cluster" else pp.driver
+        if pin is not None and not host:
+            managed.setdefault(name, []).append(node.name)
         if pp.driver == "preinstalled" and not host:
             acc.add("driver-reinstall", "disruptive", name, node.name,
                     f"the operator's driver ({version or '?'}) leaves the node (gpu.deploy.driver=false): its GPUs "
@@ -260,6 +270,9 @@ def first_sync(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], live_values: Ma
                     "nothing to do")
         elif missing:
             relabel.setdefault(name, []).append(node.name)
+    section = None
+    if installed_chart is not None and installed_chart != plan.chart_version and catalog.chart(installed_chart):
+        section = _chart_move(plan, installed_chart, user_values or {}, rendered_files, managed, placed, acc)
     out = acc.impacts()
     for pp in plan.pools:
         names = relabel.get(pp.name)
@@ -283,7 +296,79 @@ def first_sync(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], live_values: Ma
     if not out:
         out.append(Impact("none", "none", [], "the first sync changes nothing that runs: values equal, every node "
                           "already as its pool renders it", "nothing to do"))
-    return ImpactPlan(out)
+    return ImpactPlan(out, chart=section)
+
+
+class _Installed:
+    """The installation as the before side of a chart move (impact.chart.chart_section reads these two)."""
+
+    def __init__(self, version: str, values: Mapping[str, Any]) -> None:
+        self.cluster = {"chartVersion": version}
+        self.values = dict(values)
+
+
+def _chart_move(plan: P.Plan, installed: str, user: Mapping[str, Any], rendered_files: Mapping[str, str] | None,
+                managed: Mapping[str, list[str]], placed: Mapping[str, int], acc: _Acc) -> dict | None:
+    """A first sync onto another chart than the installation runs: the operator upgrade, a driver reinstall on
+    every managed node when the driver pod changes (the driver manager's version, the image, ...: the driver
+    DaemonSet is OnDelete and the upgrade controller replaces each node's driver), and the chart section (CRDs, NFD,
+    flipped defaults, removed keys)."""
+    from ..chartfacts.releases import upgrade_path
+    from ..render.values import build_values, copied, merge
+    from .chart import chart_section
+    from .driver import _NOT_DRIVER_POD
+    from .folder import Deployed
+
+    old = catalog.chart(installed)
+    assert old is not None
+    hops = upgrade_path(installed, plan.chart_version, catalog.chart_versions())
+    skip = ("" if len(hops) <= 2 else f"; NVIDIA supports no such move in one step ({catalog.chart_table()['upgradeRule']}"
+            f" supported path: {' -> '.join(hops)}), so pin {hops[1]} in the draft first and move on from there")
+    pools = [pp.name for pp in plan.pools if placed.get(pp.name)]
+    acc.found[("operator-upgrade", "", "restart", installed, False)] = Impact(
+        "operator-upgrade", "restart", pools,
+        f"the first sync moves the GPU Operator from chart {installed} (installed) to {plan.chart_version}: the operator "
+        "restarts and updates every operand DaemonSet (device plugin, toolkit, GFD, DCGM exporter, MIG manager, "
+        f"validator), whose pods restart node by node{skip}",
+        f"adopt onto the release that runs (chartVersion: {installed}) and move the chart as a change of its own "
+        f"(`gpuconf diff INTENT --to-chart {plan.chart_version}`)", nodes=sum(placed.values()), nodes_from="cluster")
+
+    def pod(defaults: Mapping[str, Any], values: Mapping[str, Any]) -> dict:
+        """The driver pod's settings as leaves (driver.manager.version -> v0.9.1), the version left to the nodes."""
+        base = dict(defaults.get("driver") or {})
+        given = values.get("driver")
+        merged = merge(copied(base), given) if isinstance(given, dict) else base
+        flat: dict[str, Any] = {}
+
+        def walk(node: Any, path: str) -> None:
+            if isinstance(node, dict) and node:
+                for key, value in node.items():
+                    walk(value, f"{path}.{key}")
+            else:
+                flat[path] = node
+        for key, value in merged.items():
+            if key not in _NOT_DRIVER_POD and key != "version":
+                walk(value, f"driver.{key}")
+        return flat
+
+    rendered = build_values(plan).overrides()
+    before, after = pod(old.shared_defaults, user), pod(plan.chart.shared_defaults, rendered)
+    # A key one chart lacks and the other leaves empty (hostNetwork: false, new in v26.3.1) renders the same pod.
+    changed = sorted(k for k in set(before) | set(after)
+                     if before.get(k) != after.get(k) and (before.get(k) or after.get(k)))
+    if changed:
+        shown = ", ".join(k + (f" {before[k]} -> {after[k]}" if isinstance(before.get(k), str) and
+                               isinstance(after.get(k), str) else "") for k in changed[:4])
+        for pool, names in managed.items():
+            for node in names:
+                acc.add("driver-reinstall", "disruptive", pool, node,
+                        f"the chart move changes the driver pod ({shown}{', ...' if len(changed) > 4 else ''}): the "
+                        "upgrade controller drains the node and reinstalls the driver, evicting its GPU pods",
+                        f"pin what the chart changes to the installation's ({', '.join(changed)})"
+                        " with overrides to move the chart without a reinstall, or adopt onto the release that runs")
+    if rendered_files is None:
+        return None
+    return chart_section(_Installed(installed, user), Deployed(dict(rendered_files)))
 
 
 def _unplaced(acc: _Acc, node: str, labels: Mapping[str, str], plugin: set, mig: set, pools: int) -> None:
@@ -309,19 +394,22 @@ __all__ = ["ORDER", "equivalent", "first_sync", "of_draft", "read_installation",
 # --- the installation as the user gives it ---------------------------------------------------------------------
 
 
-def read_installation(tree, values: Iterable[Any], configmaps: Iterable[Any]) -> dict:
+def read_installation(tree, values: Iterable[Any], configmaps: Iterable[Any], installed: str | None = None) -> dict:
     """The installation's pieces for first_sync from its values inputs (adopt.sources.ValuesInput: files, --set,
     a release's values) and ConfigMaps (adopt.sources.ConfigMapInput): effective values, the named MIG configs, the
     device-plugin ConfigMap's keys and the values leaves that differ from the draft's render (adopt.sources raises
-    InputError for an input that is not what its option says)."""
+    InputError for an input that is not what its option says). Each side's values are read on its own chart's
+    defaults: the installation's on installed (the chart it runs, when known), the render's on the draft's."""
     from ..adopt import mapping as M
     from ..adopt import sources as S
 
     values = list(values)
     defaults = tree.plan.chart.shared_defaults
+    old = catalog.chart(installed) if installed is not None else None
+    old_defaults = old.shared_defaults if old is not None else defaults
     user, _ = S.merge_inputs(values) if values else ({}, {})
-    user = S.unwrapped(user, defaults)
-    live = S.coalesce(defaults, user)
+    user = S.unwrapped(user, old_defaults)
+    live = S.coalesce(old_defaults, user)
     rows = M.differing(live, S.coalesce(defaults, tree.values.overrides())) if values else None
     mig_name = ((live.get("migManager") or {}).get("config") or {}).get("name")
     plugin_name = ((live.get("devicePlugin") or {}).get("config") or {}).get("name")
@@ -333,7 +421,9 @@ def read_installation(tree, values: Iterable[Any], configmaps: Iterable[Any]) ->
                 mig[name] = False if layout is None else (layout or None)
         elif cm.name == plugin_name or not plugin_name:
             keys.update(cm.data)
-    return {"live_values": live, "mig_configs": mig, "plugin_keys": keys, "values_rows": rows}
+    return {"live_values": live, "mig_configs": mig, "plugin_keys": keys, "values_rows": rows,
+            "installed_chart": installed if old is not None else None, "user_values": user,
+            "rendered_files": getattr(tree, "files", None)}
 
 
 def report(plan: ImpactPlan, where: str, fmt: str, fail_on: str | None, intent: str) -> tuple[str, bool]:
@@ -349,7 +439,8 @@ def report(plan: ImpactPlan, where: str, fmt: str, fail_on: str | None, intent: 
         import json
 
         text = json.dumps({"against": where, "rendered": intent, "equivalent": same, "worst": plan.worst,
-                           "impacts": plan.as_list()}, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+                           "impacts": plan.as_list(), "chartMove": plan.chart}, indent=2, sort_keys=True,
+                          ensure_ascii=False) + "\n"
     elif fmt == "markdown":
         text = impacts_markdown(plan, where) + verdict + "\n"
     else:

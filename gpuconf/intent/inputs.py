@@ -109,6 +109,9 @@ def read_input(path: str, display: str | None = None, deployed_for=None) -> Inpu
     from .validate import bounded, check_document, validate_document
 
     name = display or path
+    broken = use_charts_near(path)
+    if broken is not None:
+        return Input(name, findings=[broken])
     try:
         doc = load_bytes(read_limited(sys.stdin.buffer.read), "<stdin>") if path == "-" else load_file(path, name)
     except LoadError as exc:
@@ -132,6 +135,24 @@ def read_input(path: str, display: str | None = None, deployed_for=None) -> Inpu
         validation.findings = bounded(sort_findings(document.attribute(f) for f in validation.findings))
         read.clusters.append(Cluster(cluster.name, validation, source, cluster.sources))
     return read
+
+
+def use_charts_near(path: str) -> Finding | None:
+    """Make the charts the user added beside an input (its folder's gpuconf-charts/, or the nearest one above it in
+    the repository; the working folder's for standard input) known; a facts file there that cannot be used is a
+    finding that names it."""
+    from pathlib import Path
+
+    from .. import catalog
+
+    try:
+        catalog.use_chart_folder(catalog.chart_folder_near(Path.cwd() if path == "-" else Path(path)))
+    except catalog.ChartFactsError as exc:
+        return Finding(str(exc.path), 1, 1, ERROR, "GC318", catalog.USER_CHART_FOLDER, exc.message,
+                       "run `gpuconf chart add` on the chart again, or remove the file")
+    except OSError:
+        return None  # an unreadable input is the loader's to report
+    return None
 
 
 def _intent_name(validation: Validation, doc: Document) -> str | None:

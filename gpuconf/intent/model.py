@@ -13,6 +13,7 @@ from pydantic import (AfterValidator, ConfigDict, Field, PlainValidator, StringC
 from pydantic_core import PydanticCustomError
 
 from .. import quantity
+from .kept import KeptNames
 from .strict import Strict
 
 API_VERSION = "gpuconf.dev/v1alpha1"
@@ -386,6 +387,10 @@ class SharingProfile(Strict):
     time_slicing: Optional[TimeSlicing] = None
     mps: Optional[Mps] = None
     mig: Optional[Mig] = None
+    keep_names: Optional[KeptNames] = Field(
+        None, description="Config names the nodes carry from before gpuconf (`gpuconf import` writes them): rendered "
+                          "instead of gpuconf's <profile>-<hash> keys while the content is exactly what the nodes "
+                          "run, so that the first sync relabels nothing.")
 
     @field_validator("exclusive")
     @classmethod

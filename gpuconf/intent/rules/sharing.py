@@ -61,6 +61,33 @@ def profile_shape(ctx: Context) -> Iterator[Finding]:
         if prof.mig is not None and (prof.mig.layout is None) == (prof.mig.preset is None):
             yield ctx.finding("GC311", (*loc, "mig"), "mig needs exactly one of layout or preset",
                               "layout: {\"3g.40gb\": 2} or preset: all-balanced")
+    yield from _kept_names(ctx)
+
+
+def _kept_names(ctx: Context) -> Iterator[Finding]:
+    """keepNames: a kept config name serves one profile (one content), and a MIG one is not gpuconf's own
+    all-disabled; the device plugin does not reload edited content under an unchanged key, so two contents under one
+    name would leave nodes on the wrong one."""
+    owners: dict[tuple[str, str], str] = {}
+    for name, prof in ctx.intent.spec.sharing_profiles.items():
+        kept = prof.keep_names
+        if kept is None:
+            continue
+        for which, field in (("device_plugin", "devicePlugin"), ("mig", "mig")):
+            entry = getattr(kept, which)
+            if entry is None:
+                continue
+            loc = ("spec", "sharingProfiles", name, "keepNames", field, "name")
+            if which == "mig" and entry.name == plan.MIG_DISABLED:
+                yield ctx.finding("GC311", loc, f"{plan.MIG_DISABLED!r} is gpuconf's own MIG config (MIG off)",
+                                  "keep only the name of a MIG layout the nodes run")
+            elif which == "mig" and prof.mig is None:
+                yield ctx.finding("GC311", loc, "keepNames.mig on a profile without mig", "remove it")
+            elif (which, entry.name) in owners:
+                yield ctx.finding("GC311", loc, f"profile {owners[(which, entry.name)]!r} keeps the name "
+                                  f"{entry.name!r} too", "a kept config name serves one profile")
+            else:
+                owners[(which, entry.name)] = name
 
 
 @rule("GC308", "time-slicing replicas are at least 2")
