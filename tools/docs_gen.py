@@ -557,6 +557,11 @@ SESSIONS = (
     (["examples/platforms/k3s.yaml"], [("k3s-render.txt", ["render", "examples/platforms/k3s.yaml", "-o", "out"])]),
     ([("tests/fixtures/nodes/single-pool.json", "nodes.json")],
      [("import.txt", ["import", "--nodes", "nodes.json", "--name", "lab"])]),
+    (["examples/single-pool.yaml"],
+     [("edit", "examples/single-pool.yaml", "chartVersion: v26.3.3", "chartVersion: v24.9.2"),
+      ("move-refused.txt", ["diff", "examples/single-pool.yaml", "--to-chart", "v26.7.0"])]),
+    ([("tests/cases/rule-chart-release-lacks/intent.yaml", "clusters/lab.yaml")],
+     [("release-lacks.txt", ["validate", "clusters/lab.yaml"])]),
 )
 
 
