@@ -424,7 +424,11 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
     exclusive = BUILTIN_PROFILES["exclusive"]
     plain = device_plugin_config(exclusive, [], strategy)
     dp_configs: dict[str, dict] = {}
-    default_key = config_key("exclusive", plain)
+    # The whole-GPU config is one key for every pool that runs it (MIG pools included) and for nodes in no pool: a
+    # name the nodes carry for that very content (a profile's keepNames pinned to its hash) is that key.
+    kept_plain = [k for _, p in sorted(intent.spec.sharing_profiles.items())
+                  if (k := kept_key(p, "device_plugin", plain)) is not None]
+    default_key = kept_plain[0] if kept_plain else config_key("exclusive", plain)
     dp_configs[default_key] = plain
 
     # Layouts per MIG profile and model, so one named mig-parted config serves every model that uses the profile.

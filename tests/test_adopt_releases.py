@@ -180,3 +180,56 @@ def test_against_values_reads_each_side_on_its_own_chart(run, tmp_path):
                "json")
     same_paths = {r["path"] for r in json.loads(same.stdout)["leaves"]}
     assert "driver.manager.version" not in same_paths
+
+
+def test_foreign_mig_and_whole_gpu_config_names_are_kept_across_pools(run, tmp_path):
+    """The issue's adoption: MIG mixed with a custom mig-parted ConfigMap (`inference-mixed`) and whole-GPU pools on
+    the device plugin's `default` key, which the MIG pool's nodes carry too (a MIG pool's device-plugin config is the
+    whole-GPU one). The draft keeps both names: the whole-GPU key once, for every pool of that content, so the audit
+    before the first sync has no error and the first sync relabels no config."""
+    from conftest import ROOT
+
+    nodes = json.loads((ROOT / "tests" / "fixtures" / "nodes" / "heterogeneous.json").read_text())
+    foreign = {"infer-mixed-7582d368": "inference-mixed", "exclusive-c0fcc874": "default",
+               "notebooks-x4-ab3e8595": "ts4"}
+    for node in nodes["items"]:
+        labels = node["metadata"]["labels"]
+        for key in ("nvidia.com/mig.config", "nvidia.com/device-plugin.config"):
+            if labels.get(key) in foreign:
+                labels[key] = foreign[labels[key]]
+        for key in [k for k in labels if k.startswith("gpuconf.dev/")]:
+            del labels[key]
+    (tmp_path / "nodes.json").write_text(json.dumps(nodes))
+    layout = {"3g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2}
+    mig = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mig-config", "namespace": "gpu-operator"},
+           "data": {"config.yaml": yaml.safe_dump({"version": "v1", "mig-configs": {
+               "all-disabled": [{"devices": "all", "mig-enabled": False}],
+               "inference-mixed": [{"devices": "all", "mig-enabled": True, "mig-devices": layout}]}})}}
+    plugin = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dp-config", "namespace": "gpu-operator"},
+              "data": {"default": "version: v1\nflags:\n  migStrategy: mixed\n",
+                       "ts4": "version: v1\nflags:\n  migStrategy: mixed\nsharing:\n  timeSlicing:\n    resources:\n"
+                              "    - name: nvidia.com/gpu\n      replicas: 4\n"}}
+    (tmp_path / "cms.yaml").write_text(yaml.safe_dump_all([mig, plugin]))
+    (tmp_path / "values.yaml").write_text(yaml.safe_dump({
+        "mig": {"strategy": "mixed"}, "devicePlugin": {"config": {"name": "dp-config", "default": "default"}},
+        "migManager": {"config": {"name": "mig-config", "default": "all-disabled"}}}))
+    draft = tmp_path / "draft.yaml"
+    args = ("--nodes", str(tmp_path / "nodes.json"), "--values", str(tmp_path / "values.yaml"), "--configmap",
+            str(tmp_path / "cms.yaml"))
+    result = run("import", *args, "-o", str(draft))
+    assert result.exit_code == 0, result.stderr
+    kept = {name: p.get("keepNames") for name, p in yaml.safe_load(draft.read_text())["spec"]["sharingProfiles"].items()}
+    assert sorted((name, field, k["name"]) for name, names in kept.items() if names
+                  for field, k in names.items()) == [
+        ("default", "devicePlugin", "default"), ("mig-all-balanced", "mig", "inference-mixed"),
+        ("ts4", "devicePlugin", "ts4")]
+    audit = run("audit", str(draft), "--nodes", str(tmp_path / "nodes.json"), "--format", "json")
+    assert audit.exit_code == 0, audit.stdout
+    assert {(f["code"], f["severity"]) for f in json.loads(audit.stdout)["findings"]} == {("GA123", "warning")}
+    plan = json.loads(run("diff", str(draft), "--against-installation", *args, "--format", "json").stdout)
+    assert [i for i in plan["impacts"] if i["severity"] == "disruptive"] == []
+    relabels = [i["message"] for i in plan["impacts"] if i["kind"] == "relabel-needed"]
+    # The EKS node templates label only new nodes: the command sets the pool label, and the config labels the nodes
+    # already carry (their own names, not gpuconf's content-addressed keys).
+    assert relabels and all("exclusive-c0fcc874" not in m and "mig-all-balanced-" not in m for m in relabels)
+    assert any("nvidia.com/device-plugin.config=default nvidia.com/mig.config=inference-mixed" in m for m in relabels)

@@ -71,8 +71,8 @@ def test_draft_reads_what_the_nodes_tell(run):
     assert pools["legacy-a100"].driver.preinstalled is True
     # Wave mode gives every managed pool its own NVIDIADriver: each keeps its version.
     assert {name: pool.driver.version for name, pool in pools.items() if name != "legacy-a100"} == {
-        "batch-h100": "595.91.07", "new-h200": "580.126.20", "viz-l40s": "580.126.20"}
-    assert 'version: "580.126.20"' in text and 'version: "595.91.07"' in text  # quoted: a version is no number
+        "batch-h100": "595.91.07", "new-h200": "580.173.02", "viz-l40s": "580.173.02"}
+    assert 'version: "580.173.02"' in text and 'version: "595.91.07"' in text  # quoted: a version is no number
     assert [(t.key, t.effect) for t in pools["batch-h100"].taints] == [("hpc.example.com/batch", "NoExecute")]
     assert intent.spec.sharing_profiles[pools["new-h200"].sharing].mig.preset == "all-1g.18gb"
     # What cannot be read off a node is said so.
@@ -307,7 +307,7 @@ def test_hostname_patterns_are_drafted_only_to_tell_pools_of_one_model_apart():
 
 def test_the_clusters_driver_is_what_nodes_without_their_own_nvidiadriver_run():
     """Only batch-h100 has an NVIDIADriver of its own (595.91.07, 8 nodes); the 5 nodes of the chart's default
-    NVIDIADriver run 580.126.20: that is the cluster's version, though fewer nodes run it."""
+    NVIDIADriver run 580.173.02: that is the cluster's version, though fewer nodes run it."""
     nodes = _nodes("hybrid")
     for n in nodes:
         labels = n["metadata"]["labels"]
@@ -316,7 +316,7 @@ def test_the_clusters_driver_is_what_nodes_without_their_own_nvidiadriver_run():
     draft = _draft(nodes)
     intent = _validated(draft.text).intent
     pools = {p.name: p for p in intent.spec.pools}
-    assert intent.spec.driver.version == "580.126.20"
+    assert intent.spec.driver.version == "580.173.02"
     assert pools["batch-h100"].driver.version == "595.91.07"
     assert pools["new-h200"].driver is None and pools["viz-l40s"].driver is None
     assert "the version most managed GPU nodes run without a pool's own NVIDIADriver" in draft.text

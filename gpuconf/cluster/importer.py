@@ -473,12 +473,18 @@ class Importer:
             if g.mig_config:
                 by_label.setdefault(("mig", g.mig_config), set()).add((g.profile, mig))
         kept: dict[str, dict] = {}
+        claimed: set[tuple[str, str]] = set()
         for g in sorted(todo, key=lambda g: -len(g.nodes)):
             if g.profile == "exclusive":
                 continue
             for field_name, label in (("devicePlugin", g.plugin_config), ("mig", g.mig_config)):
                 owners = by_label.get((field_name, label or ""), set())
-                (profile, digest), = owners if len(owners) == 1 else ((None, None),)
+                digests = {d for _, d in owners}
+                # Profiles that render one content under the name (a MIG pool's whole-GPU device-plugin config is
+                # the exclusive pools'): the largest group's profile keeps it, and every pool of that content gets
+                # it (gpuconf.plan: the whole-GPU config has one key).
+                profile, digest = (g.profile, digests.pop()) if len(digests) == 1 and \
+                    (field_name, label or "") not in claimed else (None, None)
                 if profile != g.profile or not digest or not _LABEL_VALUE.fullmatch(label or "") or \
                         (field_name == "mig" and (g.sharing.kind != "mig" or label == P.MIG_DISABLED)) or \
                         CONFIG_KEY.fullmatch(label or ""):
@@ -486,6 +492,7 @@ class Importer:
                     # sync, so the device plugin would not reload the new content under it. A new key, then.
                     continue
                 kept.setdefault(g.profile, {}).setdefault(field_name, {"name": label, "content": digest})
+                claimed.add((field_name, label or ""))
         if not kept:
             return
         self.kept = kept
