@@ -284,3 +284,17 @@ def test_the_plan_of_a_move_says_when_the_driver_leaves_the_component_matrix(run
     # The chart's own default driver moves with the chart, from one validated driver to another: no line.
     follows = json.loads(run("diff", str(SINGLE), "--to-chart", "v26.7.0", "--format", "json").stdout)
     assert follows["chartMove"]["componentMatrix"] is None
+
+
+@pytest.mark.parametrize(("version", "cuda"), [
+    # charts/versions.md §1: operator.initContainer (the CUDA base image) is in values.yaml up to v25.10.1
+    ("v24.9.2", "nvcr.io/nvidia/cuda:12.6.3-base-ubi9"), ("v25.10.1", "nvcr.io/nvidia/cuda:13.0.1-base-ubi9"),
+    ("v26.3.3", None)])
+def test_images_follow_each_releases_defaults(run, tmp_path, version, cuda):
+    refs = run("images", str(_on(tmp_path, version))).stdout.splitlines()
+    assert f"nvcr.io/nvidia/gpu-operator:{version}" in refs
+    facts = catalog.chart(version)
+    plugin = facts.shared_defaults["devicePlugin"]
+    assert f"{plugin['repository']}/{plugin['image']}:{plugin['version']}" in refs
+    assert f"registry.k8s.io/nfd/node-feature-discovery:{facts.nfd_app_version}" in refs
+    assert [r for r in refs if "/cuda:" in r] == ([cuda] if cuda else [])

@@ -87,6 +87,9 @@ def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os:
                          "writes its ImageSetConfiguration)")
     else:
         add(_block(merged, "operator"), app_version)
+        # The CUDA base image the ClusterPolicy names for the operands' init containers, in the values of the
+        # releases up to v25.10.1 (charts/versions.md §1: removed at v26.3.0); absent, or incomplete, it adds nothing.
+        add(_block(_block(merged, "operator"), "initContainer"))
     add(_block(merged, "validator"), app_version)
     for key in OPERANDS:
         block = _block(merged, key)
