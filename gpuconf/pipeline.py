@@ -860,6 +860,7 @@ def chart_add(source: str, into: str | None) -> Outcome:
     from . import catalog
     from .chartfacts.add import add
     from .chartfacts.source import ChartSourceError
+    from .output.writer import OutputError
 
     folder = Path(into) if into is not None else Path(catalog.USER_CHART_FOLDER)
     known = {version: catalog.release_data(version) for version in catalog.shipped_versions()}
@@ -867,8 +868,8 @@ def chart_add(source: str, into: str | None) -> Outcome:
         written, comparison = add(Path(source), folder, known)
     except ChartSourceError as exc:
         return Outcome("", [f"gpuconf: {exc}"], EXIT_USAGE)
-    except OSError as exc:
-        return Outcome("", [f"gpuconf: {folder}: cannot write the facts ({exc.strerror or exc})"], EXIT_USAGE)
+    except (OSError, OutputError) as exc:
+        return Outcome("", [f"gpuconf: {folder}: cannot write the facts ({exc})"], EXIT_USAGE)
     lines = comparison.lines()
     lines.append(f"wrote {written}: commit it beside the intents; validate, render, diff, audit and import read it "
                  f"from there (the folder of the intent or the nearest one above it in the repository)")

@@ -250,7 +250,7 @@ def test_identical_templates_are_full_support(tmp_path: Path, known: dict[str, d
     assert header["tool"] == "gpuconf chart add" and list(header["inputs"]) == ["gpu-operator"]
     assert header["inputs"]["gpu-operator"].startswith("sha256:") and header["what"]
     assert str(tmp_path) not in written.read_text(encoding="utf-8")
-    assert stat.S_IMODE(written.stat().st_mode) == 0o644
+    assert stat.S_IMODE(written.stat().st_mode) == 0o666 & ~_umask()  # as every file gpuconf writes
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["v26.7.9.json"]  # no temporary file left
 
 
@@ -426,6 +426,14 @@ def test_failure_writes_nothing(tmp_path: Path, known: dict[str, dict[str, Any]]
 
 def test_folder_constant() -> None:
     assert chart_add.FOLDER == "gpuconf-charts"
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 # --- the command, and a chart added in the user's repository ---------------------------------------------------

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,20 +190,6 @@ def dump(data: Any) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Replace a file atomically (a temporary file in the same folder, then a rename), mode 0644."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the file is committed and read by CI
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def add(path: Path, into: Path, known: dict[str, dict[str, Any]]) -> tuple[Path, Comparison]:
     """Derive the facts of the chart at path (a .tgz or folder as `helm pull` gives it) and write them to
     into/<version>.json; known maps each shipped release to its facts. Nothing is written when anything fails."""
@@ -236,7 +220,8 @@ def add(path: Path, into: Path, known: dict[str, dict[str, Any]]) -> tuple[Path,
         "semanticsOf": base,
         "valuesSchema": schema,
     })
-    data = dump(facts)
+    from ..output.writer import write_text_atomic  # a temporary file in the folder, then a rename
+
     target = into / f"{version}.json"
-    _write(target, data)
+    write_text_atomic(target, dump(facts).decode("utf-8"))
     return target, comparison
