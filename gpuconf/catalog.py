@@ -185,11 +185,12 @@ MAX_USER_FACTS_BYTES = 4 * 1024 * 1024
 #: version -> (its facts file, its text), of the folder in use; empty when none is.
 _USER_CHARTS: dict[str, tuple[Path, str]] = {}
 _USER_FOLDER: list[Path] = []
-#: The keys every facts file has (chart() reads them all).
-_FACT_KEYS = ("appVersion", "capabilities", "crds", "crdsSource", "deadKeys", "defaults", "freeFormMapKeys",
-              "freeFormMapPaths", "helmDefaults", "nfdAppVersion", "nfdChartVersion", "nfdDefaultsSource",
-              "renamedKeys", "serverDefaulted", "templateOnlyKeys", "templates", "valuesRead", "verbatimBlocks",
-              "version", "semanticsOf", "valuesSchema")
+#: The keys every facts file has (chart() reads them all), with the JSON type each must have.
+_FACT_KEYS = {"appVersion": str, "capabilities": dict, "crds": dict, "crdsSource": str, "deadKeys": list,
+              "defaults": dict, "freeFormMapKeys": list, "freeFormMapPaths": list, "helmDefaults": dict,
+              "nfdAppVersion": (str, type(None)), "nfdChartVersion": str, "nfdDefaultsSource": str,
+              "renamedKeys": dict, "serverDefaulted": list, "templateOnlyKeys": list, "templates": dict,
+              "valuesRead": list, "verbatimBlocks": list, "version": str, "semanticsOf": str, "valuesSchema": dict}
 
 
 class ChartFactsError(Exception):
@@ -234,6 +235,10 @@ def use_chart_folder(folder: Path | None) -> None:
             missing = [k for k in _FACT_KEYS if not isinstance(data, dict) or k not in data]
             if missing:
                 raise ChartFactsError(path, f"not a facts file `gpuconf chart add` wrote (no {', '.join(missing[:3])})")
+            wrong = [k for k, kind in _FACT_KEYS.items() if not isinstance(data[k], kind)]
+            if wrong or not isinstance(data["defaults"].get("driver"), dict):
+                raise ChartFactsError(path, "not a facts file `gpuconf chart add` wrote (wrong type of "
+                                            f"{', '.join(wrong[:3]) or 'defaults.driver'})")
             version = data["version"]
             if not isinstance(version, str) or path.stem != version:
                 raise ChartFactsError(path, f"holds the facts of {version!r}, not of {path.stem}")

@@ -548,11 +548,18 @@ def test_a_template_that_differs_is_a_warning_of_every_intent_that_pins_the_rele
 @pytest.mark.parametrize(("content", "message"), [
     ("{not json", "not readable as the JSON `gpuconf chart add` writes"),
     ('{"version": "v26.7.9"}', "not a facts file `gpuconf chart add` wrote (no appVersion, capabilities, crds)"),
+    ("x" * 100, "not readable as the JSON `gpuconf chart add` writes"),
+    ("TYPES", "not a facts file `gpuconf chart add` wrote (wrong type of capabilities, defaults)"),
 ])
 def test_a_facts_file_that_cannot_be_used_is_a_finding_that_names_it(run, tmp_path: Path, shipped_charts_only,
                                                                     content: str, message: str) -> None:
     folder = tmp_path / chart_add.FOLDER
-    folder.mkdir()
+    if content == "TYPES":  # every key there, of the wrong type: no internal error later on
+        path = _relabelled_copy(folder, "v26.7.0", "v26.7.9")
+        facts = json.loads(path.read_text())
+        facts.update({"capabilities": ["perPoolDrivers"], "defaults": 5})
+        content = json.dumps(facts)
+    folder.mkdir(exist_ok=True)
     (folder / "v26.7.9.json").write_text(content)
     intent = tmp_path / "lab.yaml"
     intent.write_text(SINGLE.read_text(encoding="utf-8"))

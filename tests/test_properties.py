@@ -148,6 +148,24 @@ def test_random_valid_intents_render_and_verify(case):
     assert {"values.yaml", "kustomization.yaml", "REPORT.md", "report.json"} <= set(tree.files)
 
 
+@_settings(15)
+@given(case=S.intents(), release=st.sampled_from(catalog.chart_versions()))
+def test_a_valid_intent_moved_to_any_release_is_refused_or_renders_and_verifies(case, release):
+    """Issue 41: an intent valid today, pinned to any release gpuconf knows, is either refused with findings (what
+    the release cannot do: GC329, GC390, GC319, its known hazards) or renders with values that pass that release's
+    own schema: gpuconf never writes a key the release's chart lacks without saying so."""
+    from gpuconf import plan as P
+    from gpuconf.render.tree import Command, render_tree
+
+    text = re.sub(r"chartVersion: \S+", f"chartVersion: {release}", case.text(), count=1)
+    result = validate_document(load_text(text, "r.yaml"))
+    if not result.ok:
+        assert any(f.severity == "error" for f in result.findings)
+        return
+    tree = render_tree(P.build(result.intent, "r.yaml", result.document), Command("r.yaml", "out"))
+    assert f"for GPU Operator chart {release}" in tree.files["values.yaml"]
+
+
 FEATURES = ["mig-layout", "mig-preset", "mig+ts", "mps", "ts", "ts-rename", "exclusive", "exclusive-named",
             "strategy-mixed", "strategy-single", "pinned-mixed", "pinned-single", "quota-count", "quota-mig",
             "quota-oversubscribed", "reuse", "taints", "canary", "waves", "rollout", "pool-driver-version", "pool-driver-preinstalled",
