@@ -682,6 +682,8 @@ def diff_against_installation(intent: str, values: tuple[str, ...], sets: tuple[
     from .cluster.nodesource import NodeSourceError
     from .impact import installation as I
 
+    if (bad := _not_a_release(installed_chart)) is not None:
+        return bad
     tree, failed = _valid_tree(intent, "no first-sync plan", cluster, "--against-installation")
     if failed is not None:
         return failed
@@ -713,17 +715,29 @@ def _chart(version: str):
     return chart(version)
 
 
+def _not_a_release(version: str | None) -> Outcome | None:
+    """The usage error of an --installed-chart that spells no release, else None."""
+    from .chartfacts.releases import is_version
+
+    if version is None or is_version(version):
+        return None
+    return Outcome(stderr=[f"gpuconf: --installed-chart {version!r} is not a GPU Operator release (vYY.MM.PP)"],
+                   code=EXIT_USAGE)
+
+
 def _installed_chart(given: str | None, installation, inputs: list, nodes) -> tuple[str | None, object]:
     """The chart an installation runs (--installed-chart, the live Helm release, the values' operator.version, else
     the one gpu-operator image tag of its GPU nodes) and the nodes (read into a list when their images had to be
     looked at)."""
     from .adopt import release as R
     from .adopt.installed import release_evidence
+    from .chartfacts.releases import is_version
 
     if given is not None:
         return given, nodes
+    # What a cluster says is only taken when it spells a release (a hostile value never reaches a message).
     evidence = release_evidence(installation, inputs)
-    versions = {e.version for e in evidence}
+    versions = {e.version for e in evidence if is_version(e.version)}
     if len(versions) == 1:
         return versions.pop(), nodes
     if versions:
@@ -731,7 +745,7 @@ def _installed_chart(given: str | None, installation, inputs: list, nodes) -> tu
     from .cluster.importer import operator_image_tags
 
     nodes = list(nodes)
-    tags = {R.normalized(tag) for raw in nodes for tag in operator_image_tags(raw)}
+    tags = {R.normalized(tag) for raw in nodes for tag in operator_image_tags(raw) if is_version(tag)}
     return (tags.pop() if len(tags) == 1 else None), nodes
 
 
@@ -745,8 +759,11 @@ def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str
     from .adopt import mapping as M
     from .adopt import release as R
     from .adopt import sources as S
+    from .chartfacts.releases import is_version
     from .render import values as V
 
+    if (bad := _not_a_release(installed_chart)) is not None:
+        return bad
     tree, failed = _valid_tree(intent, "nothing to compare", cluster, "--against-values")
     if failed is not None:
         return failed
@@ -757,7 +774,7 @@ def diff_against_values(intent: str, against: tuple[str, ...], values: tuple[str
         extra, _ = S.merge_inputs([S.read_values_file(p) for p in values])
     except S.InputError as exc:
         return Outcome(stderr=[f"gpuconf: {exc}"], code=EXIT_USAGE)
-    said = {e.version for e in R.of_inputs(inputs)}
+    said = {e.version for e in R.of_inputs(inputs) if is_version(e.version)}
     version = installed_chart or (said.pop() if len(said) == 1 else tree.plan.chart_version)
     facts = catalog.chart(version)
     if facts is None:

@@ -233,3 +233,13 @@ def test_foreign_mig_and_whole_gpu_config_names_are_kept_across_pools(run, tmp_p
     # already carry (their own names, not gpuconf's content-addressed keys).
     assert relabels and all("exclusive-c0fcc874" not in m and "mig-all-balanced-" not in m for m in relabels)
     assert any("nvidia.com/device-plugin.config=default nvidia.com/mig.config=inference-mixed" in m for m in relabels)
+
+
+def test_an_installed_chart_that_spells_no_release_is_a_usage_error(run, tmp_path):
+    f = _files(tmp_path, "v25.10.1")
+    draft = tmp_path / "draft.yaml"
+    assert run("import", "--nodes", f["nodes"], "-o", str(draft)).exit_code == 0
+    for args in (("--against-values", f["values"]), ("--against-installation", "--nodes", f["nodes"])):
+        result = run("diff", str(draft), *args, "--installed-chart", "v1\n::error::x")
+        assert result.exit_code == 2 and result.stdout == ""
+        assert result.stderr == "gpuconf: --installed-chart 'v1\\n::error::x' is not a GPU Operator release (vYY.MM.PP)\n"
