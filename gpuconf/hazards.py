@@ -103,7 +103,7 @@ def version_key(text: str) -> tuple[int, ...]:
     out = []
     for part in core.split("."):
         digits = "".join(c for c in part if c.isdigit())
-        if not digits:
+        if not digits or len(digits) > 12:  # no version has a longer part; int() refuses 4,300 digits and more
             break
         out.append(int(digits))
     return tuple(out)

@@ -577,3 +577,17 @@ def test_a_facts_file_of_a_shipped_release_is_refused(run, tmp_path: Path, shipp
     result = run("validate", str(intent))
     assert result.exit_code == 1
     assert "gpuconf ships chart v26.7.0 itself; remove this file" in result.stdout
+
+
+@pytest.mark.parametrize("version", ['"v26.7.9\\n"', '"../v26.7.9"', '"v26.7.9' + "9" * 10000 + '"', '"v26.7"'])
+def test_a_version_that_is_no_release_names_no_file(tmp_path: Path, known: dict[str, dict[str, Any]],
+                                                    version: str) -> None:
+    """Chart.yaml's version names the facts file: a newline, a path, 10k characters or a short version are
+    refused before anything is written."""
+    chart = write_chart(tmp_path / "chart", "v26.7.9",
+                        chart_yaml=CHART_YAML.replace("version: {version}\nappVersion", "version: " + version +
+                                                      "\nappVersion").format(version="v26.7.9"))
+    into = tmp_path / "into"
+    with pytest.raises(ChartSourceError, match="is not a GPU Operator release"):
+        chart_add.add(chart, into, known)
+    assert not into.exists()

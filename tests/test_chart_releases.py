@@ -298,3 +298,12 @@ def test_images_follow_each_releases_defaults(run, tmp_path, version, cuda):
     assert f"{plugin['repository']}/{plugin['image']}:{plugin['version']}" in refs
     assert f"registry.k8s.io/nfd/node-feature-discovery:{facts.nfd_app_version}" in refs
     assert [r for r in refs if "/cuda:" in r] == ([cuda] if cuda else [])
+
+
+def test_a_chart_version_of_ten_thousand_digits_is_a_finding_not_a_crash(run, tmp_path):
+    """A release's parts are bounded (int() refuses 4,300 digits and more): GC318, not an internal error."""
+    intent = _on(tmp_path, "v26.7." + "9" * 10000)
+    result = run("validate", str(intent))
+    assert result.exit_code == 1
+    assert "error GC318 spec.operator.chartVersion: gpuconf has no base defaults" in result.stdout
+    assert run("diff", str(SINGLE), "--to-chart", "v26.7." + "9" * 10000).exit_code == 2

@@ -188,7 +188,7 @@ def derive(src: ChartSource) -> dict[str, Any]:
     if not isinstance(chart, dict) or name != "gpu-operator":
         raise ChartSourceError(f"{src.name}: Chart.yaml names chart {name!r}, not gpu-operator")
     version = str(chart.get("version", ""))
-    if not releases.is_version(version):
+    if version != version.strip() or not releases.is_version(version):  # it names the facts file: exactly
         raise ChartSourceError(f"{src.name}: Chart.yaml's version {version!r} is not a GPU Operator release "
                                f"(vYY.MM.PP)")
     if not version.startswith("v"):

@@ -8,7 +8,7 @@ import hashlib
 import re
 from typing import Any, Iterable, Sequence
 
-_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+_VERSION = re.compile(r"v?(\d{1,4})\.(\d{1,4})\.(\d{1,6})")  # bounded: a 10k-digit "version" is none
 
 
 def version_key(version: str) -> tuple[int, int, int]:
