@@ -552,11 +552,23 @@ def _notes(nodes) -> None:
 @click.argument("intent", type=click.Path(exists=True, dir_okay=False))
 @click.option("--nodes", "nodes_file", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help=_NODES_HELP)
-@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False), help=_KUBECONFIG_HELP)
+@click.option("--kubeconfig", type=click.Path(exists=True, dir_okay=False),
+              help="Read the nodes from a live cluster instead, and the operator's pods, the pending pods, their "
+                   "Warning events and the failing containers' logs (GET requests only)." + _RUNS)
 @click.option("--resource-slices", "slices_file", type=click.Path(exists=True, dir_okay=False),
               help="On a DRA cluster (allocation: dra): a ResourceSliceList, the output of `kubectl get "
                    "resourceslices -o json`, read instead of node allocatable (with --kubeconfig: listed from the "
                    "cluster).")
+@click.option("--pods", "pods_file", type=click.Path(exists=True, dir_okay=False),
+              help="The operator's pods, the output of `kubectl get pods -n <operator namespace> -o json` (-A adds "
+                   "the pending workload pods): each node that lost GPUs is diagnosed from them.")
+@click.option("--events", "events_file", type=click.Path(exists=True, dir_okay=False),
+              help="Events to add to the diagnosis: the output of `kubectl get events -A -o json`.")
+@click.option("--must-gather", "must_gather", type=click.Path(exists=True, file_okay=False),
+              help="The folder the GPU Operator's hack/must-gather.sh writes: its pods, their logs, and its node "
+                   "list when --nodes and --kubeconfig are not given.")
+@click.option("--no-operands", "no_operands", is_flag=True,
+              help="With --kubeconfig: audit the nodes alone (read no pods, events or logs).")
 @click.option("--context", help="The kubeconfig context to use (default: its current context).")
 @_request_timeout
 @_no_exec_plugins
@@ -565,47 +577,28 @@ def _notes(nodes) -> None:
               callback=lambda ctx, param, value: _threshold(value),
               help="How many of a pool's declared nodes may be NotReady or cordoned (a count, or a percentage "
                    "of the pool) before that is drift (GA122, exit 1).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
               help="Output format.")
 @click.option("--cluster", "cluster", metavar="NAME",
               help="Of a fleet file, the cluster whose nodes --nodes or --kubeconfig gives (required for a fleet).")
-def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_file: str | None, context: str | None,
-          timeout: float, max_unavailable, fmt: str, cluster: str | None) -> None:
-    """Compare INTENT with the live nodes: pools, labels, taints, GPUs, drivers, MIG. Exit 1 on any error.
+def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_file: str | None,
+          pods_file: str | None, events_file: str | None, must_gather: str | None, no_operands: bool,
+          context: str | None, timeout: float, max_unavailable, fmt: str, cluster: str | None) -> None:
+    """Compare INTENT with the live nodes: pools, labels, taints, GPUs, drivers, MIG; with the operator's pods
+    (--pods, --must-gather, --kubeconfig), why each node lost its GPUs. Exit 1 on any error.
 
-    Of a fleet file, one cluster at a time: --cluster NAME with that cluster's nodes. Exit 2 when the nodes cannot be
-    read (bad file, unreachable cluster, no permission to list nodes), or for a fleet without --cluster.
+    Of a fleet file, one cluster at a time: --cluster NAME with that cluster's nodes. Exit 2 when the nodes or pods
+    cannot be read (bad file, unreachable cluster, a permission missing), or for a fleet without --cluster.
     """
-    from .cluster.audit import audit_path
-    from .cluster.auditresult import format_json, format_text
-    from .findings import format_text as findings_text
-    from .cluster.nodesource import NodeSourceError
+    from .cluster.auditrun import AuditInputs, run
+    from .pipeline import UsageProblem
 
-    nodes, source = _nodes(nodes_file, kubeconfig, context, timeout)
-    slices = None  # read only when the intent is on the DRA stack
-    if slices_file is not None:
-        def slices():
-            from .cluster.slices import read_slices_file
-
-            return read_slices_file(slices_file)
-    elif kubeconfig is not None:
-        def slices():
-            from .cluster.slices import read_cluster_slices
-
-            return read_cluster_slices(kubeconfig, context, timeout)
+    inputs = AuditInputs(intent, nodes_file, kubeconfig, context, timeout, slices_file, pods_file, events_file,
+                         must_gather, no_operands, fmt, cluster, max_unavailable)
     try:
-        validation, result = _selecting(audit_path, intent, nodes, source, max_unavailable, slices, cluster)
-    except NodeSourceError as exc:
-        _notes(nodes)
-        _error(f"gpuconf: {exc}")
-        sys.exit(EXIT_USAGE)
-    _notes(nodes)
-    if result is None:
-        click.echo(findings_text(validation.findings), nl=False, err=True)
-        click.echo(f"{intent}: invalid; fix it before auditing (gpuconf validate {intent})", err=True)
-        sys.exit(EXIT_FINDINGS)
-    click.echo(format_json(result) if fmt == "json" else format_text(result), nl=False)
-    sys.exit(EXIT_OK if result.ok else EXIT_FINDINGS)
+        _finish(_selecting(run, inputs))
+    except UsageProblem as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 @main.command("import")

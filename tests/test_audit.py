@@ -78,7 +78,11 @@ def test_drift_codes_cover_the_issue():
     # GA130 reads ResourceSlices of a DRA cluster: tests/test_dra.py injects its drift. GA123 concerns every node of
     # a pool at once (a cluster gpuconf has not synced yet): tests/test_adoption.py audits real H200 nodes for it.
     # GA131-GA133 (known hazards): tests/test_hazards.py gives nodes a hazard's driver, kernel or runtime.
-    assert codes | {"GA130", "GA123", "GA131", "GA132", "GA133"} == set(TITLES), "every audit code has a drift fixture"
+    # GA140-GA150 (the diagnosis from the operator's pods): tests/test_diagnose.py has a case per code.
+    from gpuconf.cluster.diagnose import TITLES as CAUSES
+
+    assert codes | {"GA130", "GA123", "GA131", "GA132", "GA133"} | set(CAUSES) == set(TITLES), \
+        "every audit code has a drift fixture"
 
 
 def test_drift_cli_text_and_json(run):
@@ -556,8 +560,16 @@ class FakeApiServer:
     TOKEN = "test-token"
 
     def __init__(self, nodes: list[dict], forbidden: bool = False, drip: str | None = None, interval: float = 0.2,
-                 tls: tuple[str, str] | None = None, page_delay: float = 0.0, objects: dict | None = None) -> None:
+                 tls: tuple[str, str] | None = None, page_delay: float = 0.0, objects: dict | None = None,
+                 pods: list[dict] | None = None, events: list[dict] | None = None, logs: dict | None = None,
+                 forbid: tuple[str, ...] = ()) -> None:
         self.nodes = nodes
+        # The operator's pods and the pending pods (GET .../pods, paged, with the phase field selector), events, and
+        # container logs by (pod, container, previous); `forbid`: paths answered 403 (a role without the permission).
+        self.pods = pods or []
+        self.events = events or []
+        self.logs = logs or {}
+        self.forbid = forbid
         self.objects = objects or {}  # other paths the fake answers (GET), path -> body
         self.forbidden = forbidden
         self.requests: list[tuple[str, str, dict]] = []
@@ -601,6 +613,41 @@ class FakeApiServer:
                     return self._status(401, "Unauthorized", "Unauthorized")
                 if url.path in server.objects:
                     return self._send(200, server.objects[url.path])
+                if any(url.path.startswith(f) for f in server.forbid):
+                    resource = "pods/log" if url.path.endswith("/log") else url.path.rsplit("/", 1)[-1]
+                    return self._status(403, "Forbidden", f'{resource} is forbidden: User "system:serviceaccount:ci:'
+                                        f'auditor" cannot list resource "{resource}" in API group ""')
+                if url.path.endswith("/log"):
+                    parts = url.path.split("/")  # /api/v1/namespaces/NS/pods/NAME/log
+                    key = (parts[6], query.get("container"), query.get("previous") == "true")
+                    if key not in server.logs:
+                        return self._status(400, "BadRequest", f'previous terminated container "{key[1]}" in pod '
+                                            f'"{key[0]}" not found')
+                    raw = server.logs[key].encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                    return
+                if url.path.endswith(("/pods", "/events")):
+                    kind = "PodList" if url.path.endswith("/pods") else "EventList"
+                    items = server.pods if kind == "PodList" else server.events
+                    if "/namespaces/" in url.path:
+                        ns = url.path.split("/")[4]
+                        items = [i for i in items if (i.get("metadata") or {}).get("namespace") == ns]
+                    selector = query.get("fieldSelector", "")
+                    if "status.phase=Pending" in selector:
+                        items = [i for i in items if i["status"].get("phase") == "Pending"]
+                    if "involvedObject.kind=Node" in selector:
+                        items = [i for i in items if i["involvedObject"]["kind"] == "Node"]
+                    start = int(base64.b64decode(query["continue"]).decode()) if "continue" in query else 0
+                    limit = int(query.get("limit", len(items) or 1))
+                    meta = {"resourceVersion": "4242"}
+                    if start + limit < len(items):
+                        meta["continue"] = base64.b64encode(str(start + limit).encode()).decode()
+                    return self._send(200, {"kind": kind, "apiVersion": "v1", "metadata": meta,
+                                            "items": items[start:start + limit]})
                 if url.path != "/api/v1/nodes":
                     return self._status(404, "NotFound", "the server could not find the requested resource")
                 if server.forbidden:
@@ -675,8 +722,13 @@ def test_live_cluster_is_listed_page_by_page(run, tmp_path, monkeypatch):
         doc = json.loads(result.stdout)
         assert doc["summary"]["nodesSeen"] == len(nodes) == 29 and doc["summary"]["healthy"] == 26
         assert doc["nodes"] == config
-        pages = [(method, path, query.get("limit"), "continue" in query) for method, path, query in api.requests]
+        pages = [(method, path, query.get("limit"), "continue" in query) for method, path, query in api.requests
+                 if path == "/api/v1/nodes"]
         assert pages == [("GET", "/api/v1/nodes", "7", i > 0) for i in range(5)]  # 29 nodes in pages of 7
+        # Before them, the operator's pods, the pending pods and the Warning events (one page each here).
+        assert [path for _, path, _ in api.requests[:4]] == [
+            "/api/v1/namespaces/gpu-operator/pods", "/api/v1/pods", "/api/v1/namespaces/gpu-operator/events",
+            "/api/v1/events"]
         # The same through `import`, and with an explicit context.
         api.requests.clear()
         imported = run("import", "--kubeconfig", config, "--context", "fake")
@@ -726,14 +778,16 @@ def test_a_dripping_api_server_meets_the_request_timeout(tmp_path, drip):
     the list for hours (the subprocess bound below fails the test instead of hanging it)."""
     with FakeApiServer(_clean("single-pool"), drip=drip, interval=0.2) as api:
         config = _kubeconfig(tmp_path, api.port)
-        for command in (["audit", "examples/single-pool.yaml"], ["import"]):
+        # The audit reads the operator's pods first (the diagnosis of each node needs them), import the nodes.
+        for command, what in ((["audit", "examples/single-pool.yaml"], "the pods in namespace gpu-operator"),
+                              (["import"], "the node list")):
             done = subprocess.run([sys.executable, "-m", "gpuconf", *command, "--kubeconfig", config,
                                    "--request-timeout", "1.5"], capture_output=True, text=True, timeout=60,
                                   cwd=ROOT)
             assert done.returncode == 2, done.stderr
             assert done.stdout == ""
             assert done.stderr.splitlines() == [
-                f"gpuconf: the cluster at http://127.0.0.1:{api.port} did not send the node list within 1.5 s "
+                f"gpuconf: the cluster at http://127.0.0.1:{api.port} did not send {what} within 1.5 s "
                 "(--request-timeout): a stalled or very slow API server"]
 
 

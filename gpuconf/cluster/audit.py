@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from . import lost as L
 from . import nodefacts as N
 from .. import plan as P
 from ..intent import hostnames
@@ -54,6 +55,7 @@ class _Pool:
     operands: tuple[str, ...]  # operands whose deploy labels the operator sets on the pool's nodes (mig-manager aside)
     operand_labels: tuple[str, ...]  # ... and those labels
     drivers: dict[str, list[str]] = field(default_factory=dict)  # preinstalled pools: version -> nodes
+    kernels: list[tuple[str, str, bool]] = field(default_factory=list)  # per checked node: name, kernel, lost GPUs
     down: list[str] = field(default_factory=list)  # nodes NotReady or cordoned
     labelled: Counter = field(default_factory=Counter)  # rendered label key -> matched nodes carrying it (any value)
     checked: list[list[Drift]] = field(default_factory=list)  # each matched node's findings, counted in finish()
@@ -132,8 +134,11 @@ class Auditor:
     """Feed nodes one at a time with add(); finish() runs the pool-level checks and returns the result."""
 
     def __init__(self, plan: P.Plan, source: str, max_unavailable: Threshold | None = None,
-                 slices: Mapping[str, list] | None = None) -> None:
+                 slices: Mapping[str, list] | None = None, operands: Any = None) -> None:
         self.plan = plan
+        #: The operator's pods per node (cluster.operands.Operands), when given: the diagnosis reads them.
+        self.operands = operands
+        self._cause_text: dict[str, str] = {}  # this node's causes found by the diagnosis: code -> message
         #: On a DRA cluster: the devices the driver publishes per node (cluster.slices), read instead of allocatable.
         self.slices = slices
         self.result = AuditResult(plan.name, plan.source, source)
@@ -241,7 +246,10 @@ class Auditor:
             result.drifting += 1  # counted in none of the pools: which one it serves is undecided
             return
         pool = matched[0]
+        self._cause_text = {}
         found = self._check(pool, node, model)
+        pool.kernels.append((node.name, node.kernel_version or node.labels.get(L.NFD_KERNEL, ""),
+                             any(f.code in L.LOSING and f.severity == ERROR for f in found)))
         report = pool.report
         report.matched += 1
         pool.checked.append(found)  # counted healthy, drifting or unavailable in finish(), after GA123
@@ -354,7 +362,9 @@ class Auditor:
         # The operator's state labels: which operands run on the node.
         causes += self._operands(pool, node, mig_state, upgrade_state, add)
         # Taints.
-        self._taints(pool, node, add)
+        undeclared = self._taints(pool, node, add)
+        if self.operands is not None:  # the operator's pods on the node: the causes they show come first
+            causes[:0] = L.diagnose_node(self, pool, node, mig_state, upgrade_state, undeclared, add)
         # GPU model.
         product = labels.get(N.GFD_PRODUCT)
         if model is not None and model != pool.plan.model.id:
@@ -565,6 +575,7 @@ class Auditor:
                 if effect == "NoExecute" else
                 "new pods that do not tolerate it, GPU operands included (restarted or upgraded ones too), no longer "
                 "start on the node: add it to the pool's taints, or remove it")
+        return [_taint(t) for t in extra]
 
     def _allocatable(self, pool: _Pool, node: N.NodeFacts, in_flux: bool, causes: list[str], add: Any) -> None:
         """GA107: each resource of the pool against what its sharing promises, per resource name."""
@@ -591,7 +602,7 @@ class Auditor:
         if not short:
             hint = "the node advertises more than the intent's sharing promises: quotas are computed from the intent"
         elif causes:
-            hint = f"explained by {', '.join(dict.fromkeys(causes))} on this node"
+            hint = self._explained_by(causes)
         elif explained:
             hint = "the node is being reconfigured (MIG or driver upgrade): audit again when that is done"
         elif pool.mig:
@@ -601,6 +612,16 @@ class Auditor:
         else:
             hint = "check the device plugin pod on the node and the config its label selects"
         add(ERROR if short and not explained else WARNING, "GA107", "; ".join(what), evidence, hint)
+
+    def _explained_by(self, causes: list[str]) -> str:
+        """The hint of a GPU-losing finding: the most probable cause found on the node, in words when the diagnosis
+        found it, and the other codes that add to it."""
+        codes = list(dict.fromkeys(causes))
+        text = self._cause_text.get(codes[0])
+        if text is None:
+            return f"explained by {', '.join(codes)} on this node"
+        return f"explained by {codes[0]} on this node: {text}" + (f" (also {', '.join(codes[1:])})"
+                                                                     if codes[1:] else "")
 
     def _published(self, pool: _Pool, node: N.NodeFacts, causes: list[str], add: Any) -> None:
         """GA130: per DeviceClass of the pool, the devices the driver publishes on the node that its selector
@@ -623,7 +644,7 @@ class Auditor:
             hint = ("the node's driver publishes no devices (no ResourceSlice of gpu.nvidia.com names the node): "
                     "check the nvidia-dra-driver kubelet plugin pod on the node and its log")
         elif causes:
-            hint = f"explained by {', '.join(dict.fromkeys(causes))} on this node"
+            hint = self._explained_by(causes)
         elif short and pool.mig:
             hint = ("the pool's MIG instances are not all there: with migPartitions external, make the layout and "
                     "restart the driver's kubelet plugin (it publishes only instances that exist when it starts)")
@@ -725,6 +746,7 @@ class Auditor:
         for pool in self.pools:
             report = pool.report
             self._first_sync(pool)
+            L.kernel_skew(self, pool)
             for found in pool.checked:
                 kind = "drifting" if any(f.severity in (ERROR, WARNING) for f in found) else \
                     "unavailable" if found else "healthy"
@@ -763,6 +785,8 @@ class Auditor:
                             {N.DRIVER_FULL: version, "pool versions": counts},
                             "preinstalled drivers drift node by node: rebuild the node image, or pin a managed "
                             "driver for the pool"))
+        if self.operands is not None:
+            result.findings += L.waiting_work(self, self.operands.waiting)
         order = {p.name: i for i, p in enumerate(self.pools)}
         result.findings.sort(key=lambda f: (order.get(f.pool, len(order) + (f.pool == MULTI)), f.node, f.code,
                                             f.message))
@@ -789,10 +813,10 @@ def _taint(t: tuple[str, str, str]) -> str:
 
 def audit(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], source: str,
           max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT),
-          slices: Mapping[str, list] | None = None) -> AuditResult:
+          slices: Mapping[str, list] | None = None, operands: Any = None) -> AuditResult:
     """Audit a stream of Node objects against a valid intent's plan (on a DRA cluster, with the devices its
-    ResourceSlices publish per node)."""
-    auditor = Auditor(plan, source, max_unavailable, slices)
+    ResourceSlices publish per node; with the operator's pods, a diagnosis of each node that lost GPUs)."""
+    auditor = Auditor(plan, source, max_unavailable, slices, operands)
     for node in nodes:
         auditor.add(node)
     return auditor.finish()
@@ -800,10 +824,11 @@ def audit(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], source: str,
 
 def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str,
                max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT), slices: Any = None,
-               cluster: str | None = None):
+               cluster: str | None = None, operands: Any = None):
     """Validate the intent file (an intent, or a fleet with cluster naming the one the nodes belong to) and, when it
     is valid, audit the nodes against its plan.
 
+    `operands` (a callable of the operator's namespace) gives the operator's pods (cluster.operands.Operands).
     Returns (validation, result); result is None when the intent is invalid. Raises NodeSourceError when the nodes
     cannot be read, inputs.SelectionError when cluster names no cluster of the file or a fleet has no cluster named.
     """
@@ -825,5 +850,6 @@ def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str
                                   "the audit reads the devices its ResourceSlices publish: give --resource-slices "
                                   "FILE (kubectl get resourceslices -o json) or --kubeconfig")
         slices = slices() if callable(slices) else slices
+    found = operands(plan.namespace) if callable(operands) else operands
     return validation, audit(plan, nodes, source, max_unavailable,
-                             slices if plan.intent.spec.cluster.allocation == "dra" else None)
+                             slices if plan.intent.spec.cluster.allocation == "dra" else None, found)

@@ -49,6 +49,12 @@ TITLES = {
     "GA130": "(DRA) the driver publishes fewer devices of a pool's DeviceClass on a Ready pool node than the pool "
              "promises, or none (no ResourceSlice); warning: more",
 }
+#: The diagnosis's codes (cluster/diagnose.py): the causes, read off the operator's pods, their logs and events.
+from .diagnose import TITLES as _CAUSE_TITLES, WAITING  # noqa: E402
+
+TITLES.update(_CAUSE_TITLES)
+#: The codes the text and Markdown reports lead with: one line per cause, with the nodes it hits.
+CAUSE_CODES = tuple(sorted(_CAUSE_TITLES)) 
 
 MULTI = "(several pools)"
 NONE = "(no pool)"
@@ -174,7 +180,7 @@ def format_json(result: AuditResult) -> str:
 
     doc = {"cluster": result.cluster, "intent": result.intent, "nodes": result.source, "ok": result.ok,
            "summary": result.summary(), "pools": [p.as_dict() for p in result.pools],
-           "findings": [f.as_dict() for f in result.findings]}
+           "causes": causes(result), "findings": [f.as_dict() for f in result.findings]}
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
@@ -188,9 +194,40 @@ def summary_line(result: AuditResult) -> str:
             f"{s['warnings']} warning{'s' if s['warnings'] != 1 else ''}")
 
 
+def causes(result: AuditResult) -> list[dict]:
+    """The causes found, one entry per code and message (the nodes one cause hits the same way share a message),
+    most nodes first; then the waiting work (GA150)."""
+    grouped: dict[tuple[str, str], dict] = {}
+    for f in result.findings:
+        if f.code in CAUSE_CODES or f.code == WAITING:
+            entry = grouped.setdefault((f.code, f.message), {"code": f.code, "message": f.message, "nodes": [],
+                                                              "pools": [], "hint": f.hint})
+            if f.node:
+                entry["nodes"].append(f.node)
+            if f.pool not in entry["pools"]:
+                entry["pools"].append(f.pool)
+    return sorted(grouped.values(), key=lambda e: (e["code"] == WAITING, -len(e["nodes"]), e["code"], e["message"]))
+
+
+def cause_lines(result: AuditResult) -> list[str]:
+    """One line per cause (`cause: CODE message: N nodes of pool P: a, b, c`), then the waiting work."""
+    lines = []
+    for entry in causes(result):
+        nodes = entry["nodes"]
+        where = ""
+        if nodes:
+            shown = ", ".join(nodes[:5]) + (f", ... ({len(nodes) - 5} more)" if len(nodes) > 5 else "")
+            where = (f" ({len(nodes)} node{'s' if len(nodes) != 1 else ''} of pool"
+                     f"{'s' if len(entry['pools']) > 1 else ''} {', '.join(entry['pools'])}: {shown})")
+        label = "waiting" if entry["code"] == WAITING else "cause"
+        lines.append(f"{label}: {entry['code']} {entry['message']}{where}")
+    return lines
+
+
 def format_text(result: AuditResult) -> str:
-    """A table per pool: its health in one line, healthy nodes counted, problems in full; then the summary line."""
-    lines = [f"audit of {result.cluster} ({result.intent}) against {result.source}"]
+    """The causes first, one line each; then a table per pool: its health in one line, healthy nodes counted,
+    problems in full; then the summary line."""
+    lines = cause_lines(result) + [f"audit of {result.cluster} ({result.intent}) against {result.source}"]
     by_pool: dict[str, list[Drift]] = {}
     for f in result.findings:
         by_pool.setdefault(f.pool, []).append(f)
@@ -207,6 +244,37 @@ def format_text(result: AuditResult) -> str:
     lines.append(summary_line(result))
     # Values read off the nodes (and the paths) may hold line breaks: each line is escaped into one line.
     return "\n".join(N.printable(line) for line in lines) + "\n"
+
+
+def format_markdown(result: AuditResult) -> str:
+    """The same as Markdown: the causes first, then per pool its figures and a table of findings."""
+    from ..escape import md_code, md_text as cell
+
+    out = [f"# Audit of {cell(result.cluster)}", ""]
+    found = causes(result)
+    if found:
+        out += ["## Causes", ""]
+        for entry in found:
+            nodes = entry["nodes"]
+            shown = ", ".join(md_code(n) for n in nodes[:10]) + (f" and {len(nodes) - 10} more"
+                                                                    if len(nodes) > 10 else "")
+            where = f" ({len(nodes)} node{'s' if len(nodes) != 1 else ''}: {shown})" if nodes else ""
+            out.append(f"- **{entry['code']}** {cell(entry['message'])}{where}. Fix: {cell(entry['hint'] or '')}")
+        out.append("")
+    out += [f"Intent {md_code(result.intent)}, nodes from {md_code(result.source)}.", "", "## Pools", "",
+            "| pool | GPU | nodes | healthy | drifting | unavailable | advertised / expected |",
+            "|---|---|---|---|---|---|---|"]
+    for r in result.pools:
+        units = ", ".join(f"{md_code(r_)} {r.advertised.get(r_, 0)}/{n}" for r_, n in sorted(r.expected.items()))
+        out.append(f"| {cell(r.name)} | {cell(r.gpu)} x{r.gpus_per_node} | {r.matched}/{r.declared} | {r.healthy} | "
+                   f"{r.drifting} | {r.unavailable} | {units} |")
+    if result.findings:
+        out += ["", "## Findings", "", "| node | pool | severity | code | finding | hint |", "|---|---|---|---|---|---|"]
+        for f in result.findings:
+            out.append(f"| {cell(f.node or '(pool)')} | {cell(f.pool)} | {f.severity} | {f.code} | {cell(f.message)} | "
+                       f"{cell(f.hint or '')} |")
+    out += ["", summary_line(result)]
+    return "\n".join(out) + "\n"
 
 
 def _finding_rows(findings: list[Drift]) -> list[str]:

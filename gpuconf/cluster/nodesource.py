@@ -9,6 +9,7 @@ item's text is in the buffer; only one read chunk and the item being decoded are
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import logging
 import re
@@ -467,6 +468,12 @@ class ClusterNodes:
         self._host = "the cluster"
 
     def __iter__(self) -> Iterator[dict]:
+        with self.captured():
+            yield from self._list()
+
+    @contextlib.contextmanager
+    def captured(self) -> Iterator[None]:
+        """The client's warnings and log lines while the block runs, turned into gpuconf's notes."""
         import warnings
 
         # The client logs too: kubernetes' kubeconfig loader through the root logger (an exec plugin that fails), which
@@ -479,7 +486,7 @@ class ClusterNodes:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                yield from self._list()
+                yield
             finally:
                 root.removeHandler(capture)
                 self._note(caught)
