@@ -470,3 +470,140 @@ def test_usage_errors(run, tmp_path):
     assert result.exit_code == 2
     assert result.stderr == (f"gpuconf: {empty}: no gpu_operand_pods.yaml: not the folder of the GPU Operator's "
                              "must-gather.sh\n")
+
+
+# --- live: the same read from a (fake) API server ----------------------------------------------------------------------
+
+
+def _live(plan):
+    from test_audit import FakeApiServer
+
+    node_items = I.nodes(plan)
+    items = I.pods(plan)
+    driver_pods = [p["metadata"]["name"] for p in items if p["metadata"]["labels"].get("app") ==
+                   "nvidia-driver-daemonset" and p["status"]["containerStatuses"][0]["restartCount"]]
+    log = "".join(f"{t} {line}\n" for t, line in I.driver_log(I.NEW))
+    logs = {(name, "nvidia-driver-ctr", True): log for name in driver_pods}
+    logs.update({(name, "nvidia-driver-ctr", False): "" for name in driver_pods})
+    return FakeApiServer(node_items, pods=items, logs=logs), driver_pods
+
+
+def test_live_reads_pods_paged_and_only_the_logs_a_cause_needs(run, tmp_path, plan, monkeypatch):
+    from gpuconf.cluster import operandsource
+    from test_audit import _kubeconfig
+
+    monkeypatch.setattr(operandsource, "PAGE_SIZE", 20)
+    server, driver_pods = _live(plan)
+    with server as api:
+        result = run("audit", str(INCIDENT / "intent.yaml"), "--kubeconfig", _kubeconfig(tmp_path, api.port),
+                     "--format", "json")
+    assert result.exit_code == 1, result.stderr
+    doc = json.loads(result.stdout)
+    assert [c["code"] for c in doc["causes"]] == ["GA140", "GA150"]
+    assert doc["causes"][0]["message"] == ("the driver cannot be built for kernel 5.15.0-151-generic: E: Unable to "
+                                           "locate package linux-headers-5.15.0-151-generic")
+    assert all(method == "GET" for method, _, _ in api.requests)
+    pods = [q for _, path, q in api.requests if path == "/api/v1/namespaces/gpu-operator/pods"]
+    assert [q.get("limit") for q in pods] == ["20"] * 3 and ["continue" in q for q in pods] == [False, True, True]
+    assert {q.get("fieldSelector") for _, path, q in api.requests if path == "/api/v1/pods"} == \
+        {"status.phase=Pending"}
+    logs = [(path.split("/")[6], q.get("container"), q.get("previous"), q.get("tailLines"), q.get("limitBytes"))
+            for _, path, q in api.requests if path.endswith("/log")]
+    # Two pods of the one failure are read (previous and current run), each bounded; the third shares their lines.
+    assert len(logs) == 4 and {entry[3:] for entry in logs} == {("60", "65536")}
+    assert {entry[0] for entry in logs} < set(driver_pods)
+    shared = [f for f in doc["findings"] if f["code"] == "GA140" and "logOf" in f["evidence"]["pod"]]
+    assert len(shared) == 1
+
+
+def test_live_without_permission_to_list_pods_is_exit_2_naming_it(run, tmp_path, plan):
+    from test_audit import _kubeconfig
+
+    server, _ = _live(plan)
+    server.forbid = ("/api/v1/namespaces/gpu-operator/pods",)
+    with server as api:
+        config = _kubeconfig(tmp_path, api.port)
+        result = run("audit", str(INCIDENT / "intent.yaml"), "--kubeconfig", config)
+        assert result.exit_code == 2 and result.stdout == ""
+        assert result.stderr.startswith(
+            "gpuconf: the credentials of the kubeconfig's current context may not list pods in namespace gpu-operator "
+            "(403 Forbidden): pods is forbidden: ")
+        assert "the gpuconf-gpu-auditor role grants exactly that" in result.stderr
+        assert "--no-operands to audit the nodes alone" in result.stderr
+        # The nodes alone still audit (and read no pod).
+        api.requests.clear()
+        alone = run("audit", str(INCIDENT / "intent.yaml"), "--kubeconfig", config, "--no-operands")
+        assert alone.exit_code == 1 and alone.stdout.startswith("cause: GA142 kernel 5.15.0-151-generic")
+        assert {path for _, path, _ in api.requests} == {"/api/v1/nodes"}
+
+
+def test_live_without_permission_to_read_logs_is_exit_2_naming_it(run, tmp_path, plan):
+    from test_audit import _kubeconfig
+
+    server, _ = _live(plan)
+    server.forbid = ("/api/v1/namespaces/gpu-operator/pods/",)
+    with server as api:
+        result = run("audit", str(INCIDENT / "intent.yaml"), "--kubeconfig", _kubeconfig(tmp_path, api.port))
+    assert result.exit_code == 2
+    assert "may not get pods/log in namespace gpu-operator (403 Forbidden)" in result.stderr
+
+
+# --- the PodList read by its layout ----------------------------------------------------------------------------------
+
+
+def _operands_both_ways(path):
+    """The Operands of a pod file read by the skim, and by the generic reader (the file's layout hidden from it)."""
+    from gpuconf.cluster import operandsource as S
+
+    skimmed = S.read_pods(str(path), "gpu-operator")
+    compact = path.with_name("compact.json")
+    compact.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8"))), encoding="utf-8")
+    whole = S.read_pods(str(compact), "gpu-operator")
+    return skimmed, whole
+
+
+def _shape(operands):
+    """What the diagnosis reads of the pods (a healthy MIG manager is kept by name and main container alone)."""
+    def pod(p):
+        if p == "healthy":
+            return p
+        containers = [c.as_dict() for c in p.containers if not (p.operand == "mig-manager" and c.init)]
+        return p.name, p.namespace, p.phase, p.waiting_in if p.operand != "mig-manager" else None, containers
+
+    return ({node: {op: pod(p) for op, p in pods.items()} for node, pods in operands.by_node.items()},
+            [(w.name, w.requests, w.message) for w in operands.waiting], operands.pods, operands.operand_pods,
+            operands.namespace)
+
+
+def test_the_skim_reads_what_the_whole_decode_reads(tmp_path):
+    path = tmp_path / "pods.json"
+    path.write_text((INCIDENT / "pods.json").read_text(encoding="utf-8"), encoding="utf-8")
+    skimmed, whole = _operands_both_ways(path)
+    assert _shape(skimmed) == _shape(whole)
+    assert skimmed.operand_pods == 56 and len(skimmed.waiting) == 7
+
+
+def test_the_skim_is_not_fooled_by_keys_in_labels_and_annotations(tmp_path, plan):
+    """Keys named like the ones the skim reads, at other depths (a label `phase`, an annotation `app`, a label value
+    with `"ready": false` in it), change nothing."""
+    items = I.healthy_pods(plan, POOL[:2]) + I.training_pods()[:1]
+    for item in items:
+        item["metadata"]["annotations"] = {"app": "not-an-operand", "nodeName": "elsewhere"}
+        item["metadata"]["labels"]["phase"] = "Pending"
+        item["metadata"]["labels"]["note"] = 'ready-false'
+    I.crash(items[3], items[3]["spec"]["containers"][0]["name"])  # one unhealthy: decoded whole
+    path = tmp_path / "pods.json"
+    path.write_text(NL.dumps(I.podlist(items)), encoding="utf-8")
+    skimmed, whole = _operands_both_ways(path)
+    assert _shape(skimmed) == _shape(whole)
+    assert sum(1 for pods in skimmed.by_node.values() for p in pods.values() if p != "healthy") == 3  # 2 MIG managers
+
+
+@pytest.mark.parametrize("cut", [200, 5000, -40])
+def test_a_pod_file_cut_short_is_exit_2(run, tmp_path, cut):
+    text = (INCIDENT / "pods.json").read_text(encoding="utf-8")
+    path = tmp_path / "pods.json"
+    path.write_text(text[:cut], encoding="utf-8")
+    result = run("audit", str(INCIDENT / "intent.yaml"), "--nodes", str(INCIDENT / "nodes.json"), "--pods", str(path))
+    assert result.exit_code == 2 and result.stdout == "", result.stderr
+    assert result.stderr.startswith(f"gpuconf: {path}: ")

@@ -12,6 +12,7 @@ asserts a time, it only reports.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -304,6 +305,8 @@ def main() -> None:
                         help="only `gpuconf --help` against a bare `python -c pass`, then stop")
     parser.add_argument("--import-only", action="store_true",
                         help="only `gpuconf import --values` of an umbrella chart's values and of 2,000 unknown keys")
+    parser.add_argument("--audit-only", metavar="NODES", type=int,
+                        help="only the audit of a generated cluster of that many nodes with its operator pods")
     parser.add_argument("--python", help="time gpuconf under this Python (e.g. the checkout's .venv/bin/python) "
                                          "instead of a wheel of the checkout installed in a fresh environment")
     args = parser.parse_args()
@@ -323,6 +326,9 @@ def _benchmarks(args: argparse.Namespace) -> None:
     """The benchmarks the arguments ask for, with PYTHON set."""
     if args.import_only:
         import_bench(args.runs)
+        return
+    if args.audit_only:
+        audit_operands_bench(args.audit_only, args.runs)
         return
     if args.startup_only:
         startup_bench(args.runs)
@@ -369,6 +375,7 @@ def _benchmarks(args: argparse.Namespace) -> None:
     impact_scale_bench(5_200, 200_000, 3)
     import_bench(args.runs)
     audit_bench(7)
+    audit_operands_bench(5_000, 5)
 
 
 def startup_bench(runs: int) -> None:
@@ -663,6 +670,44 @@ def audit_bench(runs: int) -> None:
             print(f"{label:<44} {wall * 1000:8.1f} ms  whole process, peak RSS {rss / 1024:.0f} MiB; in process "
                   f"{statistics.median(whole) * 1000:.0f} ms CPU, of which reading and parsing "
                   f"{statistics.median(parse) * 1000:.0f} ms")
+
+
+def audit_operands_bench(total: int, runs: int) -> None:
+    """`gpuconf audit --nodes --pods` of a generated cluster of TOTAL nodes with every node's operator pods as
+    `kubectl get pods -n gpu-operator -o json` writes them (eight operands a node; issue 42: 5,000 nodes and 40,000
+    operator pods in under 2 s), six nodes of them broken: the pods are read in a process of their own beside the
+    nodes, most of them by their layout (cluster/skim.py), not decoded."""
+    import incidents
+    import nodelists
+
+    with tempfile.TemporaryDirectory() as tmp:
+        intent = Path(tmp) / "intent.yaml"
+        text = incidents.INTENT.replace("nodes: 8,", f"nodes: {total - 3},")
+        intent.write_text(text, encoding="utf-8")
+        plan = nodelists.plan_of(text)
+        nodes = Path(tmp) / "nodes.json"
+        node_size = nodelists.write_nodelist(nodes, plan, images=25)
+        names = [spec.name for spec in nodelists.specs(plan) if spec.pool is not None]
+        operands = incidents.OPERANDS + (("nvidia-dcgm", ("toolkit-validation",), ("nvidia-dcgm-ctr",),
+                                          "nvcr.io/nvidia/cloud-native/dcgm:4.4.1-1-ubuntu22.04"),)
+        pods = Path(tmp) / "pods.json"
+        count = 0
+        with open(pods, "w", encoding="utf-8") as out:  # kubectl's layout: four-space indent, sorted keys
+            out.write('{\n    "apiVersion": "v1",\n    "items": [\n')
+            for i, node in enumerate(names):
+                for app, inits, containers, image in operands:
+                    item = json.dumps(incidents.pod(app, inits, containers, image, node, i % 997 == 5), indent=4,
+                                      sort_keys=True)
+                    out.write((",\n" if count else "") + "\n".join("        " + line for line in item.splitlines()))
+                    count += 1
+            out.write('\n    ],\n    "kind": "List",\n    "metadata": {\n        "resourceVersion": ""\n    }\n}\n')
+        wall, cpu, rss = _peak_process(["audit", str(intent), "--nodes", str(nodes), "--pods", str(pods)], runs,
+                                       ok=(1,))
+        nodes_wall, _, _ = _peak_process(["audit", str(intent), "--nodes", str(nodes)], runs, ok=(0, 1))
+        label = f"audit {total:,} nodes, {count:,} operator pods"
+        print(f"{label:<44} {wall * 1000:8.1f} ms  whole process ({cpu * 1000:.0f} ms CPU, two cores), peak RSS "
+              f"{rss / 1024:.0f} MiB; NodeList {node_size / 1e6:.0f} MB, PodList {pods.stat().st_size / 1e6:.0f} MB "
+              f"of JSON; the nodes alone {nodes_wall * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

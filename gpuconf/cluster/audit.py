@@ -56,6 +56,7 @@ class _Pool:
     operand_labels: tuple[str, ...]  # ... and those labels
     drivers: dict[str, list[str]] = field(default_factory=dict)  # preinstalled pools: version -> nodes
     kernels: list[tuple[str, str, bool]] = field(default_factory=list)  # per checked node: name, kernel, lost GPUs
+    contexts: list = field(default_factory=list)  # per checked node, with the operator's pods: what the diagnosis reads
     down: list[str] = field(default_factory=list)  # nodes NotReady or cordoned
     labelled: Counter = field(default_factory=Counter)  # rendered label key -> matched nodes carrying it (any value)
     checked: list[list[Drift]] = field(default_factory=list)  # each matched node's findings, counted in finish()
@@ -136,9 +137,10 @@ class Auditor:
     def __init__(self, plan: P.Plan, source: str, max_unavailable: Threshold | None = None,
                  slices: Mapping[str, list] | None = None, operands: Any = None) -> None:
         self.plan = plan
-        #: The operator's pods per node (cluster.operands.Operands), when given: the diagnosis reads them.
+        #: The operator's pods per node (cluster.operands.Operands), or a callable that returns them (a read running
+        #: beside the nodes'): each node is diagnosed from them once every node is in (finish).
         self.operands = operands
-        self._cause_text: dict[str, str] = {}  # this node's causes found by the diagnosis: code -> message
+        self._node_state: tuple = ()  # what _check read of the node for its diagnosis
         #: On a DRA cluster: the devices the driver publishes per node (cluster.slices), read instead of allocatable.
         self.slices = slices
         self.result = AuditResult(plan.name, plan.source, source)
@@ -246,10 +248,11 @@ class Auditor:
             result.drifting += 1  # counted in none of the pools: which one it serves is undecided
             return
         pool = matched[0]
-        self._cause_text = {}
         found = self._check(pool, node, model)
         pool.kernels.append((node.name, node.kernel_version or node.labels.get(L.NFD_KERNEL, ""),
                              any(f.code in L.LOSING and f.severity == ERROR for f in found)))
+        if self.operands is not None:
+            pool.contexts.append(L.context(self, pool, node, *self._node_state))
         report = pool.report
         report.matched += 1
         pool.checked.append(found)  # counted healthy, drifting or unavailable in finish(), after GA123
@@ -362,9 +365,7 @@ class Auditor:
         # The operator's state labels: which operands run on the node.
         causes += self._operands(pool, node, mig_state, upgrade_state, add)
         # Taints.
-        undeclared = self._taints(pool, node, add)
-        if self.operands is not None:  # the operator's pods on the node: the causes they show come first
-            causes[:0] = L.diagnose_node(self, pool, node, mig_state, upgrade_state, undeclared, add)
+        self._node_state = (mig_state, upgrade_state, self._taints(pool, node, add))
         # GPU model.
         product = labels.get(N.GFD_PRODUCT)
         if model is not None and model != pool.plan.model.id:
@@ -613,15 +614,11 @@ class Auditor:
             hint = "check the device plugin pod on the node and the config its label selects"
         add(ERROR if short and not explained else WARNING, "GA107", "; ".join(what), evidence, hint)
 
-    def _explained_by(self, causes: list[str]) -> str:
-        """The hint of a GPU-losing finding: the most probable cause found on the node, in words when the diagnosis
-        found it, and the other codes that add to it."""
-        codes = list(dict.fromkeys(causes))
-        text = self._cause_text.get(codes[0])
-        if text is None:
-            return f"explained by {', '.join(codes)} on this node"
-        return f"explained by {codes[0]} on this node: {text}" + (f" (also {', '.join(codes[1:])})"
-                                                                     if codes[1:] else "")
+    @staticmethod
+    def _explained_by(causes: list[str]) -> str:
+        """The hint of a GPU-losing finding: the findings on the node that explain it (the diagnosis puts the cause
+        it found in front, in words: lost.lead_with)."""
+        return f"explained by {', '.join(dict.fromkeys(causes))} on this node"
 
     def _published(self, pool: _Pool, node: N.NodeFacts, causes: list[str], add: Any) -> None:
         """GA130: per DeviceClass of the pool, the devices the driver publishes on the node that its selector
@@ -743,8 +740,11 @@ class Auditor:
     def finish(self) -> AuditResult:
         """Pool-level checks (node counts, driver skew), then the findings in a stable order."""
         result = self.result
+        operands = self.operands() if callable(self.operands) else self.operands
         for pool in self.pools:
             report = pool.report
+            if operands is not None:
+                L.diagnose_pool(self, pool, operands)
             self._first_sync(pool)
             L.kernel_skew(self, pool)
             for found in pool.checked:
@@ -785,8 +785,8 @@ class Auditor:
                             {N.DRIVER_FULL: version, "pool versions": counts},
                             "preinstalled drivers drift node by node: rebuild the node image, or pin a managed "
                             "driver for the pool"))
-        if self.operands is not None:
-            result.findings += L.waiting_work(self, self.operands.waiting)
+        if operands is not None:
+            result.findings += L.waiting_work(self, operands.waiting)
         order = {p.name: i for i, p in enumerate(self.pools)}
         result.findings.sort(key=lambda f: (order.get(f.pool, len(order) + (f.pool == MULTI)), f.node, f.code,
                                             f.message))

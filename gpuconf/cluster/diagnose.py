@@ -186,7 +186,7 @@ VALIDATOR_PATTERNS: tuple[re.Pattern, ...] = tuple(re.compile(p) for p in (
 
 #: A precompiled driver image's tag: <branch>-<kernel>-<os> (gpu-operator controllers/object_controls.go
 #: resolveDriverTag; gpu-operator#682, #910: the tag exists only for kernels NVIDIA has built).
-PRECOMPILED_TAG = re.compile(r":(\d{3})(?:\.\d+)*-(\d+\.\d+\.\d+-[\w.-]+?)-(ubuntu\d{2}\.\d{2}|rhel\d+(?:\.\d+)?|rhcos[\d.]+)$")
+PRECOMPILED_TAG = re.compile(r":(\d{3})(?:\.\d+)*-(\d+\.\d+\.\d+-[\w.-]+?)-(ubuntu\d{2}\.\d{2}|rhel\d+(?:\.\d+)?|rhcos[\d.]+)\Z")
 
 
 def first_match(lines: list[str], patterns) -> tuple[Any, str] | None:
@@ -246,7 +246,7 @@ def _fix(code: str) -> str:
     return fix[:1].upper() + fix[1:]
 
 
-@dataclass
+@dataclass(slots=True)
 class Context:
     """What the diagnosis of one node reads besides its pods."""
 
@@ -262,7 +262,7 @@ class Context:
     expected: tuple[str, ...]  # operands that should run on the node (their deploy labels are true)
     undeclared_taints: tuple[str, ...]  # NoSchedule/NoExecute taints the operands do not tolerate
     node_events: list[str]
-    operands: O.Operands  # reads the logs (on demand when live)
+    operands: Any  # the Operands, which read the logs (on demand when live)
     any_operands: bool = True  # the pods read hold operand pods at all (else a missing one proves nothing)
 
     def logs(self, pod: O.OperandPod, container: O.Container) -> list[str]:
@@ -283,6 +283,8 @@ class _Found:
         fill = {"ns": ctx.namespace, "node": ctx.node, "pod": pod.name if pod else "POD", "container": container,
                 "ds": O.DAEMONSETS.get(operand, operand)}
         evidence = {**evidence, "confirm": [c.format(**fill) for c in CAUSES[code].confirm]}
+        if pod is not None and "pod" in evidence:
+            evidence["pod"] = pod.as_dict()  # as it is once its logs are read (whose lines they are)
         self.causes.append(Cause(code, message, evidence, _fix(code) + (f" ({detail})" if detail else ""), rank))
         self.failed.setdefault(operand, code)
 

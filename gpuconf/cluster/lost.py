@@ -28,28 +28,56 @@ _NEEDED = ((O.DRIVER, "driver"), (O.TOOLKIT, "container-toolkit"), (O.VALIDATOR,
            (O.DEVICE_PLUGIN, "device-plugin"), (O.GFD, "gpu-feature-discovery"))
 
 
-def diagnose_node(auditor: Any, pool: Any, node: N.NodeFacts, mig_state: str | None, upgrade_state: str | None,
-                  undeclared: list[str], add: Any) -> list[str]:
-    """The causes the operand pods show on one node, added as findings; returns their codes, most probable first."""
-    operands: O.Operands = auditor.operands
+def context(auditor: Any, pool: Any, node: N.NodeFacts, mig_state: str | None, upgrade_state: str | None,
+            undeclared: list[str]) -> D.Context:
+    """What the diagnosis reads of one node, kept while the nodes stream by (the pods may still be read beside)."""
     labels = node.labels
-    pods = operands.on(node.name)
     dra = auditor.slices is not None
     needed = ((O.DRIVER, "driver"),) if dra else _NEEDED + (((O.MIG_MANAGER, "mig-manager"),) if pool.mig else ())
     expected = tuple(op for op, deploy in needed if labels.get(N.DEPLOY_PREFIX + deploy) == "true"
                      and (op != O.DRIVER or pool.driver_pin is not None))
-    ctx = D.Context(
-        node=node.name, namespace=operands.namespace or auditor.plan.namespace, kernel=node.kernel_version
-        or labels.get(NFD_KERNEL, ""), os_image=node.os_image, pool=pool.name,
-        managed_driver=pool.driver_pin is not None, mig=pool.mig, upgrade_state=upgrade_state, mig_state=mig_state,
-        expected=expected, undeclared_taints=tuple(undeclared), node_events=operands.node_events.get(node.name, []),
-        operands=operands, any_operands=operands.operand_pods > 0)
-    codes = []
-    for cause in D.diagnose(ctx, pods):
-        add(ERROR, cause.code, cause.message, cause.evidence, cause.hint)
-        auditor._cause_text.setdefault(cause.code, cause.message)
-        codes.append(cause.code)
-    return codes
+    return D.Context(
+        node=node.name, namespace=auditor.plan.namespace, kernel=node.kernel_version or labels.get(NFD_KERNEL, ""),
+        os_image=node.os_image, pool=pool.name, managed_driver=pool.driver_pin is not None, mig=pool.mig,
+        upgrade_state=upgrade_state, mig_state=mig_state, expected=expected, undeclared_taints=tuple(undeclared),
+        node_events=[], operands=None)
+
+
+def diagnose_pool(auditor: Any, pool: Any, operands: O.Operands) -> None:
+    """Each node of the pool diagnosed from its operand pods: the causes found go first among its findings, and its
+    GPU-losing findings name the first of them."""
+    for i, ctx in enumerate(pool.contexts):
+        ctx.operands = operands
+        ctx.namespace = operands.namespace or ctx.namespace
+        ctx.node_events = operands.node_events.get(ctx.node, [])
+        ctx.any_operands = operands.operand_pods > 0
+        causes = D.diagnose(ctx, operands.on(ctx.node))
+        if not causes:
+            continue
+        found = pool.checked[i]
+        found[:0] = [Drift(ERROR, c.code, ctx.node, pool.name, c.message, c.evidence, c.hint) for c in causes]
+        lead_with(found, causes[0].code, causes[0].message, also=[c.code for c in causes[1:]])
+        if any(f.code in LOSING and f.severity == ERROR for f in found):
+            name, kernel, _ = pool.kernels[i]
+            pool.kernels[i] = (name, kernel, True)
+    pool.contexts = []
+
+
+def lead_with(found: list[Drift], code: str, message: str, also: list[str] = (), replaced: tuple[str, ...] = ()) \
+        -> None:
+    """The GPU-losing findings of a node name this cause first (the codes they named before follow, unless the cause
+    replaces them)."""
+    for j, f in enumerate(found):
+        if f.code not in LOSING or f.severity != ERROR:
+            continue
+        hint = f.hint or ""
+        before = hint.removeprefix("explained by ").removesuffix(" on this node").split(", ") \
+            if hint.startswith("explained by ") and hint.endswith(" on this node") else []
+        if hint.startswith("explained by GA14") and hint.split(" ")[2] not in replaced:
+            continue  # named by an earlier cause already
+        others = [c for c in dict.fromkeys([*also, *before]) if c != code and c not in replaced]
+        found[j] = replace(f, hint=f"explained by {code} on this node: {message}"
+                           + (f" (also {', '.join(others)})" if others else ""))
 
 
 def kernel_skew(auditor: Any, pool: Any) -> None:
@@ -87,20 +115,12 @@ def kernel_skew(auditor: Any, pool: Any) -> None:
             evidence["confirm"] = found[crash].evidence.get("confirm")
             del found[crash]
         else:
-            evidence["confirm"] = [c.format(ns=auditor.operands.namespace if auditor.operands and
-                                            auditor.operands.namespace else auditor.plan.namespace,
-                                            node=name, ds=O.DAEMONSETS[O.DRIVER], pod="POD",
-                                            container="nvidia-driver-ctr") for c in D.CAUSES["GA142"].confirm]
+            evidence["confirm"] = [c.format(ns=auditor.plan.namespace, node=name, ds=O.DAEMONSETS[O.DRIVER],
+                                            pod="POD", container="nvidia-driver-ctr")
+                                   for c in D.CAUSES["GA142"].confirm]
         fix = D.CAUSES["GA142"].fix
         found.insert(0, Drift(ERROR, "GA142", name, pool.name, message, evidence, fix[:1].upper() + fix[1:]))
-        for j, f in enumerate(found):
-            hint = f.hint or ""
-            first = hint.removeprefix("explained by ").split(" ")[0] if hint.startswith("explained by") else ""
-            if f.code in LOSING and f.severity == ERROR and (not first.startswith("GA14") or first in replaced):
-                also = "" if first in replaced or not first else \
-                    hint.removeprefix("explained by ").removesuffix(" on this node")
-                found[j] = replace(f, hint=f"explained by GA142 on this node: {message}"
-                                   + (f" (also {also})" if also else ""))
+        lead_with(found, "GA142", message, replaced=replaced)
 
 
 def _units(resource: str, sharing: str) -> str:

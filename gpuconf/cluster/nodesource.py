@@ -213,8 +213,10 @@ class NodeListReader:
                 return
 
 
-def read_nodes_file(path: str) -> Iterator[dict]:
-    """Stream the nodes of a `kubectl get nodes -o json` file; `-` reads standard input."""
+def read_nodes_file(path: str, images: bool = True) -> Iterator[dict]:
+    """Stream the nodes of a `kubectl get nodes -o json` file; `-` reads standard input. Without `images`, a file
+    in kubectl's own layout is cut into nodes by its structure and each node's status.images is never decoded
+    (cluster/skim.py: the audit reads no image)."""
     import sys
 
     if path == "-":
@@ -225,7 +227,36 @@ def read_nodes_file(path: str) -> Iterator[dict]:
     except OSError as exc:
         raise NodeSourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
     with stream:
+        if not images:
+            from . import skim
+
+            texts = skim.node_texts(stream)
+            if texts is not None:
+                yield from _skimmed_nodes(texts, path)
+                return
+            stream.seek(0)
         yield from NodeListReader(stream, path)
+
+
+def _skimmed_nodes(texts: Iterator[bytes], path: str) -> Iterator[dict]:
+    """Nodes decoded from their texts (skim.node_texts), checked as NodeListReader checks them."""
+    reader = NodeListReader(None, path)  # type: ignore[arg-type] - for its checks and messages only
+    index = 0
+    try:
+        for text in texts:
+            try:
+                item = json.loads(text)
+            except RecursionError:
+                raise reader._error(f"JSON nested too deeply to be a {reader.ITEM}") from None
+            except ValueError as exc:
+                raise NodeSourceError(f"{path}: item {index} is not JSON ({_one_line(str(exc))[:200]})") from None
+            if not isinstance(item, dict) or item.get("kind", reader.ITEM) != reader.ITEM:
+                raise reader._not_item(item, index)
+            reader._check(item, index)
+            yield item
+            index += 1
+    except ValueError as exc:  # the layout broke off
+        raise NodeSourceError(f"{path}: {exc}; expected the output of `kubectl get nodes -o json`") from None
 
 
 _STRING_OR_NULL = (str, type(None))

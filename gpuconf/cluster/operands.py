@@ -48,6 +48,9 @@ APP_LABELS = {
 DRIVER_APP_PREFIXES = ("nvidia-gpu-driver-", "nvidia-driver-daemonset-")
 DRIVER_COMPONENT = ("app.kubernetes.io/component", "nvidia-driver")
 
+#: The MIG manager's one container (gpu-operator assets/state-mig-manager/0600_daemonset.yaml).
+MIG_MANAGER_CONTAINER = "nvidia-mig-manager"
+
 #: The order in which operands depend on each other: the driver first, the device plugin after the toolkit, the
 #: validator's steps between. A failure earlier in the chain explains the waits after it.
 CHAIN = (DRIVER, TOOLKIT, VALIDATOR, DEVICE_PLUGIN, MPS, MIG_MANAGER, GFD, DRA_PLUGIN, DCGM, DCGM_EXPORTER,

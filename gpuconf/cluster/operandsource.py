@@ -69,20 +69,67 @@ def _items(data: Any, path: str, kinds: tuple[str, ...], what: str, command: str
     raise NodeSourceError(f"{path}: expected {what}, the output of {command}")
 
 
-def read_pods(path: str, namespace: str) -> O.Operands:
-    """The operand pods of `kubectl get pods -n NAMESPACE -o json` (or -A, or -o yaml) saved to a file."""
+def read_pods(path: str, namespace: str | None) -> O.Operands:
+    """The operand pods of `kubectl get pods -n NAMESPACE -o json` (or -A, or -o yaml) saved to a file (with no
+    namespace, a file without operand pods is not noted: the caller does it, knowing the namespace later)."""
     operands = O.Operands(path)
     with _open(path) as stream:
         head = stream.read(64).lstrip()
         stream.seek(0)
-        if head.startswith(b"{"):
+        if head.startswith(b"{") and not _skim(stream, path, operands):
+            operands = O.Operands(path)
+            stream.seek(0)
             operands.add_all(PodListReader(stream, path))
+        elif head.startswith(b"{"):
+            pass
         else:
             data = _load(path, "a PodList", PodListReader.COMMAND)
             operands.add_all(_checked_pods(_items(data, path, ("List", "PodList"), "a PodList",
                                                   PodListReader.COMMAND), path))
-    _note_operands(operands, path, namespace)
+    if namespace is not None:
+        note_operands(operands, path, namespace)
     return operands
+
+
+def _skim(stream: Any, path: str, operands: O.Operands) -> bool:
+    """The pods of a PodList in kubectl's JSON layout, most of them never decoded (cluster/skim.py); False when
+    the file is not in that layout."""
+    from . import skim
+    from .nodesource import check_pod
+
+    def healthy(node: str, operand: str, name: Any) -> bool:
+        if operands.namespace is None:
+            return False  # the first one is decoded: the operator's namespace
+        if operand == O.MIG_MANAGER:  # kept by name: a wedged MIG manager runs and is ready, its log tells
+            named = name()
+            if named is None:
+                return False
+            pod = O.OperandPod(named[0], named[1], node, operand, "Running",
+                               containers=[O.Container(O.MIG_MANAGER_CONTAINER, False, "running", True, 0)])
+            operands.by_node.setdefault(node, {})[operand] = pod
+        else:
+            operands.by_node.setdefault(node, {}).setdefault(operand, O.HEALTHY)
+        operands.pods += 1
+        operands.operand_pods += 1
+        return True
+
+    def other() -> None:
+        operands.pods += 1
+
+    def whole(text: bytes, index: int) -> None:
+        try:
+            pod = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise NodeSourceError(f"{path}: item {index} is not JSON ({str(exc).splitlines()[0]})") from None
+        problem = check_pod(pod) if isinstance(pod, dict) else "not an object"
+        if problem is not None:
+            raise NodeSourceError(f"{path}: item {index} is not a Pod ({problem}); expected {PodListReader.COMMAND}")
+        operands.add(pod)
+
+    try:
+        return skim.skim(stream, O.operand_of, healthy, other, whole)
+    except ValueError as exc:
+        raise NodeSourceError(f"{path}: {exc}; expected {PodListReader.COMMAND}") from None
 
 
 def _checked_pods(items: list, where: str) -> Iterator[dict]:
@@ -95,7 +142,7 @@ def _checked_pods(items: list, where: str) -> Iterator[dict]:
         yield item
 
 
-def _note_operands(operands: O.Operands, where: str, namespace: str) -> None:
+def note_operands(operands: O.Operands, where: str, namespace: str) -> None:
     """A pod list without a single operand pod: another namespace's, or an operator that runs nothing. Said once on
     stderr; no node is then said to miss its operand pods."""
     if operands.operand_pods == 0:
@@ -103,6 +150,42 @@ def _note_operands(operands: O.Operands, where: str, namespace: str) -> None:
             f"note: {where}: {operands.pods} pod{'s' if operands.pods != 1 else ''}, none of the GPU Operator's "
             f"operands (app=nvidia-driver-daemonset, app=nvidia-device-plugin-daemonset, ...): the diagnosis has no "
             f"pods to read; the operator's namespace is {namespace} (`kubectl get pods -n {namespace} -o json`)")
+
+
+def read_pod_files(pods: str, events: str | None, namespace: str | None = None) -> O.Operands:
+    """--pods FILE and --events FILE (a top-level function: it may run in a process of its own, beside the nodes)."""
+    operands = read_pods(pods, namespace)
+    if events is not None:
+        read_events(events, operands)
+    return operands
+
+
+def beside(function: Any, *args: Any) -> Any:
+    """Start function(*args) in a forked process while the caller goes on (the nodes' audit takes one core, the
+    operator's pods the other); returns a callable that waits for the result, and `close` to end the process early.
+    Runs it at once where there is no second core or no fork (a result the same either way)."""
+    import os
+    import sys
+
+    if sys.platform != "linux" or (os.cpu_count() or 1) < 2:
+        result = function(*args)
+        wait: Any = lambda: result  # noqa: E731
+        wait.close = lambda: None
+        return wait
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+    future = pool.submit(function, *args)
+
+    def wait() -> Any:
+        try:
+            return future.result()
+        finally:
+            pool.shutdown()
+
+    wait.close = lambda: pool.shutdown(wait=False, cancel_futures=True)
+    return wait
 
 
 def read_events(path: str, operands: O.Operands) -> None:
@@ -234,7 +317,7 @@ class ClusterOperands(ClusterNodes):
             operands.add_all(self._pages(
                 lambda **kw: core.list_namespaced_pod(ns, **kw), f"/api/v1/namespaces/{ns}/pods",
                 ("list", "pods", f" in namespace {ns}")))
-            _note_operands(operands, f"{self.host}/api/v1/namespaces/{ns}/pods", ns)
+            note_operands(operands, f"{self.host}/api/v1/namespaces/{ns}/pods", ns)
             operands.add_all(p for p in self._pages(
                 lambda **kw: core.list_pod_for_all_namespaces(field_selector="status.phase=Pending", **kw),
                 "/api/v1/pods?fieldSelector=status.phase=Pending", ("list", "pods", " at the cluster scope"))
