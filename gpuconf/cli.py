@@ -20,8 +20,11 @@ KUBECONFIG_FACTS = (
              "Nothing else. EKS (`aws eks get-token`), GKE (`gke-gcloud-auth-plugin`) and AKS (`kubelogin`) "
              "kubeconfigs get their tokens that way, so it runs by default; `--no-exec-plugins` refuses such a "
              "kubeconfig (exit 2) before anything runs: use it for a kubeconfig you did not write."),
-    ("Reads", "GET requests only. `audit`: the nodes (`/api/v1/nodes`, in pages of 500), and on a DRA cluster the "
-              "ResourceSlices. `diff --against`: the nodes and the running pods (`/api/v1/pods`, "
+    ("Reads", "GET requests only. `audit`: the nodes (`/api/v1/nodes`, in pages of 500), on a DRA cluster the "
+              "ResourceSlices; the pods of the operator's namespace and the Pending pods of all namespaces (in pages "
+              "of 500), the Warning events of that namespace and of the nodes, and the last 60 lines (at most 64 KiB) "
+              "of a failing operand container's log, as its node's diagnosis asks for it (`--no-operands`: the nodes "
+              "alone). The role `gpuconf-gpu-auditor` (`spec.access.auditors`) grants exactly that. `diff --against`: the nodes and the running pods (`/api/v1/pods`, "
               "`status.phase=Running`). `import`: the nodes, the Helm release Secrets (`owner=helm,status=deployed`, "
               "all namespaces), the ClusterPolicies, the NVIDIADrivers, and the device-plugin and MIG ConfigMaps the "
               "values name."),
@@ -584,8 +587,10 @@ def _notes(nodes) -> None:
 def audit(intent: str, nodes_file: str | None, kubeconfig: str | None, slices_file: str | None,
           pods_file: str | None, events_file: str | None, must_gather: str | None, no_operands: bool,
           context: str | None, timeout: float, max_unavailable, fmt: str, cluster: str | None) -> None:
-    """Compare INTENT with the live nodes: pools, labels, taints, GPUs, drivers, MIG; with the operator's pods
-    (--pods, --must-gather, --kubeconfig), why each node lost its GPUs. Exit 1 on any error.
+    """Compare INTENT with the live nodes, and say why any lost their GPUs. Exit 1 on any error.
+
+    Pools, labels, taints, GPUs, drivers, MIG; with the operator's pods (--pods, --must-gather, --kubeconfig), the
+    cause of each lost GPU, first in the output.
 
     Of a fleet file, one cluster at a time: --cluster NAME with that cluster's nodes. Exit 2 when the nodes or pods
     cannot be read (bad file, unreachable cluster, a permission missing), or for a fleet without --cluster.

@@ -85,7 +85,10 @@ def nodes(p=None) -> list[dict]:
 
 def _kernel(n: dict, kernel: str) -> None:
     n["status"]["nodeInfo"]["kernelVersion"] = kernel
+    n["status"]["nodeInfo"]["osImage"] = "Ubuntu 22.04.5 LTS"  # the 5.15 kernels are 22.04's
     labels = n["metadata"]["labels"]
+    prefix = "feature.node.kubernetes.io/system-os_release.VERSION_ID"
+    labels.update({prefix: "22.04", f"{prefix}.major": "22", f"{prefix}.minor": "04"})
     major, minor, rest = kernel.split(".", 2)
     labels["feature.node.kubernetes.io/kernel-version.full"] = kernel
     labels["feature.node.kubernetes.io/kernel-version.major"] = major

@@ -561,12 +561,14 @@ class FakeApiServer:
 
     def __init__(self, nodes: list[dict], forbidden: bool = False, drip: str | None = None, interval: float = 0.2,
                  tls: tuple[str, str] | None = None, page_delay: float = 0.0, objects: dict | None = None,
-                 pods: list[dict] | None = None, events: list[dict] | None = None, logs: dict | None = None,
+                 pods: list[dict] | None = (), events: list[dict] | None = None, logs: dict | None = None,
                  forbid: tuple[str, ...] = ()) -> None:
         self.nodes = nodes
         # The operator's pods and the pending pods (GET .../pods, paged, with the phase field selector), events, and
         # container logs by (pod, container, previous); `forbid`: paths answered 403 (a role without the permission).
-        self.pods = pods or []
+        # pods=None: no pod list is served at all (404), as from a server that does not know the path.
+        self.serve_pods = pods is not None
+        self.pods = list(pods or [])
         self.events = events or []
         self.logs = logs or {}
         self.forbid = forbid
@@ -630,7 +632,7 @@ class FakeApiServer:
                     self.end_headers()
                     self.wfile.write(raw)
                     return
-                if url.path.endswith(("/pods", "/events")):
+                if url.path.endswith(("/pods", "/events")) and server.serve_pods:
                     kind = "PodList" if url.path.endswith("/pods") else "EventList"
                     items = server.pods if kind == "PodList" else server.events
                     if "/namespaces/" in url.path:

@@ -607,3 +607,31 @@ def test_a_pod_file_cut_short_is_exit_2(run, tmp_path, cut):
     result = run("audit", str(INCIDENT / "intent.yaml"), "--nodes", str(INCIDENT / "nodes.json"), "--pods", str(path))
     assert result.exit_code == 2 and result.stdout == "", result.stderr
     assert result.stderr.startswith(f"gpuconf: {path}: ")
+
+
+def test_the_rendered_auditor_role_grants_exactly_the_live_audits_requests(run, tmp_path, plan):
+    """Each request of a live audit is one the gpuconf-gpu-auditor roles allow, and each of their grants is used."""
+    from gpuconf.render import access
+    from test_audit import _kubeconfig
+
+    text = I.INTENT + "  access: {auditors: [serviceaccount:ci:gpuconf-audit]}\n"
+    intent = tmp_path / "intent.yaml"
+    intent.write_text(text, encoding="utf-8")
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in access.render(NL.plan_of(text))}
+    granted = {(verb, resource, None) for r in docs[("ClusterRole", "gpuconf-gpu-auditor")]["rules"]
+               for resource in r["resources"] for verb in r["verbs"]}
+    granted |= {(verb, resource, "gpu-operator") for r in docs[("Role", "gpuconf-gpu-auditor")]["rules"]
+                for resource in r["resources"] for verb in r["verbs"]}
+    server, _ = _live(plan)
+    with server as api:
+        assert run("audit", str(intent), "--kubeconfig", _kubeconfig(tmp_path, api.port)).exit_code == 1
+    used = set()
+    for method, path, _ in api.requests:
+        parts = path.strip("/").split("/")  # api v1 [namespaces NS] RESOURCE [NAME [SUB]]
+        namespace = parts[3] if parts[2] == "namespaces" else None
+        rest = parts[4:] if namespace else parts[2:]
+        resource, verb = (f"{rest[0]}/{rest[2]}", "get") if len(rest) == 3 else (rest[0], "list")
+        assert method == "GET"
+        assert (verb, resource, None) in granted or (verb, resource, namespace) in granted, path
+        used.add((verb, resource, None) if (verb, resource, None) in granted else (verb, resource, namespace))
+    assert used == granted

@@ -416,3 +416,44 @@ def test_the_dra_stacks_driver_label_is_expected_where_the_operator_manages_the_
     found = [(f.code, f.node, f.evidence.get("missing")) for f in audit(plan, nodes, "t", None, slices).findings
              if f.node]
     assert found == [("GA117", pooled[0]["metadata"]["name"], ["nvidia.com/gpu.deploy.driver"])]
+
+
+def test_a_crash_looping_kubelet_plugin_is_why_a_dra_node_publishes_nothing(run, tmp_path):
+    """The DRA driver's kubelet plugin (its chart's selector label `dra-driver-nvidia-gpu-component: kubelet-plugin`,
+    dra-driver-nvidia-gpu v0.4.1 _helpers.tpl) crash-loops on the node whose slice is missing: GA145 names it, and
+    GA130's hint names GA145."""
+    import json
+
+    import incidents as I
+    import nodelists as NL
+
+    plan = NL.load_plan("dra")
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps(NL.nodelist(_dra_nodes(plan))), encoding="utf-8")
+    names = [n["metadata"]["name"] for n in _dra_nodes(plan) if n["metadata"]["labels"].get("gpuconf.dev/pool")]
+    h100 = next(n for n in names if "h100" in n)
+    slices = tmp_path / "slices.json"
+    slices.write_text(json.dumps(_published(plan, skip=h100)), encoding="utf-8")
+    items = []
+    for name in names:
+        plugin = I.pod("nvidia-dra-driver-gpu-kubelet-plugin", ("init",), ("gpus",),
+                       "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.0", name, False)
+        labels = plugin["metadata"]["labels"]
+        del labels["app"]
+        labels["dra-driver-nvidia-gpu-component"] = "kubelet-plugin"
+        if name == h100:
+            I.crash(plugin, "gpus", exit_code=1)
+        # The driver, from an NVIDIADriver (its DaemonSet's app label is nvidia-gpu-driver-<os>-<hash>).
+        driver = I.pod("nvidia-gpu-driver-ubuntu22.04-646cdfdb96", ("k8s-driver-manager",), ("nvidia-driver-ctr",),
+                       "nvcr.io/nvidia/driver:580.105.08-ubuntu22.04", name, False)
+        driver["metadata"]["labels"]["app.kubernetes.io/component"] = "nvidia-driver"
+        items += [plugin, driver]
+    pods = tmp_path / "pods.json"
+    pods.write_text(NL.dumps(I.podlist(items)), encoding="utf-8")
+    doc = json.loads(run("audit", str(EXAMPLE), "--nodes", str(nodes), "--resource-slices", str(slices), "--pods",
+                         str(pods), "--format", "json").stdout)
+    [cause] = [f for f in doc["findings"] if f["code"] == "GA145"]
+    assert cause["node"] == h100
+    assert cause["message"] == "dra-kubelet-plugin fails on the node: CrashLoopBackOff (exit 1, 9 restarts)"
+    [lost] = [f for f in doc["findings"] if f["code"] == "GA130"]
+    assert lost["hint"].startswith("explained by GA145 on this node: dra-kubelet-plugin fails")

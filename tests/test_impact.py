@@ -1091,7 +1091,7 @@ def test_kubeconfig_whose_cluster_will_not_list_pods_still_counts_nodes_and_says
 
     _, out, edited = deployed
     _, after = time_slicing_replicas()
-    with FakeApiServer(_clean("heterogeneous")) as api:  # the fake answers 404 for /api/v1/pods
+    with FakeApiServer(_clean("heterogeneous"), pods=None) as api:  # the fake answers 404 for /api/v1/pods
         result = run("diff", edited(after), "--against", str(out), "--format", "json", "--kubeconfig",
                      _kubeconfig(tmp_path, api.port))
     assert result.exit_code == 1, result.output  # documents differ

@@ -318,6 +318,8 @@ def test_every_subject_is_bound(plan):
     assert bound("RoleBinding", "gpuconf-gpu-admin", plan.namespace) == set(spec.access.admins)
     assert bound("ClusterRoleBinding", "gpuconf-gpu-observer") == set(spec.access.observers)
     assert bound("RoleBinding", "gpuconf-gpu-observer", plan.namespace) == set(spec.access.observers)
+    assert bound("ClusterRoleBinding", "gpuconf-gpu-auditor") == set(spec.access.auditors)
+    assert bound("RoleBinding", "gpuconf-gpu-auditor", plan.namespace) == set(spec.access.auditors)
     for team in spec.teams:
         for ns in team.namespaces:
             assert bound("RoleBinding", "gpuconf-gpu-developer", ns) == set(spec.access.developers.get(team.name, []))
@@ -339,7 +341,7 @@ def test_developer_roles_are_namespaced_only(plan):
                 assert doc["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                           "name": "gpuconf-gpu-developer"}
         if doc["kind"] in ("ClusterRole", "ClusterRoleBinding"):
-            assert role in ("admin", "observer")
+            assert role in ("admin", "observer", "auditor")
     if plan.intent.spec.access is not None:
         roles = [d for d in by_kind(docs, "Role") if d["metadata"]["name"] == "gpuconf-gpu-developer"]
         assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(team_namespaces)
@@ -367,6 +369,21 @@ def test_admin_and_observer_grants(heterogeneous):
     observed = {res for r in docs[("Role", "gpuconf-gpu-observer")]["rules"] for res in r["resources"]}
     assert {"pods", "services", "endpoints", "servicemonitors", "prometheusrules"} <= observed
     assert docs[("Role", "gpuconf-gpu-observer")]["metadata"]["namespace"] == heterogeneous.namespace
+
+
+def test_the_auditor_gets_exactly_what_the_audit_reads(heterogeneous):
+    """gpuconf audit --kubeconfig lists nodes, pods and events and reads operand logs in the operator's namespace
+    (tests/test_diagnose.py runs it against a server that forbids each of them); the role grants that and no more."""
+    from gpuconf.render import access
+
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in access.render(heterogeneous)}
+    assert docs[("ClusterRole", "gpuconf-gpu-auditor")]["rules"] == [
+        {"apiGroups": [""], "resources": ["events", "nodes", "pods"], "verbs": ["list"]}]
+    assert docs[("Role", "gpuconf-gpu-auditor")]["rules"] == [
+        {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}]
+    assert docs[("Role", "gpuconf-gpu-auditor")]["metadata"]["namespace"] == heterogeneous.namespace
+    assert docs[("ClusterRoleBinding", "gpuconf-gpu-auditor")]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "gpuconf-audit", "namespace": "ci"}]
 
 
 def test_subjects():

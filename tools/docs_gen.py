@@ -530,6 +530,7 @@ def hazards_page() -> str:
 #: The command sessions whose outputs the hand-written pages include: the files each copies into a scratch folder
 #: (source, or (source, path in the scratch folder)), then its steps, each (snippet file or None, argv) or
 #: ("edit", path, old text, new text). Commands of one session run in turn in the same folder.
+INCIDENT = ROOT / "tests" / "fixtures" / "incidents" / "kernel-update"
 SESSIONS = (
     ([], [("quickstart-init.txt", ["init", "-o", "clusters/prod.yaml"]),
           ("quickstart-validate.txt", ["validate", "--summary", "clusters/prod.yaml"]),
@@ -542,6 +543,11 @@ SESSIONS = (
     (["examples/single-pool.yaml"], [("diff.txt", ["diff", "examples/single-pool.yaml"])]),
     (["examples/hybrid.yaml", "tests/fixtures/nodes/hybrid-drift.json"],
      [("audit.txt", ["audit", "examples/hybrid.yaml", "--nodes", "tests/fixtures/nodes/hybrid-drift.json"])]),
+    # The kernel-update incident (tests/incidents.py), from the nodes alone, with the pods, from NVIDIA's must-gather.
+    ([(str(p.relative_to(ROOT)), str(p.relative_to(INCIDENT))) for p in sorted(INCIDENT.rglob("*")) if p.is_file()],
+     [("audit-kernel-nodes.txt", ["audit", "intent.yaml", "--nodes", "nodes.json"]),
+      ("audit-kernel-pods.txt", ["audit", "intent.yaml", "--nodes", "nodes.json", "--pods", "pods.json"]),
+      ("audit-kernel-must-gather.txt", ["audit", "intent.yaml", "--must-gather", "must-gather"])]),
     (["examples/hybrid.yaml"],
      [(None, ["render", "examples/hybrid.yaml", "-o", "out"]),
       ("edit", "examples/hybrid.yaml", "        wave: 1\n", "        wave: 2\n"),

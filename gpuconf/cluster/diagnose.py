@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from . import operands as O
+from ..plan import DEVICE_PLUGIN_CONFIGMAP
 
 # --- the causes --------------------------------------------------------------------------------------------------
 
@@ -36,7 +37,7 @@ class CauseKind:
 CAUSES = {c.code: c for c in (
     CauseKind("GA140", "the driver cannot be built for the node's kernel: no kernel headers, or no precompiled "
                        "driver image, for that kernel",
-              ("kubectl get pods -n {ns} -l app={ds} --field-selector spec.nodeName={node}",
+              ("kubectl get pods -n {ns} -l app.kubernetes.io/component=nvidia-driver --field-selector spec.nodeName={node}",
                "kubectl logs -n {ns} {pod} -c {container} --previous --tail 50"),
               "make the node's kernel one the driver can be built for: install its headers where the driver "
               "container's package manager finds them (a package mirror that carries them), or publish a "
@@ -51,7 +52,7 @@ CAUSES = {c.code: c for c in (
               "this kernel"),
     CauseKind("GA142", "the node runs a kernel that no healthy node of its pool runs, and lost its GPUs",
               ("kubectl get nodes -L feature.node.kubernetes.io/kernel-version.full -o wide",
-               "kubectl get pods -n {ns} -l app={ds} --field-selector spec.nodeName={node}"),
+               "kubectl get pods -n {ns} -l app.kubernetes.io/component=nvidia-driver --field-selector spec.nodeName={node}"),
               "read the driver pod's log on the node (the kernel update is the likely cause: the driver container "
               "must be built for the new kernel); roll the kernel back or provide headers or a precompiled image "
               "for it, and hold the kernel package on the pool's nodes"),
@@ -66,9 +67,9 @@ CAUSES = {c.code: c for c in (
               "fix the toolkit's runtime settings (toolkit.env CONTAINERD_CONFIG and CONTAINERD_SOCKET, or the "
               "RuntimeClass) so that it can write the runtime's config and restart it; then delete the toolkit pod"),
     CauseKind("GA145", "the device plugin does not advertise the node's GPUs",
-              ("kubectl logs -n {ns} {pod} -c {container} --tail 80",
-               "kubectl get configmap -n {ns} -o yaml | grep -n 'nvidia.com/device-plugin.config' ; "
-               "kubectl get node {node} -L nvidia.com/device-plugin.config"),
+              ("kubectl logs -n {ns} {pod} --all-containers --tail 40",
+               "kubectl get node {node} -L nvidia.com/device-plugin.config",
+               "kubectl describe configmap -n {ns} {configmap}"),
               "give the plugin what it waits for: the config key its node label names in the device-plugin "
               "ConfigMap, a running MPS control daemon, or a pod on the node at all; then delete the plugin pod"),
     CauseKind("GA146", "MIG manager failed, or is stuck, applying the node's MIG layout",
@@ -82,7 +83,7 @@ CAUSES = {c.code: c for c in (
               "delete the validator pod to run the steps again"),
     CauseKind("GA148", "the driver upgrade is stuck on the node",
               ("kubectl get node {node} -L nvidia.com/gpu-driver-upgrade-state",
-               "kubectl get pods -n {ns} -l app={ds} --field-selector spec.nodeName={node}"),
+               "kubectl get pods -n {ns} -l app.kubernetes.io/component=nvidia-driver --field-selector spec.nodeName={node}"),
               "unblock the step the node waits in (the blocking pod is named in the evidence); once the driver pod "
               "on the node is Ready the upgrade controller moves on"),
     CauseKind("GA149", "operand pods the node needs were never scheduled there",
@@ -281,7 +282,7 @@ class _Found:
             rank: int, detail: str = "") -> None:
         ctx = self.ctx
         fill = {"ns": ctx.namespace, "node": ctx.node, "pod": pod.name if pod else "POD", "container": container,
-                "ds": O.DAEMONSETS.get(operand, operand)}
+                "ds": O.DAEMONSETS.get(operand, operand), "configmap": DEVICE_PLUGIN_CONFIGMAP}
         evidence = {**evidence, "confirm": [c.format(**fill) for c in CAUSES[code].confirm]}
         if pod is not None and "pod" in evidence:
             evidence["pod"] = pod.as_dict()  # as it is once its logs are read (whose lines they are)
@@ -302,7 +303,7 @@ def diagnose(ctx: Context, pods: Mapping[str, Any]) -> list[Cause]:
     validator = pods.get(O.VALIDATOR)
     if isinstance(validator, O.OperandPod):
         _validator(ctx, validator, found)
-    for operand in (O.MPS, O.DEVICE_PLUGIN):
+    for operand in (O.MPS, O.DEVICE_PLUGIN, O.DRA_PLUGIN):
         pod = pods.get(operand)
         if isinstance(pod, O.OperandPod) and not {O.DRIVER, O.TOOLKIT} & failed.keys() \
                 and not _explained(pod.waiting_in or "", failed):
@@ -318,7 +319,7 @@ def diagnose(ctx: Context, pods: Mapping[str, Any]) -> list[Cause]:
             f"({failed[blocking]})",
             {"nvidia.com/gpu-driver-upgrade-state": ctx.upgrade_state, "blocking": blocking,
              "confirm": [c.format(ns=ctx.namespace, node=ctx.node, ds=O.DAEMONSETS[O.DRIVER], pod="POD",
-                                  container="") for c in CAUSES["GA148"].confirm]}, _fix("GA148"), 60))
+                                  container="", configmap="") for c in CAUSES["GA148"].confirm]}, _fix("GA148"), 60))
     elif ctx.upgrade_state in UPGRADE_STEPS:
         upgrade = [e for e in ctx.node_events if e.startswith(UPGRADE_EVENT) and "Failed" in e]
         if upgrade:

@@ -116,7 +116,7 @@ def kernel_skew(auditor: Any, pool: Any) -> None:
             del found[crash]
         else:
             evidence["confirm"] = [c.format(ns=auditor.plan.namespace, node=name, ds=O.DAEMONSETS[O.DRIVER],
-                                            pod="POD", container="nvidia-driver-ctr")
+                                            pod="POD", container="nvidia-driver-ctr", configmap="")
                                    for c in D.CAUSES["GA142"].confirm]
         fix = D.CAUSES["GA142"].fix
         found.insert(0, Drift(ERROR, "GA142", name, pool.name, message, evidence, fix[:1].upper() + fix[1:]))

@@ -43,8 +43,10 @@ APP_LABELS = {
     "nvidia-dcgm": DCGM,
     "nvidia-dcgm-exporter": DCGM_EXPORTER,
     "nvidia-node-status-exporter": NODE_STATUS,
-    "nvidia-dra-driver-gpu-kubelet-plugin": DRA_PLUGIN,
 }
+#: The DRA driver's kubelet plugin (its chart, dra-driver-nvidia-gpu v0.4.1 templates/_helpers.tpl selectorLabels:
+#: `<chart name>-component: kubelet-plugin`).
+DRA_COMPONENT = ("dra-driver-nvidia-gpu-component", "kubelet-plugin")
 DRIVER_APP_PREFIXES = ("nvidia-gpu-driver-", "nvidia-driver-daemonset-")
 DRIVER_COMPONENT = ("app.kubernetes.io/component", "nvidia-driver")
 
@@ -68,6 +70,8 @@ MESSAGE_CHARS = 2048
 
 def operand_of(labels: Mapping[str, Any]) -> str | None:
     """The operand a pod belongs to, from its `app` label; None for any other pod."""
+    if labels.get(DRA_COMPONENT[0]) == DRA_COMPONENT[1]:
+        return DRA_PLUGIN
     app = labels.get("app")
     if type(app) is not str:
         return DRIVER if labels.get(DRIVER_COMPONENT[0]) == DRIVER_COMPONENT[1] else None

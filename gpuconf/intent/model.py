@@ -596,6 +596,7 @@ class Access(Strict):
     developers: Dict[Name, Annotated[List[Subject], Field(max_length=MAX_ITEMS)]] = Field(
         default_factory=dict, max_length=MAX_ITEMS, description="Team name -> subjects working in that team's namespaces.")
     observers: List[Subject] = Field(default_factory=list, max_length=MAX_ITEMS, description="May read GPU metrics and state only.")
+    auditors: List[Subject] = Field(default_factory=list, max_length=MAX_ITEMS, description="May run `gpuconf audit --kubeconfig`: list nodes, pods and events, read the operator's pod logs (the gpuconf-gpu-auditor roles), nothing else.", examples=[["serviceaccount:ci:gpuconf-audit"]])
 
 
 class Alerts(Strict):

@@ -218,7 +218,7 @@ def _pattern_hint(loc: tuple) -> str | None:
     field = next((part for part in reversed(loc) if isinstance(part, str)), "")
     if last == "version":
         return "a driver version looks like \"595.91.07\" (quoted)"
-    if field in ("admins", "observers") or "developers" in loc:
+    if field in ("admins", "observers", "auditors") or "developers" in loc:
         return "subjects look like group:NAME, user:NAME or serviceaccount:NAMESPACE:NAME"
     if last == "interval":
         return "a duration such as 30s or 1m"

@@ -1,4 +1,4 @@
-"""RBAC for the intent's three roles: GPU admins, team developers and observers.
+"""RBAC for the intent's roles: GPU admins, team developers, observers, and the auditors `gpuconf audit` runs as.
 
 Every verb, resource and API group is listed explicitly: `*` never appears, so a new resource type or verb
 never widens a grant silently.
@@ -15,6 +15,7 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 ADMIN = "gpuconf-gpu-admin"
 DEVELOPER = "gpuconf-gpu-developer"
 OBSERVER = "gpuconf-gpu-observer"
+AUDITOR = "gpuconf-gpu-auditor"
 
 READ = ("get", "list", "watch")
 WRITE = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -73,6 +74,18 @@ OBSERVER_NAMESPACE_RULES = (
 )
 
 
+#: What `gpuconf audit --kubeconfig` reads, and nothing more (cluster/nodesource.py, slices.py, operandsource.py): it
+#: lists the nodes, the pods (the operator's, and the Pending ones of every namespace), the Warning events (the
+#: operator namespace's and the nodes', which live in `default`), on a DRA cluster the ResourceSlices; and it reads
+#: the log of an operand's failing container, in the operator's namespace only. `list` alone: the audit never asks
+#: for one object by name, and watches nothing.
+AUDITOR_CLUSTER_RULES = (
+    rule(("",), ("events", "nodes", "pods"), ("list",)),
+)
+AUDITOR_DRA_RULES = (rule(("resource.k8s.io",), ("resourceslices",), ("list",)),)
+AUDITOR_NAMESPACE_RULES = (rule(("",), ("pods/log",), ("get",)),)
+
+
 #: With Kueue: what Kueue's own batch-user role grants (config/components/rbac, localqueue- and workload-viewer):
 #: developers see their namespace's LocalQueue and the Workloads Kueue creates for their Jobs. A Job names its queue
 #: with a label (RBAC cannot restrict label values): it reaches only a LocalQueue of its own namespace, and the
@@ -129,6 +142,7 @@ def render(plan: P.Plan) -> list[dict]:
     docs += _admins(plan, access.admins)
     docs += _developers(plan, access.developers)
     docs += _observers(plan, access.observers)
+    docs += _auditors(plan, access.auditors)
     return docs
 
 
@@ -182,6 +196,12 @@ def _observers(plan: P.Plan, observers) -> list[dict]:
                                               else ())
     return _cluster_and_operator_roles(plan, OBSERVER, cluster_rules, OBSERVER_NAMESPACE_RULES, observers,
                                        {ROLE_LABEL: "observer"})
+
+
+def _auditors(plan: P.Plan, auditors) -> list[dict]:
+    cluster_rules = AUDITOR_CLUSTER_RULES + (AUDITOR_DRA_RULES if plan.intent.spec.cluster.allocation == "dra" else ())
+    return _cluster_and_operator_roles(plan, AUDITOR, cluster_rules, AUDITOR_NAMESPACE_RULES, auditors,
+                                       {ROLE_LABEL: "auditor"})
 
 
 def _cluster_and_operator_roles(plan: P.Plan, name: str, cluster_rules, namespace_rules, who, labels) -> list[dict]:

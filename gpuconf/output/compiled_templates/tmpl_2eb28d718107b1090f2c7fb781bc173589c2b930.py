@@ -73,7 +73,7 @@ def root(context, missing=missing):
         yield 'the platform; '
     yield 'team quotas against capacity; '
     yield str(('team queues (Kueue); ' if environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'queueing') else cond_expr_undefined("the inline if-expression on line 8 in 'report.md.j2' evaluated to false and no else section was defined.")))
-    yield 'from intent to device; driver upgrade and rollback; '
+    yield 'from intent to device; driver upgrade and rollback; when GPUs go missing (a runbook per cause); '
     yield str(('the admission policy; ' if t_4(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'admission')) else cond_expr_undefined("the inline if-expression on line 8 in 'report.md.j2' evaluated to false and no else section was defined.")))
     yield 'acceptance checklist.\n\n'
     template = environment.get_template('overrides.md.j2', 'report.md.j2')
@@ -131,6 +131,12 @@ def root(context, missing=missing):
         for event in gen:
             yield event
     finally: gen.close()
+    template = environment.get_template('runbook.md.j2', 'report.md.j2')
+    gen = template.root_render_func(template.new_context(context.get_all(), True, {'c': l_0_c}))
+    try:
+        for event in gen:
+            yield event
+    finally: gen.close()
     template = environment.get_template('admission.md.j2', 'report.md.j2')
     gen = template.root_render_func(template.new_context(context.get_all(), True, {'c': l_0_c}))
     try:
@@ -145,4 +151,4 @@ def root(context, missing=missing):
     finally: gen.close()
 
 blocks = {}
-debug_info = '1=37&2=41&3=47&4=49&6=51&8=70&10=78&12=85&13=91&14=97&15=103&16=109&17=115&18=121&19=127&20=133&21=139'
+debug_info = '1=37&2=41&3=47&4=49&6=51&8=70&10=78&12=85&13=91&14=97&15=103&16=109&17=115&18=121&19=127&20=133&21=139&22=145'

@@ -17,6 +17,7 @@ from .overrides import chart_notes, deviations, override_findings
 from .platform import platform_notes
 from .pools import declared_model_facts, pool_facts
 from .queues import queueing_facts
+from .runbook import runbook_facts
 from .upgrade import rollback_steps, upgrade_facts
 
 API_VERSION = "gpuconf.dev/v1alpha1"
@@ -52,6 +53,7 @@ def build_report(plan: P.Plan, values, command, files: Iterable[str] = ()) -> di
         "flow": flow_facts(plan),
         "upgrade": upgrade_facts(plan, merged),
         "rollback": rollback_steps(plan),
+        "runbook": runbook_facts(plan),
         # The output folder is the render command's (a render.tree.Command), so commands can be pasted.
         "acceptance": acceptance_facts(plan, command.out, files),
         # Only on the DRA stack, so that the reports of device-plugin clusters keep their shape.
