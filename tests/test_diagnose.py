@@ -365,17 +365,7 @@ def test_ga148_a_drain_that_fails_reads_the_upgrade_controllers_event(run, tmp_p
                             "cannot evict pod as it would violate the pod's disruption budget (x4)")
 
 
-MIG_INTENT = """apiVersion: gpuconf.dev/v1alpha1
-kind: ClusterIntent
-metadata: {name: mig-lab}
-spec:
-  cluster: {kubernetesVersion: "1.33"}
-  operator: {chartVersion: v26.7.0}
-  sharingProfiles:
-    quarter: {mig: {layout: {"1g.18gb": 4}}}
-  pools:
-    - {name: h200, gpu: H200, gpusPerNode: 8, nodes: 2, match: {pciDevice: true}, sharing: quarter}
-"""
+MIG_INTENT = NL.SINGLE_MIG  # two H200 nodes, each GPU in four 1g.18gb instances
 
 
 def test_ga146_the_mig_manager_wedge(run, tmp_path):
@@ -583,6 +573,16 @@ def test_the_skim_reads_what_the_whole_decode_reads(tmp_path):
     assert skimmed.operand_pods == 56 and len(skimmed.waiting) == 7
 
 
+def test_a_pod_larger_than_the_read_chunk_grows_the_buffer(tmp_path, monkeypatch):
+    from gpuconf.cluster import skim
+
+    monkeypatch.setattr(skim, "CHUNK", 4096)  # every pod is larger
+    path = tmp_path / "pods.json"
+    path.write_text((INCIDENT / "pods.json").read_text(encoding="utf-8"), encoding="utf-8")
+    skimmed, whole = _operands_both_ways(path)
+    assert _shape(skimmed) == _shape(whole)
+
+
 def test_the_skim_is_not_fooled_by_keys_in_labels_and_annotations(tmp_path, plan):
     """Keys named like the ones the skim reads, at other depths (a label `phase`, an annotation `app`, a label value
     with `"ready": false` in it), change nothing."""
@@ -635,3 +635,14 @@ def test_the_rendered_auditor_role_grants_exactly_the_live_audits_requests(run, 
         assert (verb, resource, None) in granted or (verb, resource, namespace) in granted, path
         used.add((verb, resource, None) if (verb, resource, None) in granted else (verb, resource, namespace))
     assert used == granted
+
+
+@pytest.mark.parametrize("example", ["heterogeneous", "hybrid", "airgapped", "single-pool"])
+def test_nodes_read_by_their_layout_are_the_nodes_without_their_images(example):
+    from gpuconf.cluster.nodesource import read_nodes_file
+
+    path = str(ROOT / "tests" / "fixtures" / "nodes" / f"{example}.json")
+    whole = list(read_nodes_file(path))
+    for node in whole:
+        assert node["status"].pop("images")  # the fixtures list the kubelet's images
+    assert list(read_nodes_file(path, images=False)) == whole

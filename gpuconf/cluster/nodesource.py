@@ -804,14 +804,18 @@ def _reason(exc: Exception) -> str:
     return text.rsplit(": ", 1)[-1] if "Failed to establish" in text else text
 
 
-def _api_problem(exc: Any, host: str, context: str | None, continued: bool, resource: str = "nodes") -> str:
-    """A user-facing message for an API error status (the body is a metav1.Status) of a list of `resource`."""
-    message = ""
+def status_message(exc: Any) -> str:
+    """The message of the metav1.Status an API error carries as its body, or ""."""
     try:
         body = json.loads(exc.body) if exc.body else {}
-        message = body.get("message", "") if isinstance(body, dict) else ""
+        return body.get("message", "") if isinstance(body, dict) else ""
     except (TypeError, ValueError):
-        pass
+        return ""
+
+
+def _api_problem(exc: Any, host: str, context: str | None, continued: bool, resource: str = "nodes") -> str:
+    """A user-facing message for an API error status (the body is a metav1.Status) of a list of `resource`."""
+    message = status_message(exc)
     if not exc.status:  # raised by the client itself (TLS handshake, a request it could not build)
         return f"cannot reach the cluster at {host}: {str(exc.reason).splitlines()[-1]}"
     who = f"context {context!r}" if context else "the kubeconfig's current context"

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 from . import operands as O
 from .nodesource import (
     MAX_PAGE, PAGE_SIZE, ClusterNodes, NodeSourceError, PodListReader, _reason, client_configuration, deadline,
-    read_all, request_timeout,
+    read_all, request_timeout, status_message,
 )
 
 #: The most logs read live in one audit: a cause is the same on every node it hits, so a few pods per failure
@@ -419,12 +419,7 @@ class ClusterOperands(ClusterNodes):
             self._api = None
 
     def _problem(self, exc: Any, path: str, permission: tuple[str, str, str]) -> str:
-        message = ""
-        try:
-            body = json.loads(exc.body) if exc.body else {}
-            message = body.get("message", "") if isinstance(body, dict) else ""
-        except (TypeError, ValueError):
-            pass
+        message = status_message(exc)
         detail = f": {message}" if message else ""
         who = f"context {self.context!r}" if self.context else "the kubeconfig's current context"
         verb, resource, scope = permission

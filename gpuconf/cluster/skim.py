@@ -65,26 +65,35 @@ def skim(stream: Any, operand_of: Callable[[dict], str | None], healthy: Callabl
     does not start in kubectl's layout."""
     if stream.read(len(HEAD)) != HEAD:
         return False
+    # A pod ends after its status.phase: the close at eight spaces that follows.
+    for index, (buf, start, phase_at, end) in enumerate(_items(stream, PHASE, "PodList", "status.phase")):
+        _pod(buf, start, phase_at, end, index, operand_of, healthy, other, whole)
+    return True
+
+
+def _items(stream: Any, anchor: bytes, kind: str, what: str) -> Iterator[tuple[bytearray, int, int, int]]:
+    """(buffer, start, anchor's position, end) of each item of a list in kubectl's layout, read after its head: an
+    item is the text from its open at eight spaces to the first close at eight spaces after `anchor` (a key at
+    sixteen spaces every item has). The buffer is reused: an item's text is valid until the next one."""
     # One buffer for the whole read: fresh 8 MiB strings per chunk would each cost the page faults of new memory.
     buf = bytearray(2 * CHUNK)
     view = memoryview(buf)
     size, pos, index, eof = 0, 0, 0, False
     while True:
-        # A pod ends after its status.phase: the close at eight spaces that follows, then `,` or the end of the list.
-        phase_at = _key(buf, PHASE, _I16, pos, size)
-        close = buf.find(CLOSE, phase_at, size) if phase_at >= 0 else -1
+        at = _key(buf, anchor, _I16, pos, size)
+        close = buf.find(CLOSE, at, size) if at >= 0 else -1
         tail = close + len(CLOSE)
         if close < 0 or tail + len(DONE) > size:
             if eof:
                 if bytes(buf[pos:size]).strip() == b"":
-                    return True
-                raise ValueError(f"item {index} does not end (no status.phase, or cut short)")
+                    return
+                raise ValueError(f"item {index} does not end (no {what}, or cut short)")
             size -= pos
             buf[:size] = buf[pos:pos + size]
             pos = 0
-            if size + CHUNK > len(buf):  # one pod larger than a chunk: a bigger buffer
-                buf.extend(bytes(size + CHUNK - len(buf)))
+            if size + CHUNK > len(buf):  # one item larger than a chunk: a bigger buffer
                 view.release()
+                buf.extend(bytes(size + CHUNK - len(buf)))
                 view = memoryview(buf)
             got = stream.readinto(view[size:size + CHUNK])
             eof = not got
@@ -92,13 +101,13 @@ def skim(stream: Any, operand_of: Callable[[dict], str | None], healthy: Callabl
             continue
         if buf[pos:pos + len(OPEN)] != OPEN:
             raise ValueError(f"item {index} does not open at eight spaces")
-        _pod(buf, pos, phase_at, tail, index, operand_of, healthy, other, whole)
+        yield buf, pos, at, tail
         index += 1
         if buf.startswith(NEXT, tail):
             pos = tail + len(NEXT)
         elif buf.startswith(DONE, tail):
-            _trailer(bytes(buf[tail + len(DONE):size]) + stream.read(1 << 16))
-            return True
+            _trailer(bytes(buf[tail + len(DONE):size]) + stream.read(1 << 16), kind)
+            return
         else:
             raise ValueError(f"item {index - 1} is not followed by another or by the list's end")
 
@@ -184,44 +193,12 @@ def node_texts(stream: Any) -> Iterator[bytes] | None:
 
 
 def _node_texts(stream: Any) -> Iterator[bytes]:
-    buf = bytearray(2 * CHUNK)
-    view = memoryview(buf)
-    size, pos, index, eof = 0, 0, 0, False
-    while True:
-        # A node ends after its status.nodeInfo (which the kubelet always reports): the close at eight spaces.
-        info = _key(buf, NODE_INFO, _I16, pos, size)
-        close = buf.find(CLOSE, info, size) if info >= 0 else -1
-        tail = close + len(CLOSE)
-        if close < 0 or tail + len(DONE) > size:
-            if eof:
-                if bytes(buf[pos:size]).strip() == b"":
-                    return
-                raise ValueError(f"item {index} does not end (no status.nodeInfo, or cut short)")
-            size -= pos
-            buf[:size] = buf[pos:pos + size]
-            pos = 0
-            if size + CHUNK > len(buf):
-                buf.extend(bytes(size + CHUNK - len(buf)))
-                view.release()
-                view = memoryview(buf)
-            got = stream.readinto(view[size:size + CHUNK])
-            eof = not got
-            size += got or 0
-            continue
-        if buf[pos:pos + len(OPEN)] != OPEN:
-            raise ValueError(f"item {index} does not open at eight spaces")
+    # A node ends after its status.nodeInfo (which the kubelet always reports): the close at eight spaces.
+    for buf, start, info, end in _items(stream, NODE_INFO, "NodeList", "status.nodeInfo"):
         # status.images comes right before nodeInfo (sorted keys): found backwards from there.
-        images = buf.rfind(IMAGES, pos, info)
+        images = buf.rfind(IMAGES, start, info)
         stop = info - len(_I16) - len(IMAGES_END) - 1
         if images >= 0 and buf[images - len(_I16):images] == _I16 and buf[stop:info - len(_I16)] == IMAGES_END + b",":
-            yield bytes(buf[pos:images - len(_I16)]) + bytes(buf[stop + len(IMAGES_END) + 1:tail])
+            yield bytes(buf[start:images - len(_I16)]) + bytes(buf[stop + len(IMAGES_END) + 1:end])
         else:
-            yield bytes(buf[pos:tail])
-        index += 1
-        if buf.startswith(NEXT, tail):
-            pos = tail + len(NEXT)
-        elif buf.startswith(DONE, tail):
-            _trailer(bytes(buf[tail + len(DONE):size]) + stream.read(1 << 16), "NodeList")
-            return
-        else:
-            raise ValueError(f"item {index - 1} is not followed by another or by the list's end")
+            yield bytes(buf[start:end])
