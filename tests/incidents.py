@@ -26,6 +26,8 @@ Shapes and messages, and where each comes from:
     "0/%v nodes are available: ..." with sorted "<count> <reason>", then "preemption: ...").
   - The must-gather folder: gpu-operator hack/must-gather.sh (flat; gpu_operand_pods.yaml from `get pods -oyaml`,
     a `kind: List`; gpu_operand_pod_<pod>.log and .previous.log from `logs --all-containers --prefix --timestamps`;
+    gpu_operand_pod_<pod>.descr from `describe pod`, whose Events table holds the kubelet's "Back-off restarting
+    failed container <c> in pod <pod>_<ns>(<uid>)";
     gpu_nodes.descr from `describe nodes -l nvidia.com/gpu.present=true`; gpu_nodes.status from `get nodes -o wide`).
 
 `python tests/incidents.py` writes tests/fixtures/incidents/kernel-update/; a test holds it equal to this module.
@@ -374,6 +376,17 @@ def must_gather(folder: Path, p=None) -> None:
                                 [("2026-12-06T08:01:20.000000000Z", "Done, now waiting for signal" if
                                   app == "nvidia-driver-daemonset" else "started")])
             previous = ""
+        if app == "nvidia-driver-daemonset" and broken:  # `kubectl describe pod`: its Events table (kubelet's BackOff)
+            uid = item["metadata"]["uid"]
+            (folder / f"gpu_operand_pod_{name}.descr").write_text(
+                f"Name:             {name}\nNamespace:        {NS}\nNode:             {node}/10.0.8.1\n"
+                "Status:           Running\nEvents:\n"
+                "  Type     Reason   Age                  From     Message\n"
+                "  ----     ------   ----                 ----     -------\n"
+                "  Normal   Pulled   13m (x15 over 71m)   kubelet  Container image \"nvcr.io/nvidia/driver:580.105.08-"
+                "ubuntu22.04\" already present on machine\n"
+                f"  Warning  BackOff  2m41s (x302 over 71m)  kubelet  Back-off restarting failed container "
+                f"nvidia-driver-ctr in pod {name}_{NS}({uid})\n", encoding="utf-8")
         (folder / f"gpu_operand_pod_{name}.log").write_text(current, encoding="utf-8")
         (folder / f"gpu_operand_pod_{name}.previous.log").write_text(previous, encoding="utf-8")
     (folder / "must-gather.log").write_text("Using ARTIFACT_DIR=/tmp/nvidia-gpu-operator_20261206_0913\n",

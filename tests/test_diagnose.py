@@ -55,6 +55,7 @@ def test_incident_from_the_must_gather_folder_names_kernel_and_log_first(run):
     assert evidence["kind"] == "headers" and evidence["kernelVersion"] == "5.15.0-151-generic"
     assert evidence["healthyKernels"] == {"5.15.0-143-generic": 5} and evidence["nodesLostOnKernel"] == 3
     assert evidence["pod"]["containers"][0]["reason"] == "CrashLoopBackOff"
+    assert evidence["pod"]["events"][0].startswith("BackOff: Back-off restarting failed container nvidia-driver-ctr")
     assert evidence["waiting behind it"] == ["container-toolkit", "operator-validator", "device-plugin",
                                              "mig-manager", "gpu-feature-discovery", "dcgm-exporter"]
     assert evidence["confirm"][1].startswith("kubectl logs -n gpu-operator nvidia-driver-daemonset-")
@@ -219,7 +220,7 @@ def test_ga141_nouveau_from_the_driver_manager(run, tmp_path, plan):
             'time="2026-12-06T09:10:30Z" level=info msg="Unloading nouveau driver"',
             'time="2026-12-06T09:10:30Z" level=fatal msg="failed to unload nouveau driver: exit status 1"']}
     f = _only(_scenario(run, tmp_path, plan, change, logs), "GA141")
-    assert f["evidence"]["kind"] == "nouveau"
+    assert f["evidence"]["kind"] == "nouveau" and f["evidence"]["log"] == "failed to unload nouveau driver: exit status 1"
 
 
 def test_ga143_image_pull_names_the_image(run, tmp_path, plan):
@@ -272,6 +273,7 @@ def test_ga144_the_toolkit_cannot_restart_containerd(run, tmp_path, plan):
     assert f["message"] == f"container-toolkit fails on the node: {message}"
     assert f["evidence"]["log"] == message
     assert not [x for x in doc["findings"] if x["code"] == "GA145"]  # the plugin's wait is the toolkit's doing
+    assert f["hint"].startswith("Fix the toolkit's runtime settings")
     assert _only(doc, "GA107")["hint"].startswith("explained by GA144 on this node")
 
 
@@ -301,7 +303,9 @@ def test_ga145_the_mps_daemon_is_not_ready(run, tmp_path, plan):
             "checking MPS daemon health: failed to send command to MPS daemon: exit status 1",
             "I1206 09:10:30.000000       1 main.go:409] Failed to start one or more plugins. Retrying in 30s..."]}
     f = _only(_scenario(run, tmp_path, plan, change, logs), "GA145")
-    assert f["evidence"]["kind"] == "mps" and "the MPS control daemon" in f["message"]
+    assert f["evidence"]["kind"] == "mps" and f["message"] == (
+        "device-plugin fails on the MPS control daemon: Failed to start plugin: error waiting for MPS daemon: error "
+        "checking MPS daemon health: failed to send command to MPS daemon: exit status 1")
 
 
 def test_ga149_operand_pods_never_scheduled_on_a_tainted_node(run, tmp_path, plan):
@@ -317,6 +321,7 @@ def test_ga149_operand_pods_never_scheduled_on_a_tainted_node(run, tmp_path, pla
     assert f["message"] == ("no device-plugin, gpu-feature-discovery pod on the node: the node's taint "
                             "maintenance=bios:NoSchedule is not tolerated")
     assert f["evidence"]["untolerated taints"] == ["maintenance=bios:NoSchedule"]
+    assert f["hint"].startswith("Let the operands onto the node: declare the node's taint in the pool")
     assert _only(doc, "GA107")["hint"].startswith("explained by GA149 on this node")
 
 
@@ -348,6 +353,7 @@ def test_ga148_a_driver_upgrade_stuck_behind_a_failing_driver_pod(run, tmp_path,
     f = _only(doc, "GA148")
     assert f["message"] == "the driver upgrade is stuck in pod-restart-required: driver fails on the node (GA141)"
     assert f["evidence"]["blocking"] == "driver"
+    assert f["hint"].startswith("Unblock the step the node waits in")
 
 
 def test_ga148_a_drain_that_fails_reads_the_upgrade_controllers_event(run, tmp_path, plan):

@@ -88,10 +88,22 @@ def _node(lines: list[str]) -> tuple[dict, list[tuple[str, str]]]:
         title, sep, value = row.strip().partition(":")
         if sep and title.strip() in SYSTEM_INFO:
             status["nodeInfo"][SYSTEM_INFO[title.strip()]] = value.strip()
-    events = []
-    for row in fields.get("Events", []):
-        cells = _SPLIT.split(row.strip())
-        if len(cells) >= 5 and cells[0] in ("Warning", "Normal"):
-            if cells[0] == "Warning":
-                events.append((cells[1], "  ".join(cells[4:])))
-    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}, events
+    found = events("Events:\n" + "\n".join(fields.get("Events", [])))
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}, found
+
+
+def events(text: str) -> list[tuple[str, str]]:
+    """The Warning events of one object's `kubectl describe` text (its `Events:` table), as (reason, message)."""
+    out = []
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("Events:"):
+            inside = True
+            continue
+        if inside:
+            if line and not line[0].isspace():
+                break
+            cells = _SPLIT.split(line.strip())
+            if len(cells) >= 5 and cells[0] == "Warning":
+                out.append((cells[1], "  ".join(cells[4:])))
+    return out

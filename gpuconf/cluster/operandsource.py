@@ -197,12 +197,13 @@ def read_events(path: str, operands: O.Operands) -> None:
 
 # --- NVIDIA's must-gather folder ---------------------------------------------------------------------------------
 
-#: The files of the GPU Operator's hack/must-gather.sh this audit reads (gpu-operator hack/must-gather.sh: the pod
-#: list as `-o yaml`, each operand pod's log and previous log, the GPU nodes as `-o yaml`).
+#: The files of the GPU Operator's hack/must-gather.sh this audit reads (gpu-operator hack/must-gather.sh, a flat
+#: folder: the operator namespace's pods from `get pods -oyaml`, each operand pod's log and previous log from `logs
+#: --all-containers --prefix --timestamps` and its `describe pod` (whose Events table is the only events it
+#: collects), the GPU nodes from `describe nodes -l nvidia.com/gpu.present=true`).
 MG_PODS = "gpu_operand_pods.yaml"
 MG_NODES = "gpu_nodes.descr"
 MG_LOG = re.compile(r"gpu_operand_pod_(?P<pod>[a-z0-9][-a-z0-9.]*?)(?P<previous>\.previous)?\.log")
-MG_EVENTS = ("gpu_operand_events.yaml", "events.yaml")
 
 
 def read_must_gather(folder: str, namespace: str) -> tuple[O.Operands, str | None]:
@@ -227,10 +228,14 @@ def read_must_gather(folder: str, namespace: str) -> tuple[O.Operands, str | Non
             text = stream.read(O.LOG_BYTES).decode("utf-8", "replace")
         _attach_log(pod, text, m.group("previous") is not None)
     operands.has_logs = True
-    for name in MG_EVENTS:
-        path = os.path.join(folder, name)
+    for pod in by_name.values():  # `kubectl describe pod` of each: its Events table
+        path = os.path.join(folder, f"gpu_operand_pod_{pod.name}.descr")
         if os.path.isfile(path):
-            read_events(path, operands)
+            from . import describe
+
+            with _open(path) as stream:
+                found = describe.events(stream.read(O.LOG_BYTES).decode("utf-8", "replace"))
+            pod.events = [f"{r}: {m}" for r, m in found][-O.EVENTS_KEPT:]
     nodes = os.path.join(folder, MG_NODES)
     return operands, nodes if os.path.isfile(nodes) else None
 
