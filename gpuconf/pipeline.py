@@ -173,11 +173,16 @@ def _attest(intents, rendered: list, out: str, signer) -> None:
     """Add each tree's attestation (gpuconf/output/attest.py) to its files."""
     from .output.attest import ATTESTATION, attestation_text, statement
 
+    from .render.command import regenerate
+
     for intent, r in zip(intents, rendered):
-        command = f"{render_command(intent, out)} --attest"
+        command = render_command(intent, out)
         for tree in r.trees:
             versions = [tree.plan.chart_version] if tree.plan is not None else []
-            doc = statement(tree.name, tree.files, command, r.inputs[tree.name], versions)
+            # What the files name, nothing of the folder they were written to: the same inputs attest the same.
+            text = regenerate(tree.plan, command, "--attest") if tree.plan is not None else \
+                f"gpuconf render {command.input} --attest"
+            doc = statement(tree.name, tree.files, text, r.inputs[tree.name], versions)
             tree.files[ATTESTATION] = attestation_text(doc, signer)
 
 

@@ -151,6 +151,11 @@ def override_values(version: str, path: str) -> st.SearchStrategy[Any]:
     from gpuconf.render.values import ValuesBuilder
 
     defaults = catalog.chart(version).defaults
+    if path.endswith(".podSelector"):
+        # An upgrade pod selector is a label selector the chart prints unquoted: one YAML reads back as a string of
+        # the same text (GC352), never `0` or `true`.
+        return st.builds(lambda k, v: f"{k}={v}", st.sampled_from(["app", "tier", "team"]),
+                         st.text(_ALNUM, min_size=1, max_size=8).filter(lambda v: not v.isdigit()))
     node: Any = defaults
     for key in path.split("."):
         node = node.get(key) if isinstance(node, dict) else None  # a key with a dot in it is not addressable

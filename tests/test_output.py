@@ -633,10 +633,12 @@ def test_the_header_does_not_depend_on_how_a_path_was_spelled(run, here, intent,
     check = run("render", spelled[0], "-o", spelled[1], "--check")
     assert check.exit_code == 0, check.stdout
     header = (here / "out" / "lab" / "values.yaml").read_text(encoding="utf-8").splitlines()[1]
-    assert header == "# Do not edit: change the intent, then run: gpuconf render x.yaml -o out"
+    assert header == ("# Do not edit: change the intent, then run: gpuconf render x.yaml -o DIR (DIR: the folder that "
+                      "holds lab/)")
 
 
 def test_commands_in_headers_and_the_report_are_one_shell_word_per_path(run, here):
+    """The input is one shell word; the output folder appears in no file (the same inputs, the same bytes anywhere)."""
     import subprocess
 
     os.mkdir(here / "my out\nnext")
@@ -644,12 +646,25 @@ def test_commands_in_headers_and_the_report_are_one_shell_word_per_path(run, her
     assert run("render", "it's.yaml", "-o", "my out\nnext").exit_code == 0
     folder = here / "my out\nnext" / "lab"
     line = (folder / "values.yaml").read_text(encoding="utf-8").splitlines()[1]
-    assert line == "# Do not edit: change the intent, then run: gpuconf render $'it\\'s.yaml' -o $'my out\\nnext'"
-    command = line.split("then run: ", 1)[1]
+    assert line == ("# Do not edit: change the intent, then run: gpuconf render $'it\\'s.yaml' -o DIR (DIR: the folder "
+                    "that holds lab/)")
+    command = line.split("then run: ", 1)[1].split(" (DIR")[0]
     words = subprocess.run(["bash", "-c", "printf '%s\\0' " + command], capture_output=True).stdout
-    assert words.split(b"\0")[:-1] == [b"gpuconf", b"render", b"it's.yaml", b"-o", b"my out\nnext"]
+    assert words.split(b"\0")[:-1] == [b"gpuconf", b"render", b"it's.yaml", b"-o", b"DIR"]
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    assert report["acceptance"][1]["commands"] == ["kubectl apply -k $'my out\\nnext/lab'"]
+    assert report["acceptance"][1]["commands"] == ["kubectl apply -k ."]
+    assert not [p for p in folder.rglob("*") if p.is_file() and "my out" in p.read_text(encoding="utf-8")]
+
+
+def test_two_folders_render_the_same_bytes_attestations_included(run, here):
+    assert run("render", "x.yaml", "-o", "a", "--attest").exit_code == 0
+    assert run("render", "x.yaml", "-o", "b/c", "--attest").exit_code == 0
+    first, second = here / "a" / "lab", here / "b" / "c" / "lab"
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    assert "attestation.intoto.json" in {str(p) for p in files}
+    for rel in files:
+        assert (first / rel).read_bytes() == (second / rel).read_bytes(), rel
 
 
 # --- permissions --------------------------------------------------------------------------------------------------------

@@ -843,7 +843,7 @@ def test_aks_autoscaled_spot_pool_script(tmp_path):
     assert "probes/t4.yaml" in tree.files and "manifests/probes.yaml" not in tree.files  # scales to zero
     report = tree.files["REPORT.md"]
     assert "0 to 5 (autoscaled; capacity and quotas count 5)" in report
-    assert "kubectl create -f out/lab/probes/t4.yaml" in report
+    assert "kubectl create -f probes/t4.yaml" in report
 
 
 def test_a_budget_window_needs_schedule_and_duration(tmp_path):

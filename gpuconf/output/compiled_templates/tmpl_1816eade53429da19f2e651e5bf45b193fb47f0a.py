@@ -10,7 +10,7 @@ def root(context, missing=missing):
     if 0: yield None
     l_0_r = resolve('r')
     pass
-    yield '## Acceptance checklist\n\n'
+    yield '## Acceptance checklist\n\nRun each command in this folder, the one that holds REPORT.md.\n\n'
     l_1_loop = missing
     for l_1_s, l_1_loop in LoopContext(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'acceptance'), undefined):
         _loop_vars = {}
@@ -32,4 +32,4 @@ def root(context, missing=missing):
     l_1_loop = l_1_s = missing
 
 blocks = {}
-debug_info = '3=14&4=17&6=21&7=25&10=29'
+debug_info = '5=14&6=17&8=21&9=25&12=29'

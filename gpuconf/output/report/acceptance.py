@@ -26,7 +26,7 @@ def dra_class_of(resource: str) -> str | None:
     return class_of_key(resource)
 
 
-def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> list[dict]:
+def acceptance_facts(plan: P.Plan, tree_files: Iterable[str] = ()) -> list[dict]:
     """The acceptance checklist: apply, wait for the operator, then one probe Job per pool and what it proves."""
     from ...render import kueue as K
     from ...render import openshift, platform
@@ -36,11 +36,11 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
     spec = plan.intent.spec
     from ...emit import shell_word
 
-    folder = f"{out.rstrip('/') or '.'}/{plan.name}"
+    folder = "."  # the commands run in the cluster's folder (the one REPORT.md is in), wherever it was written
     files = set(tree_files or ())
-    values_file = shell_word(f"{folder}/values.yaml")
+    values_file = "values.yaml"
     steps = []
-    early = [shell_word(f"{folder}/{path}") for path in ("manifests/namespaces.yaml", platform.PLATFORM_FILE) if path in files]
+    early = [shell_word(path) for path in ("manifests/namespaces.yaml", platform.PLATFORM_FILE) if path in files]
     if openshift.olm(plan):
         from ... import platforms
 
@@ -91,7 +91,6 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
                       "proves": "Kueue's CRDs and webhooks are in place before the queues are applied (Kueue's "
                                 "installation guide; its Helm chart works as well)"})
     policy = openshift.CLUSTER_POLICY_NAME if openshift.olm(plan) else "cluster-policy"
-    raw_folder, folder = folder, shell_word(folder)
     steps += [
         {"title": "Apply the manifests (or let Argo CD / Flux sync the folder)",
          "commands": [f"kubectl apply -k {folder}"],
@@ -139,7 +138,7 @@ def acceptance_facts(plan: P.Plan, out: str, tree_files: Iterable[str] = ()) -> 
         # A manual probe lies outside the kustomization (a pool that scales to zero would launch a node on every
         # sync): create it when the proof is wanted; it launches a node if the pool has none.
         create = ([f"kubectl -n {ns} delete job/{job} --ignore-not-found",
-                   f"kubectl create -f {shell_word(f'{raw_folder}/probes/{pool.name}.yaml')}"] if mode == "manual" else [])
+                   f"kubectl create -f {shell_word(f'probes/{pool.name}.yaml')}"] if mode == "manual" else [])
         steps.append({
             "title": f"Probe pool {pool.name}" + (" (manual: the pool scales to zero, or its probe is manual)"
                                                    if mode == "manual" else ""),

@@ -19,6 +19,7 @@ from .pools import declared_model_facts, pool_facts
 from .queues import queueing_facts
 from .runbook import runbook_facts
 from .upgrade import rollback_steps, upgrade_facts
+from ...render.command import regenerate
 
 API_VERSION = "gpuconf.dev/v1alpha1"
 KIND = "ClusterReport"
@@ -33,7 +34,7 @@ def build_report(plan: P.Plan, values, command, files: Iterable[str] = ()) -> di
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "generated": {"by": f"gpuconf {__version__}", "from": file, "command": str(command)},
+        "generated": {"by": f"gpuconf {__version__}", "from": file, "command": regenerate(plan, command)},
         "cluster": {
             "name": plan.name, "chartVersion": plan.chart_version, "namespace": plan.namespace,
             "kubernetesVersion": spec.cluster.kubernetes_version, "distribution": spec.cluster.distribution,
@@ -54,8 +55,8 @@ def build_report(plan: P.Plan, values, command, files: Iterable[str] = ()) -> di
         "upgrade": upgrade_facts(plan, merged),
         "rollback": rollback_steps(plan),
         "runbook": runbook_facts(plan),
-        # The output folder is the render command's (a render.tree.Command), so commands can be pasted.
-        "acceptance": acceptance_facts(plan, command.out, files),
+        # Paths relative to the cluster's own folder: the report does not depend on where it was written.
+        "acceptance": acceptance_facts(plan, files),
         # Only on the DRA stack, so that the reports of device-plugin clusters keep their shape.
         **({"dra": dra_facts(plan, merged)} if plan.intent.spec.cluster.allocation == "dra" else {}),
         **({"admission": admission_facts(plan)} if plan.intent.spec.admission else {}),
