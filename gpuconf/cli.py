@@ -285,6 +285,10 @@ _no_exec_plugins = click.option(
                    "impact's nodes, from this PodList (`kubectl get pods -A -o json`) instead of the cluster's.")
 @click.option("--to-chart", "to_chart", metavar="VERSION",
               help="Explain what moving the intent to another GPU Operator chart version changes.")
+@click.option("--markdown-rest", "markdown_rest", type=click.Path(dir_okay=False), metavar="FILE",
+              help="With --against and --format markdown over several clusters: the review printed stays under the "
+                   "65,536 characters of a GitHub comment; when it has to leave details out, the complete one is "
+                   "written here (for the CI to upload), and the review says so.")
 @click.option("--warnings-as-errors", is_flag=True, help="Exit 1 when the override report has warnings.")
 @click.option("--against-values", "against_values", multiple=True, metavar="FILE",
               type=click.Path(exists=True, dir_okay=False),
@@ -308,7 +312,7 @@ _no_exec_plugins = click.option(
 @_cluster
 def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str | None, nodes_file: str | None,
          kubeconfig: str | None, context: str | None, timeout: float, pods_file: str | None, to_chart: str | None,
-         warnings_as_errors: bool, against_values: tuple[str, ...], values: tuple[str, ...],
+         markdown_rest: str | None, warnings_as_errors: bool, against_values: tuple[str, ...], values: tuple[str, ...],
          against_installation: bool, sets: tuple[str, ...], configmaps: tuple[str, ...],
          installed_chart: str | None, cluster: str | None) -> None:
     """The override report of each INPUT (an intent or a fleet): every value that differs from the chart's defaults,
@@ -361,7 +365,8 @@ def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str |
             pods, pods_source = read_cluster_pods(kubeconfig, context, timeout), source
         live = Live(nodes, source, pods, pods_source, pods_optional=pods_file is None)
     try:
-        outcome = _selecting(run_diff, intents, fmt, against, to_chart, warnings_as_errors, fail_on, live, cluster)
+        outcome = _selecting(run_diff, intents, fmt, against, to_chart, warnings_as_errors, fail_on, live, cluster,
+                             markdown_rest)
     except UsageProblem as exc:
         raise click.UsageError(str(exc)) from None
     if live is not None:

@@ -6,27 +6,10 @@ from dataclasses import dataclass, field
 
 from .findings import Finding, sort_findings
 
-EXIT_OK = 0
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
-EXIT_INTERNAL = 3
-
+from .outcome import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Outcome, UsageProblem  # noqa: F401
 
 #: The transition rules' codes (gpuconf/intent/rules/transitions.py): `diff --against` prints their warnings.
 TRANSITION_CODES = frozenset(f"GC{n}" for n in range(370, 380))
-
-
-class UsageProblem(Exception):
-    """The command was asked for something that cannot be done with these arguments (exit 2)."""
-
-
-@dataclass
-class Outcome:
-    """What a command prints and how it exits: the pipeline decides, the CLI only prints."""
-
-    stdout: str = ""
-    stderr: list[str] = field(default_factory=list)
-    code: int = EXIT_OK
 
 
 @dataclass
@@ -272,7 +255,7 @@ class Live:
 
 def diff(intents: list[str] | tuple[str, ...] | str, fmt: str, against: str | None, to_chart: str | None,
          warnings_as_errors: bool, fail_on: str | None = None, live: Live | None = None,
-         cluster: str | None = None) -> Outcome:
+         cluster: str | None = None, rest: str | None = None) -> Outcome:
     """`gpuconf diff`: the override report, a comparison with a rendered folder (--against) led by the impact plan,
     or a chart move (--to-chart); of each cluster of each input (intents and fleets), or the one cluster named.
 
@@ -327,7 +310,9 @@ def diff(intents: list[str] | tuple[str, ...] | str, fmt: str, against: str | No
                                      renamed_from)) for intent, r in rendered]
     if against is None and len(outcomes) == 1:
         return outcomes[0][1]
-    return _diff_set(outcomes, removed, renamed, fmt, against, fail_on, notes)
+    from .output.review import diff_set
+
+    return diff_set(outcomes, removed, renamed, fmt, against, fail_on, notes, rest)
 
 
 def _diff_input(intent: str, rendered, fmt: str, against: str | None, to_chart: str | None,
@@ -351,47 +336,6 @@ def _diff_input(intent: str, rendered, fmt: str, against: str | None, to_chart: 
                                                     live, chosen.validation.findings,
                                                     renamed_from.get(chosen.name))))
     return by_cluster(outcomes, fmt, intent) if rendered.fleet else outcomes[0][1]
-
-
-def _diff_set(outcomes: list[tuple[str, Outcome]], removed: dict[str, dict[str, str]], renamed: dict[str, str],
-              fmt: str, against: str | None, fail_on: str | None, notes: list[str]) -> Outcome:
-    """The outcomes of several inputs, and the plan of each removed cluster folder, as one: JSON is the one input's
-    document (or {"inputs": {file: document}} of several) with `removedClusters` beside it; text and Markdown give
-    each input under a heading when there are several, then each removed cluster. The exit code is the highest."""
-    import json
-    from pathlib import Path
-
-    from .impact import impacts_markdown, impacts_text
-    from .impact.clusterset import cluster_removed
-
-    plans = {name: (str(Path(against) / name), cluster_removed(name, files, str(Path(against) / name),
-                                                               renamed.get(name)))
-             for name, files in sorted(removed.items())} if against is not None else {}
-    code = max([o.code for _, o in outcomes] + [
-        (EXIT_FINDINGS if plan.fails(fail_on) else EXIT_OK) if fail_on else EXIT_FINDINGS for _, plan in plans.values()])
-    stderr = list(dict.fromkeys([*notes, *(line for _, o in outcomes for line in o.stderr)]))
-    several = len(outcomes) != 1
-    if fmt == "json":
-        docs = {intent: json.loads(o.stdout) if o.stdout else None for intent, o in outcomes}
-        gone = {name: {"folder": where, "impacts": plan.as_list(), "worst": plan.worst}
-                for name, (where, plan) in plans.items()}
-        if several:
-            body = {"inputs": docs, "removedClusters": gone}
-        else:
-            body = next(iter(docs.values()))
-            if not isinstance(body, dict):  # an invalid input's findings: nothing was compared
-                return Outcome(outcomes[0][1].stdout, stderr, code)
-            body = {**body, "removedClusters": gone}
-        return Outcome(json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n", stderr, code)
-    if fmt == "markdown":
-        parts = [f"## {intent}\n\n{o.stdout}" if several else o.stdout for intent, o in outcomes]
-        parts += [f"## Cluster {name}: removed (`{where}`)\n\n{impacts_markdown(plan, where)}"
-                  for name, (where, plan) in plans.items()]
-    else:
-        parts = [f"=== {intent} ===\n{o.stdout}" if several else o.stdout for intent, o in outcomes]
-        parts += [f"=== cluster {name}: removed ({where}) ===\n{impacts_text(plan, where)}"
-                  for name, (where, plan) in plans.items()]
-    return Outcome("\n".join(p for p in parts if p), stderr, code)
 
 
 def _diff_cluster(tree, intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool,
@@ -436,7 +380,7 @@ def by_cluster(outcomes: list[tuple[str, Outcome]], fmt: str, file: str) -> Outc
         text = "\n".join(f"## Cluster {name} ({file})\n\n{o.stdout}" for name, o in outcomes)
     else:
         text = "\n".join(f"=== cluster {name} ({file}) ===\n{o.stdout}" for name, o in outcomes)
-    return Outcome(text, stderr, code)
+    return Outcome(text, stderr, code, [r for _, o in outcomes for r in o.reviews])
 
 
 def deployed_reader(against: str):
@@ -533,16 +477,21 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
                 "findings": [f.as_dict() for f in transitions]}
         text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     elif fmt == "markdown":
+        from .output.review import ClusterReview
+
         warned = "".join(f"- **{f.code}** {f.message} (hint: {f.hint})\n" for f in transitions)
         text = impacts_markdown(impacts, str(target)) + (warned + "\n" if warned else "") + diff_markdown(
             result, folded=True)
+        review = ClusterReview(intent.split("[")[0], tree.name, impacts.worst, len(impacts.impacts),
+                               len(result.documents), text)
     else:
         from .findings import format_text
 
         text = format_text(transitions) + impacts_text(impacts, str(target)) + diff_text(result)
+    reviews = [review] if fmt == "markdown" else []
     if fail_on is not None:
-        return Outcome(text, notes, code=EXIT_FINDINGS if impacts.fails(fail_on) else EXIT_OK)
-    return Outcome(text, notes, code=EXIT_OK if result.equal else EXIT_FINDINGS)
+        return Outcome(text, notes, EXIT_FINDINGS if impacts.fails(fail_on) else EXIT_OK, reviews)
+    return Outcome(text, notes, EXIT_OK if result.equal else EXIT_FINDINGS, reviews)
 
 
 def _valid_trees(intent: str, instead: str, cluster: str | None = None,

@@ -292,10 +292,12 @@ def test_the_ci_examples_impact_steps_cover_every_cluster_of_a_fleet(tmp_path):
     done = subprocess.run(["bash", "-e", "-c", plan], cwd=repo, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     posted = (repo / "impact.md").read_text(encoding="utf-8")
-    assert "## fleets/ml-fleet/fleet.yaml" in posted and "## intents/lab.yaml" in posted
+    # The summary first; the fleet's clusters in detail, the untouched intent in one line; no folder is removed.
+    assert posted.startswith("# gpuconf review: 3 of 4 clusters affected, worst impact: disruptive\n")
     for name in CLUSTERS:
-        assert f"## Cluster {name} (fleets/ml-fleet/fleet.yaml)" in posted
-    assert "removed" not in posted.split("## Cluster")[-1].splitlines()[0]  # every deployed folder is rendered
+        assert f"\n## {name} (`fleets/ml-fleet/fleet.yaml`)\n" in posted
+    assert "Unchanged: 1 cluster (lab)." in posted and "removed" not in posted
+    assert not (repo / "impact-full.md").exists()  # it fits: no rest to upload
     gated = subprocess.run(["bash", "-e", "-c", gate], cwd=repo, capture_output=True, text=True, env=env)
     assert gated.returncode == 1, gated.stdout + gated.stderr
     lines = gated.stdout.splitlines()
@@ -309,7 +311,10 @@ def test_the_ci_examples_impact_steps_cover_every_cluster_of_a_fleet(tmp_path):
     (repo / "intents" / "lab.yaml").unlink()
     done = subprocess.run(["bash", "-e", "-c", plan], cwd=repo, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
-    assert "## Cluster lab: removed (`../deployed/out/lab`)" in (repo / "impact.md").read_text(encoding="utf-8")
+    posted = (repo / "impact.md").read_text(encoding="utf-8")
+    assert posted.startswith("# gpuconf review: 1 of 4 clusters affected, worst impact: disruptive\n")
+    assert "| lab (removed) | `../deployed/out/lab` | **disruptive** |" in posted
+    assert "\n## lab: removed (`../deployed/out/lab`)\n" in posted
     gated = subprocess.run(["bash", "-e", "-c", gate], cwd=repo, capture_output=True, text=True, env=env)
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert gated.stdout.splitlines()[-3:] == [
@@ -356,3 +361,70 @@ def test_against_values_of_a_fleet_compares_the_cluster_named(run, deployed):
     assert same.exit_code == 0 and "no leaf differs" in same.stdout
     other = run("diff", FLEET, "--against-values", values, "--cluster", "us-prod")
     assert other.exit_code == 1 and "leaves differ" in other.stdout
+
+
+# --- the review of a 30-cluster fleet (issue 43, item 3) ------------------------------------------------------------
+
+
+def _thirty(tmp_path):
+    """examples/fleet's base, thirty clusters in three regions: each cluster's overlay names its region's registry
+    mirror and pull secret and its Argo CD destination."""
+    import shutil
+
+    fleet = tmp_path / "fleet"
+    shutil.copytree(ROOT / "examples" / "fleet", fleet)
+    (fleet / "overlays").mkdir(exist_ok=True)
+    clusters = []
+    for region in ("eu", "us", "ap"):
+        for i in range(10):
+            name = f"{region}-{i:02d}"
+            (fleet / "overlays" / f"{name}.yaml").write_text(
+                f"spec:\n  operator:\n    registry: registry.{region}.example/nvidia\n"
+                f"    imagePullSecrets: [{region}-mirror]\n  delivery:\n    destination:\n      name: {name}\n",
+                encoding="utf-8")
+            clusters.append(f"    - name: {name}\n      overlay: overlays/{name}.yaml\n")
+    (fleet / "fleet.yaml").write_text("apiVersion: gpuconf.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: big\n"
+                                      "spec:\n  base: base.yaml\n  clusters:\n" + "".join(clusters), encoding="utf-8")
+    return fleet
+
+
+def test_a_thirty_cluster_review_fits_a_comment_and_leads_with_the_summary(run, tmp_path):
+    from gpuconf.output.review import COMMENT_LIMIT
+
+    fleet = _thirty(tmp_path)
+    deployed = tmp_path / "deployed"
+    assert run("render", str(fleet / "fleet.yaml"), "-o", str(deployed)).exit_code == 0
+    base = fleet / "base.yaml"
+    base.write_text(base.read_text(encoding="utf-8").replace('version: "595.91.07"', 'version: "580.126.20"'),
+                    encoding="utf-8")
+    rest = tmp_path / "review-full.md"
+    result = run("diff", str(fleet / "fleet.yaml"), "--against", str(deployed), "--format", "markdown",
+                 "--markdown-rest", str(rest))
+    assert result.exit_code == 1, result.stderr
+    review = result.stdout
+    assert len(review) <= COMMENT_LIMIT
+    lines = review.splitlines()
+    assert lines[0] == "# gpuconf review: 30 of 30 clusters affected, worst impact: disruptive"
+    assert lines[2] == "| cluster | input | worst impact | impacts | documents changed |"
+    assert len([line for line in lines if line.startswith("| ") and "**disruptive**" in line]) == 30
+    full = rest.read_text(encoding="utf-8")
+    assert len(full) > COMMENT_LIMIT and full.count("\n## ") >= 30  # every cluster's details
+    assert f"the complete review is in `{rest}`" in review
+    # Without the option the review still fits, and says how to get the rest.
+    bare = run("diff", str(fleet / "fleet.yaml"), "--against", str(deployed), "--format", "markdown").stdout
+    assert len(bare) <= COMMENT_LIMIT and "give `--markdown-rest FILE`" in bare
+
+
+def test_a_one_cluster_change_names_one_of_thirty(run, tmp_path):
+    fleet = _thirty(tmp_path)
+    deployed = tmp_path / "deployed"
+    assert run("render", str(fleet / "fleet.yaml"), "-o", str(deployed)).exit_code == 0
+    overlay = fleet / "overlays" / "eu-00.yaml"
+    overlay.write_text(overlay.read_text(encoding="utf-8") + "  driver:\n    version: \"580.126.20\"\n",
+                       encoding="utf-8")
+    review = run("diff", str(fleet / "fleet.yaml"), "--against", str(deployed), "--format", "markdown").stdout
+    lines = review.splitlines()
+    assert lines[0] == "# gpuconf review: 1 of 30 clusters affected, worst impact: disruptive"
+    assert lines[4].startswith("| eu-00 | ")
+    assert lines[6].startswith("Unchanged: 29 clusters (eu-01, eu-02, ")
+    assert review.count("\n## ") == 1  # details for the one cluster only

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..pipeline import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Outcome, UsageProblem
+from ..outcome import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Outcome, UsageProblem
 
 
 @dataclass
