@@ -179,8 +179,12 @@ def beside(function: Any, *args: Any) -> Any:
     future = pool.submit(function, *args)
 
     def wait() -> Any:
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
             return future.result()
+        except BrokenProcessPool:  # the process died (killed, out of memory): read here instead, as without a core
+            return function(*args)
         finally:
             pool.shutdown()
 
