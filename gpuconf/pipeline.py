@@ -106,8 +106,8 @@ def _inputs(read, trees: list) -> dict[str, list[tuple[str, str, str]]]:
     if not read.is_fleet:
         return {tree.name: [("intent", read.file, read.digests[read.file])] for tree in trees}
     fleet = [("fleet", read.file, read.digests[read.file])]
-    layers = {c.name: [("base" if i == 0 else "overlay", f, read.digests[f]) for i, f in enumerate(c.files)]
-              for c in read.clusters}
+    layers = {c.name: [(read.roles.get(f) or ("base" if i == 0 else "overlay"), f, read.digests[f])
+                       for i, f in enumerate(c.files)] for c in read.clusters}
     every = sorted({layer for files in layers.values() for layer in files}, key=lambda layer: layer[1])
     return {tree.name: fleet + layers.get(tree.name, every) for tree in trees}
 

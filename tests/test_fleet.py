@@ -290,3 +290,79 @@ def test_paths_parse_back_to_their_location(loc):
     from gpuconf.intent.fleet import _parse_path
 
     assert _parse_path(dotted(loc)) == loc
+
+
+# --- layers (issue 43, item 2) ------------------------------------------------------------------------------------------
+
+
+def _layered(tmp_path):
+    """examples/fleet with two layers: a region (eu-prod and edge-lab take it) and an environment (eu-prod only)."""
+    import shutil
+
+    fleet = tmp_path / "fleet"
+    shutil.copytree(ROOT / "examples" / "fleet", fleet)
+    (fleet / "layers").mkdir()
+    (fleet / "layers" / "eu.yaml").write_text(
+        "# the EU region: its registry mirror\nspec:\n  operator:\n    registry: registry.eu.example/nvidia\n"
+        "    imagePullSecrets: [eu-mirror]\n", encoding="utf-8")
+    (fleet / "layers" / "production.yaml").write_text(
+        "spec:\n  operator:\n    registry: registry.prod.eu.example/nvidia\n", encoding="utf-8")
+    text = (fleet / "fleet.yaml").read_text(encoding="utf-8")
+    text = text.replace("  base: base.yaml\n", "  base: base.yaml\n  layers:\n    eu: layers/eu.yaml\n"
+                                                  "    production: layers/production.yaml\n")
+    text = text.replace("    - name: eu-prod\n", "    - name: eu-prod\n      layers: [eu, production]\n")
+    text = text.replace("    - name: us-prod\n", "    - name: us-prod\n      layers: []\n")
+    text = text.replace("    - name: edge-lab\n", "    - name: edge-lab\n      layers: [eu]\n")
+    (fleet / "fleet.yaml").write_text(text, encoding="utf-8")
+    return fleet
+
+
+def test_layers_merge_in_order_and_say_where_each_value_came_from(run, tmp_path):
+    fleet = _layered(tmp_path)
+    out = tmp_path / "out"
+    result = run("render", str(fleet / "fleet.yaml"), "-o", str(out), "--attest")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    eu = (out / "eu-prod" / "values.yaml").read_text(encoding="utf-8")
+    # The later layer wins, and the comment names its file and line.
+    assert "repository: registry.prod.eu.example/nvidia/cloud-native" in eu
+    assert "layers/production.yaml line 3): images come from the registry mirror" in eu
+    assert "eu-mirror" in eu  # the region layer's pull secret, which production.yaml does not set
+    us = (out / "us-prod" / "values.yaml").read_text(encoding="utf-8")
+    assert "registry.eu.example" not in us and "registry.prod" not in us
+    # edge-lab's own overlay sets its registry over the region's.
+    assert "registry.lab.example/nvidia" in (out / "edge-lab" / "values.yaml").read_text(encoding="utf-8")
+    # The layers are inputs of the clusters that take them, attested as such.
+    inputs = json.loads((out / "eu-prod" / "attestation.intoto.json").read_text(encoding="utf-8"))
+    roles = {d["name"].rsplit("fleet/", 1)[-1]: d["annotations"]["gpuconf_role"]
+             for d in inputs["predicate"]["buildDefinition"]["resolvedDependencies"] if "annotations" in d}
+    assert {k: v for k, v in roles.items() if k.endswith(".yaml")} == {
+        "fleet.yaml": "fleet", "base.yaml": "base", "layers/eu.yaml": "layer", "layers/production.yaml": "layer",
+        "overlays/eu-prod.yaml": "overlay"}
+
+
+def test_a_change_to_a_layer_is_planned_for_the_clusters_under_it(run, tmp_path):
+    fleet = _layered(tmp_path)
+    out = tmp_path / "out"
+    assert run("render", str(fleet / "fleet.yaml"), "-o", str(out)).exit_code == 0
+    layer = fleet / "layers" / "production.yaml"
+    layer.write_text(layer.read_text(encoding="utf-8").replace("registry.prod.eu", "registry2.prod.eu"),
+                     encoding="utf-8")
+    review = run("diff", str(fleet / "fleet.yaml"), "--against", str(out), "--format", "markdown").stdout
+    assert review.startswith("# gpuconf review: 1 of 3 clusters affected")
+    assert "| eu-prod | " in review and "Unchanged: 2 clusters (us-prod, edge-lab)." in review
+
+
+def test_an_undeclared_layer_and_a_layer_that_names_a_cluster_are_findings(run, tmp_path):
+    fleet = _layered(tmp_path)
+    text = (fleet / "fleet.yaml").read_text(encoding="utf-8")
+    (fleet / "fleet.yaml").write_text(text.replace("layers: [eu]\n", "layers: [euu]\n"), encoding="utf-8")
+    (fleet / "layers" / "production.yaml").write_text(
+        "metadata:\n  name: eu-prod\nspec:\n  operator:\n    registry: registry.prod.eu.example/nvidia\n",
+        encoding="utf-8")
+    result = run("validate", str(fleet / "fleet.yaml"))
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert any(line.endswith("error GC401 spec.clusters[2].layers[0]: cluster edge-lab takes layer 'euu', which "
+                             "spec.layers does not declare (hint: did you mean 'eu'?)") for line in lines), lines
+    assert any("layers/production.yaml:2:9: error GC403 metadata.name: a layer names a cluster ('eu-prod'), but "
+               "several clusters take it" in line for line in lines), lines

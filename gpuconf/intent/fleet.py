@@ -16,13 +16,14 @@ merged cluster points into the file that holds the offending node: the base or t
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
 import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, List, Literal, Optional, Sequence
+from typing import Any, Dict, List, Literal, Optional, Sequence
 
 from pydantic import Field
 
@@ -42,9 +43,10 @@ CODE_DUPLICATE_ITEM = "GC404"
 CODE_PATCH = "GC405"
 CODE_COHERENCE = "GC406"
 TITLES = {
-    CODE_FILE: "fleet: the base or an overlay file does not exist",
+    CODE_FILE: "fleet: the base, a layer or an overlay file does not exist, or a cluster names a layer the fleet does "
+               "not declare",
     CODE_DUPLICATE_CLUSTER: "fleet: cluster names are unique (each has its own output folder)",
-    CODE_NAME: "fleet: an overlay's metadata.name differs from the fleet's name for the cluster",
+    CODE_NAME: "fleet: an overlay's metadata.name differs from the fleet's name for the cluster (a layer names none)",
     CODE_DUPLICATE_ITEM: "fleet: an overlay names the same pool or team twice",
     CODE_PATCH: "fleet: $patch is replace (any mapping) or delete (an existing pool or team)",
     CODE_COHERENCE: "fleet: clusters agree on what they share (Argo CD namespace; output folders)",
@@ -55,9 +57,13 @@ TITLES = {
 
 
 class FleetCluster(Strict):
-    """One cluster of the fleet: its name and its overlay."""
+    """One cluster of the fleet: its name, its layers and its overlay."""
 
     name: Name = Field(description="Cluster name: metadata.name of the merged intent and its output folder.")
+    layers: List[Name] = Field(default_factory=list, max_length=MAX_ITEMS,
+                               description="Layers of spec.layers merged over the base before the overlay, in this "
+                                           "order (the later wins): a region, an environment.",
+                               examples=[["eu", "production"]])
     overlay: Optional[NonEmpty] = Field(None, description="Partial intent merged over the base (path relative to "
                                                           "the fleet file); omit for the base as it is.")
 
@@ -66,6 +72,12 @@ class FleetSpec(Strict):
     """The base intent and the clusters built from it."""
 
     base: NonEmpty = Field(description="Intent every cluster starts from (path relative to the fleet file).")
+    layers: Dict[Name, NonEmpty] = Field(
+        default_factory=dict, max_length=MAX_ITEMS,
+        description="Named partial intents between the base and the clusters' overlays (layer name -> path relative "
+                    "to the fleet file): settings a group of clusters shares, such as a region's registry mirror. A "
+                    "cluster lists the ones it takes in `layers`.",
+        examples=[{"eu": "layers/eu.yaml", "production": "layers/production.yaml"}])
     clusters: List[FleetCluster] = Field(min_length=1, max_length=MAX_ITEMS, description="The fleet's clusters.")
 
 
@@ -322,6 +334,7 @@ class FleetResult:
     findings: list[Finding] = field(default_factory=list)
     clusters: list[ClusterResult] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # each base and overlay read: its name -> sha256 (hex)
+    roles: dict[str, str] = field(default_factory=dict)  # each file merged: base, layer or overlay
 
 
 def _display(fleet_file: str, ref: str) -> tuple[Path, str]:
@@ -381,16 +394,46 @@ def merge_fleet(doc: Document) -> FleetResult:
         result.findings = sort_findings(result.findings)
         return result
     base_tree = _tree(base)
+    result.roles[base.file] = "base"
+    layers: dict[str, Any] = {}  # layer name -> its tree and document, loaded once (None: it could not be)
     for i, cluster in enumerate(fleet.spec.clusters):
         merger = _Merger()
         merged, sources = base_tree, [base.file]
+        broken = False
+        for j, layer in enumerate(cluster.layers):
+            if layer not in fleet.spec.layers:
+                loc = ("spec", "clusters", i, "layers", j)
+                line, column = doc.position(loc)
+                close = difflib.get_close_matches(layer, list(fleet.spec.layers), n=1)
+                result.findings.append(Finding(
+                    doc.file, line, column, ERROR, CODE_FILE, dotted(loc),
+                    f"cluster {cluster.name} takes layer {layer!r}, which spec.layers does not declare",
+                    f"did you mean {close[0]!r}?" if close else
+                    "declare it in spec.layers (name: path of a partial intent)"))
+                broken = True
+                continue
+            if layer not in layers:
+                loaded = _load(doc, ("spec", "layers", layer), fleet.spec.layers[layer], result)
+                layers[layer] = (_tree(loaded), loaded) if loaded is not None else None
+                if loaded is not None:
+                    _check_overlay_name(loaded, None, result)
+            if layers[layer] is None:
+                broken = True
+                continue
+            sources.append(layers[layer][1].file)
+            result.roles.setdefault(layers[layer][1].file, "layer")
+            merged = merger.merge(merged, layers[layer][0], ())
+        if broken:
+            result.clusters.append(ClusterResult(cluster.name, None))
+            continue
         if cluster.overlay is not None:
             overlay = _load(doc, ("spec", "clusters", i, "overlay"), cluster.overlay, result)
             if overlay is None:
                 result.clusters.append(ClusterResult(cluster.name, None))
                 continue
             sources.append(overlay.file)
-            merged = merger.merge(base_tree, _tree(overlay), ())
+            result.roles.setdefault(overlay.file, "overlay")
+            merged = merger.merge(merged, _tree(overlay), ())
             _check_overlay_name(overlay, cluster.name, result)
         merged = merger.merge(merged, _name_layer(doc, i, cluster.name), ())
         result.findings += merger.findings
@@ -411,10 +454,16 @@ def _check_name(doc: Document, fleet: Fleet, result: FleetResult) -> None:
                                        f"{fleet.metadata.name!r} is not a valid name", NAME_HINT))
 
 
-def _check_overlay_name(overlay: Document, name: str, result: FleetResult) -> None:
+def _check_overlay_name(overlay: Document, name: str | None, result: FleetResult) -> None:
+    """An overlay names no other cluster than its own; a layer (name None), shared by several, names none."""
     meta = overlay.data.get("metadata") if isinstance(overlay.data, dict) else None
     given = meta.get("name") if isinstance(meta, dict) else None
-    if given is not None and given != name:
+    if given is not None and name is None:
+        line, column = overlay.position(("metadata", "name"))
+        result.findings.append(Finding(overlay.file, line, column, ERROR, CODE_NAME, "metadata.name",
+                                       f"a layer names a cluster ({given!r}), but several clusters take it",
+                                       "remove metadata.name from the layer: the fleet names each cluster"))
+    elif given is not None and given != name:
         line, column = overlay.position(("metadata", "name"))
         result.findings.append(Finding(overlay.file, line, column, ERROR, CODE_NAME, "metadata.name",
                                        f"the fleet names this cluster {name!r}, the overlay {given!r}",

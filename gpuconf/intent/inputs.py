@@ -46,6 +46,7 @@ class Input:
     clusters: list[Cluster] = field(default_factory=list)
     fleet: object = None  # gpuconf.intent.fleet.Fleet, the fleet file's model
     digests: dict[str, str] = field(default_factory=dict)  # every file read (the input, a fleet's base and overlays)
+    roles: dict[str, str] = field(default_factory=dict)  # a fleet's files: base, layer or overlay
 
     @property
     def is_fleet(self) -> bool:
@@ -124,7 +125,7 @@ def read_input(path: str, display: str | None = None, deployed_for=None) -> Inpu
 
     merged = merge_fleet(doc)
     read = Input(doc.file, FLEET_KIND, merged.findings, fleet=merged.fleet,
-                 digests={doc.file: doc.digest, **merged.digests})
+                 digests={doc.file: doc.digest, **merged.digests}, roles=dict(merged.roles))
     for cluster in merged.clusters:
         document = cluster.document
         source = f"{doc.file}, cluster {cluster.name} ({' + '.join(cluster.sources)})"
