@@ -162,7 +162,12 @@ def override_values(version: str, path: str) -> st.SearchStrategy[Any]:
     typed = {bool: st.booleans(), int: st.integers(0, 10**6), str: st.text(_ALNUM, min_size=1, max_size=12),
              list: st.just([]), dict: st.just({})}.get(type(node), json_values)
 
+    # A template that reads the value through Helm's `default` replaces an empty one (GC351): never drawn.
+    defaulted = path in catalog.chart(version).helm_defaults
+
     def fits(value: Any) -> bool:
+        if defaulted and value in (False, 0, "", [], {}, None):
+            return False
         builder = ValuesBuilder(defaults)
         builder.set(path, value, "", ())
         return not verify.values_failures(builder.merged(), version)
