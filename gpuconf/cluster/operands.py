@@ -396,11 +396,6 @@ class Operands:
         lines = list(pod.logs.get((container.name, True), ())) + list(pod.logs.get((container.name, False), ()))
         return lines + [m for m in (container.last_message, container.message) if m]
 
-    def pod(self, namespace: str, name: str) -> OperandPod | None:
-        for pod in self.unhealthy():
-            if pod.name == name and (not namespace or pod.namespace == namespace):
-                return pod
-        return None
 
 
 # --- logs and events ---------------------------------------------------------------------------------------------
