@@ -22,4 +22,5 @@ class Outcome:
     stdout: str = ""
     stderr: list[str] = field(default_factory=list)
     code: int = EXIT_OK
-    reviews: list = field(default_factory=list)  # diff --against, Markdown: each cluster's part (output.review)
+    reviews: list = field(default_factory=list)  # diff --against: each cluster's part (output.review)
+    rollouts: list = field(default_factory=list)  # diff --against of a fleet: its rollout (output.rollout)

@@ -63,6 +63,8 @@ class RenderedSet:
     fleet: bool = False  # the input is a Fleet file
     #: tree name -> the files it was rendered from, each (role, name, sha256): what `render --attest` records
     inputs: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    stages: list = field(default_factory=list)  # a fleet's rollout (gpuconf.intent.stages.StagePlan)
+    name: str | None = None  # a fleet's metadata.name
 
     @property
     def ok(self) -> bool:
@@ -97,7 +99,7 @@ def render_any(path: str, out: str, deployed_for=None, cluster: str | None = Non
         trees = [render_tree(P.build(only.validation.intent, only.source, only.validation.document), command)]
     by_name = {tree.name: tree for tree in trees}
     return RenderedSet(name, findings, trees, [(c, by_name[c.name]) for c in chosen if trees], read.is_fleet,
-                       _inputs(read, trees))
+                       _inputs(read, trees), read.stages, read.fleet.metadata.name if read.is_fleet else None)
 
 
 def _inputs(read, trees: list) -> dict[str, list[tuple[str, str, str]]]:
@@ -335,7 +337,11 @@ def _diff_input(intent: str, rendered, fmt: str, against: str | None, to_chart: 
         outcomes.append((chosen.name, _diff_cluster(tree, name, fmt, against, to_chart, warnings_as_errors, fail_on,
                                                     live, chosen.validation.findings,
                                                     renamed_from.get(chosen.name))))
-    return by_cluster(outcomes, fmt, intent) if rendered.fleet else outcomes[0][1]
+    if not rendered.fleet:
+        return outcomes[0][1]
+    from .output.rollout import fleet_rollout
+
+    return by_cluster(outcomes, fmt, intent, fleet_rollout(rendered, against, [o for _, o in outcomes]))
 
 
 def _diff_cluster(tree, intent: str, fmt: str, against: str | None, to_chart: str | None, warnings_as_errors: bool,
@@ -364,23 +370,33 @@ def _diff_cluster(tree, intent: str, fmt: str, against: str | None, to_chart: st
     return Outcome(text, code=EXIT_FINDINGS if failing else EXIT_OK)
 
 
-def by_cluster(outcomes: list[tuple[str, Outcome]], fmt: str, file: str) -> Outcome:
+def by_cluster(outcomes: list[tuple[str, Outcome]], fmt: str, file: str, rollout=None) -> Outcome:
     """The outcomes of one command for each cluster of a fleet, as one: JSON is an object with each cluster's
     document under clusters.<name>; text and Markdown give each cluster's output under a heading that names it. The
-    exit code is the highest; stderr lines are said once."""
+    exit code is the highest; stderr lines are said once. rollout (an output.rollout.Rollout, diff --against of a
+    fleet) leads: the stages and what merging does."""
     import json
 
     code = max(o.code for _, o in outcomes)
     stderr = list(dict.fromkeys(line for _, o in outcomes for line in o.stderr))
+    reviews = [r for _, o in outcomes for r in o.reviews]
     if fmt == "json":
         clusters = {name: json.loads(o.stdout) if o.stdout else None for name, o in outcomes}
-        text = json.dumps({"file": file, "kind": "Fleet", "clusters": clusters}, indent=2, sort_keys=True,
-                          ensure_ascii=False) + "\n"
+        body = {"file": file, "kind": "Fleet", "clusters": clusters}
+        if rollout is not None:
+            body["rollout"] = rollout.as_dict(reviews)
+        text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     elif fmt == "markdown":
         text = "\n".join(f"## Cluster {name} ({file})\n\n{o.stdout}" for name, o in outcomes)
+        if rollout is not None:
+            text = rollout.markdown(reviews) + "\n" + text
     else:
-        text = "\n".join(f"=== cluster {name} ({file}) ===\n{o.stdout}" for name, o in outcomes)
-    return Outcome(text, stderr, code, [r for _, o in outcomes for r in o.reviews])
+        stages = {r.cluster: f", stage {r.stage.describe()}" for r in reviews if r.stage is not None}
+        text = "\n".join(f"=== cluster {name} ({file}){stages.get(name, '')} ===\n{o.stdout}" for name, o in outcomes)
+        if rollout is not None:
+            text = rollout.text(reviews) + "\n" + text
+    return Outcome(text, stderr, code, [r for r in reviews if fmt == "markdown"],
+                   [rollout] if rollout is not None else [])
 
 
 def deployed_reader(against: str):
@@ -477,18 +493,18 @@ def _diff_against(tree, intent: str, against: str, fmt: str, fail_on: str | None
                 "findings": [f.as_dict() for f in transitions]}
         text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     elif fmt == "markdown":
-        from .output.review import ClusterReview
-
         warned = "".join(f"- **{f.code}** {f.message} (hint: {f.hint})\n" for f in transitions)
         text = impacts_markdown(impacts, str(target)) + (warned + "\n" if warned else "") + diff_markdown(
             result, folded=True)
-        review = ClusterReview(intent.split("[")[0], tree.name, impacts.worst, len(impacts.impacts),
-                               len(result.documents), text)
     else:
         from .findings import format_text
 
         text = format_text(transitions) + impacts_text(impacts, str(target)) + diff_text(result)
-    reviews = [review] if fmt == "markdown" else []
+    from .output.review import ClusterReview
+
+    reviews = [ClusterReview(intent.split("[")[0], tree.name, impacts.worst, len(impacts.impacts),
+                             len(result.documents), text,
+                             minutes=max((i.minutes for i in impacts.impacts if i.minutes), default=None))]
     if fail_on is not None:
         return Outcome(text, notes, EXIT_FINDINGS if impacts.fails(fail_on) else EXIT_OK, reviews)
     return Outcome(text, notes, EXIT_OK if result.equal else EXIT_FINDINGS, reviews)

@@ -58,7 +58,9 @@ def test_three_clusters_render_into_three_folders_plus_the_application_set(fleet
     appset = YAML11.load(fleet["ml-fleet"].files["applicationset.yaml"].split("---\n", 1)[1])
     assert appset["kind"] == "ApplicationSet"
     [generator] = appset["spec"]["generators"]
-    assert [e["cluster"] for e in generator["list"]["elements"]] == ["eu-prod", "us-prod", "edge-lab"]
+    # Each cluster's own Applications (tests/test_fleet_stages.py walks what the controller makes of them).
+    assert [(e["cluster"], e["name"]) for e in generator["list"]["elements"]] == [
+        (c, f"{c}-{part}") for c in ("eu-prod", "us-prod", "edge-lab") for part in ("gpu-operator", "gpu-manifests")]
     assert appset["spec"]["syncPolicy"]["preserveResourcesOnDeletion"] is True
     for name in ("eu-prod", "us-prod", "edge-lab"):
         assert {"values.yaml", "kustomization.yaml", "gitops/kustomization.yaml"} <= set(fleet[name].files)

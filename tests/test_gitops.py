@@ -330,9 +330,14 @@ def test_kubectl_kustomize_builds_the_fleet_folder(trees, written):
     [appset] = _kustomize(written / "ml-fleet")
     assert appset["kind"] == "ApplicationSet"
     elements = appset["spec"]["generators"][0]["list"]["elements"]
-    assert [e["cluster"] for e in elements] == ["eu-prod", "us-prod", "edge-lab"]
+    assert [e["cluster"] for e in elements] == [c for c in ("eu-prod", "us-prod", "edge-lab") for _ in range(2)]
     for element in elements:
-        assert (written / element["path"].removeprefix("rendered/") / "kustomization.yaml").is_file()
+        spec = element["app"]["spec"]
+        if "source" in spec:  # the manifests Application: the cluster's folder, which kustomize builds
+            assert (written / spec["source"]["path"].removeprefix("rendered/") / "kustomization.yaml").is_file()
+        else:  # the chart Application: the values file beside the chart
+            [values] = spec["sources"][0]["helm"]["valueFiles"]
+            assert (written / values.removeprefix("$values/rendered/")).is_file()
 
 
 # --- CI and editor integration ---------------------------------------------------------------------------------------

@@ -1096,11 +1096,11 @@ def test_a_mistake_inside_a_shared_part_of_the_application_set_is_reported_at_it
     assert len(load_schema("crds/argoproj.io_applicationset_v1alpha1.json")["$defs"]) > 0
     broken = json.loads(json.dumps(appset))
     broken["spec"]["template"]["spec"]["destination"]["server"] = 5
-    broken["spec"]["template"]["spec"]["syncPolicy"]["automated"]["prune"] = "yes"
+    broken["spec"]["syncPolicy"]["preserveResourcesOnDeletion"] = "yes"
     problems = verify.verify_object(broken, "1.33", "applicationset.yaml")
     assert [(p.path, p.message) for p in problems] == [
-        ("$.spec.template.spec.destination.server", "5 is not of type 'string'"),
-        ("$.spec.template.spec.syncPolicy.automated.prune", "'yes' is not of type 'boolean'")]
+        ("$.spec.syncPolicy.preserveResourcesOnDeletion", "'yes' is not of type 'boolean'"),
+        ("$.spec.template.spec.destination.server", "5 is not of type 'string'")]
 
 
 # --- the built-in kinds' schemas kept in schemas/kubernetes (issue 32: compact derived subsets) -------------------

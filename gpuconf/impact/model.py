@@ -44,6 +44,8 @@ class Impact:
     pod_names: list[str] = field(default_factory=list)  # the pods counted, namespace/name (with --pods)
     #: a first-sync change that an import's draft chose itself, not the installation (impact.installation.surprises)
     drafted: bool = False
+    #: the maintenance window this impact needs, by the roll-out formula (a driver upgrade), or None
+    minutes: int | None = None
 
     def as_dict(self) -> dict:
         """The JSON form: nodes and pods are the totals, nodeNames and podNames the first NAMES_LISTED of them."""

@@ -30,6 +30,8 @@ from pydantic import Field
 from ..findings import ERROR, Finding, dotted, sort_findings
 from .loader import Document, LoadError, load_file
 from .model import MAX_ITEMS, Metadata, Name, NonEmpty
+from .stages import CODE_STAGE, Stage, StagePlan
+from .stages import TITLE as STAGE_TITLE
 from .strict import Strict
 
 PATCH = "$patch"
@@ -50,6 +52,7 @@ TITLES = {
     CODE_DUPLICATE_ITEM: "fleet: an overlay names the same pool or team twice",
     CODE_PATCH: "fleet: $patch is replace (any mapping) or delete (an existing pool or team)",
     CODE_COHERENCE: "fleet: clusters agree on what they share (Argo CD namespace; output folders)",
+    CODE_STAGE: STAGE_TITLE,
 }
 
 
@@ -79,6 +82,14 @@ class FleetSpec(Strict):
                     "cluster lists the ones it takes in `layers`.",
         examples=[{"eu": "layers/eu.yaml", "production": "layers/production.yaml"}])
     clusters: List[FleetCluster] = Field(min_length=1, max_length=MAX_ITEMS, description="The fleet's clusters.")
+    stages: List[Stage] = Field(
+        default_factory=list, max_length=MAX_ITEMS,
+        description="The rollout, in order: a merged change reaches the clusters of one stage, and the next stage "
+                    "only once they are healthy (Argo CD's progressive sync), or when the team promotes the next "
+                    "stage's source (Flux). Each cluster is in the first stage that selects it. Without stages, "
+                    "every cluster syncs a change at once.",
+        examples=[[{"name": "canary", "matchLabels": {"tier": "canary"}, "maxUpdate": 1},
+                   {"name": "eu", "layers": ["eu"], "maxUpdate": "50%"}, {"name": "rest"}]])
 
 
 class Fleet(Strict):
@@ -335,6 +346,7 @@ class FleetResult:
     clusters: list[ClusterResult] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # each base and overlay read: its name -> sha256 (hex)
     roles: dict[str, str] = field(default_factory=dict)  # each file merged: base, layer or overlay
+    stages: list[StagePlan] = field(default_factory=list)  # the rollout, in order (empty: all at once)
 
 
 def _display(fleet_file: str, ref: str) -> tuple[Path, str]:
@@ -439,8 +451,27 @@ def merge_fleet(doc: Document) -> FleetResult:
         result.findings += merger.findings
         result.clusters.append(ClusterResult(cluster.name, MergedDocument(f"{doc.file}[{cluster.name}]", merged),
                                              tuple(sources)))
+    _stages(doc, fleet, result)
     result.findings = sort_findings(result.findings)
     return result
+
+
+def _stages(doc: Document, fleet: Fleet, result: FleetResult) -> None:
+    """The clusters' labels that reach the fleet's objects, and each cluster's rollout stage (when every cluster
+    could be merged: a stage selects by the merged labels)."""
+    from .stages import labels_of, assign, label_findings
+
+    for cluster in result.clusters:
+        data = cluster.document.data if cluster.document is not None else None
+        delivery = (data.get("spec") or {}).get("delivery") if isinstance(data, dict) and \
+            isinstance(data.get("spec"), dict) else None
+        if isinstance(delivery, dict) and delivery.get("tool") in ("argocd", "flux"):
+            result.findings += label_findings(cluster.document)
+    if any(c.document is None for c in result.clusters):
+        return
+    clusters = [(c.name, fc.layers, labels_of(c.document.data)) for c, fc in zip(result.clusters, fleet.spec.clusters)]
+    result.stages, findings = assign(doc, fleet.spec.stages, clusters, list(fleet.spec.layers))
+    result.findings += findings
 
 
 def _check_name(doc: Document, fleet: Fleet, result: FleetResult) -> None:

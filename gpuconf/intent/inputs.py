@@ -47,6 +47,7 @@ class Input:
     fleet: object = None  # gpuconf.intent.fleet.Fleet, the fleet file's model
     digests: dict[str, str] = field(default_factory=dict)  # every file read (the input, a fleet's base and overlays)
     roles: dict[str, str] = field(default_factory=dict)  # a fleet's files: base, layer or overlay
+    stages: list = field(default_factory=list)  # a fleet's rollout: gpuconf.intent.stages.StagePlan, in order
 
     @property
     def is_fleet(self) -> bool:
@@ -125,7 +126,8 @@ def read_input(path: str, display: str | None = None, deployed_for=None) -> Inpu
 
     merged = merge_fleet(doc)
     read = Input(doc.file, FLEET_KIND, merged.findings, fleet=merged.fleet,
-                 digests={doc.file: doc.digest, **merged.digests}, roles=dict(merged.roles))
+                 digests={doc.file: doc.digest, **merged.digests}, roles=dict(merged.roles),
+                 stages=list(merged.stages))
     for cluster in merged.clusters:
         document = cluster.document
         source = f"{doc.file}, cluster {cluster.name} ({' + '.join(cluster.sources)})"

@@ -22,8 +22,10 @@ class ClusterReview:
     worst: str  # the worst impact: none, restart, pending, disruptive
     impacts: int
     documents: int  # documents that differ
-    markdown: str
+    markdown: str  # its part of the review (the text of the chosen format)
     removed: bool = False
+    minutes: int | None = None  # the longest maintenance window its impacts need, by the roll-out formula
+    stage: object = None  # its fleet's rollout stage (gpuconf.intent.stages.StagePlan), or None
 
     @property
     def changed(self) -> bool:
@@ -42,7 +44,8 @@ def _demote(text: str) -> str:
     return "\n".join(out)
 
 
-def markdown(reviews: list[ClusterReview], rest: str | None, limit: int = COMMENT_LIMIT) -> tuple[str, str | None]:
+def markdown(reviews: list[ClusterReview], rest: str | None, limit: int = COMMENT_LIMIT,
+             rollouts: list | None = None) -> tuple[str, str | None]:
     """(the review, the full text for the rest file or None). The review leads with the summary and stays under
     `limit` characters; when details had to be left out, the rest file holds the complete review."""
     from ..escape import md_code, md_text
@@ -52,15 +55,21 @@ def markdown(reviews: list[ClusterReview], rest: str | None, limit: int = COMMEN
     worst = max((r.worst for r in changed), key=SEVERITIES.index, default="none")
     head = [f"# gpuconf review: {len(changed)} of {len(reviews)} cluster{'s' if len(reviews) != 1 else ''} "
             f"affected, worst impact: {worst}", ""]
+    staged = any(r.stage is not None for r in reviews)
     if changed:
-        head += ["| cluster | input | worst impact | impacts | documents changed |", "|---|---|---|---|---|"]
+        head += [f"| cluster | input{' | stage' if staged else ''} | worst impact | impacts | documents changed |",
+                 f"|---|---|---|---|---|{'---|' if staged else ''}"]
         head += [f"| {md_text(r.cluster)}{' (removed)' if r.removed else ''} | {md_code(r.input)} | "
-                 f"**{r.worst}** | {r.impacts} | {r.documents} |" for r in changed]
+                 + (f"{md_text(r.stage.name) if r.stage is not None else '-'} | " if staged else "")
+                 + f"**{r.worst}** | {r.impacts} | {r.documents} |" for r in changed]
         head.append("")
     if untouched:
         names = ", ".join(md_text(r.cluster) for r in untouched)
         head += [f"Unchanged: {len(untouched)} cluster{'s' if len(untouched) != 1 else ''} ({names}).", ""]
-    sections = [f"## {md_text(r.cluster)}{': removed' if r.removed else ''} ({md_code(r.input)})\n\n"
+    for rollout in rollouts or []:
+        head += [rollout.markdown(reviews)]
+    sections = [f"## {md_text(r.cluster)}{': removed' if r.removed else ''} ({md_code(r.input)})"
+                f"{f', stage {md_text(r.stage.describe())}' if r.stage is not None else ''}\n\n"
                 f"{_demote(r.markdown).rstrip()}\n" for r in changed]
     full = "\n".join(head) + "\n" + "\n".join(sections)
     if len(full) <= limit:
@@ -120,7 +129,7 @@ def diff_set(outcomes: list[tuple[str, Outcome]], removed: dict[str, dict[str, s
             ClusterReview(where, name, plan.worst, len(plan.impacts), 0, impacts_markdown(plan, where), removed=True)
             for name, (where, plan) in plans.items()]
         if len(reviews) > 1:
-            text, complete = markdown(reviews, rest)
+            text, complete = markdown(reviews, rest, rollouts=[r for _, o in outcomes for r in o.rollouts])
             if complete is not None:
                 from .writer import OutputError, write_text_atomic
 

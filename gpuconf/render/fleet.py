@@ -30,10 +30,13 @@ def render_fleet(read, command) -> FleetRender:
         built = P.build(cluster.validation.intent, cluster.source, cluster.validation.document)
         plans.append(built)
         rendered.trees.append(render_tree(built, command))
-    coherence = _coherence(read.clusters, plans)
+    from .rollout import flux_sources
+
+    coherence = _coherence(read.clusters, plans) + flux_sources(read.clusters, plans, read.stages)
     if coherence:
         return FleetRender(sort_findings(coherence))
-    fleet_tree = render_fleet_tree(read.fleet, plans, read.file, command)
+    trees = {t.name: t for t in rendered.trees}
+    fleet_tree = render_fleet_tree(read.fleet, plans, read.file, command, trees, read.stages)
     if fleet_tree.files:
         rendered.trees.append(fleet_tree)
     return rendered
@@ -72,12 +75,15 @@ def _regenerate(fleet: Fleet, plans: list, command) -> str:
     return text if path else f"{text} (DIR: the folder that holds {fleet.metadata.name}/)"
 
 
-def render_fleet_tree(fleet: Fleet, plans: list, fleet_file: str, command):
-    """OUTPUT/<fleet>/: an ApplicationSet for the Argo CD clusters, a Flux entry point per Flux cluster."""
+def render_fleet_tree(fleet: Fleet, plans: list, fleet_file: str, command, trees: dict, stages: list):
+    """OUTPUT/<fleet>/: an ApplicationSet for the Argo CD clusters (generating the Applications of each cluster's
+    gitops/, trees: cluster -> Tree), a Flux entry point per Flux cluster; with stages (intent.stages.StagePlan), the
+    rollout over them (gpuconf.render.rollout)."""
     from .. import __version__
     from ..output import verify
     from ..emit import dump, dump_all, header
-    from . import MANAGED_BY, gitops
+    from ..intent.stages import stage_of
+    from . import MANAGED_BY, gitops, rollout
     from .tree import Tree, VerificationError
 
     tree = Tree(fleet.metadata.name)
@@ -86,60 +92,51 @@ def render_fleet_tree(fleet: Fleet, plans: list, fleet_file: str, command):
     labels = {"app.kubernetes.io/managed-by": MANAGED_BY, "gpuconf.dev/fleet": fleet.metadata.name}
     argocd = [p for p in plans if p.intent.spec.delivery.tool == "argocd"]
     flux = [p for p in plans if p.intent.spec.delivery.tool == "flux"]
+    order = " -> ".join(s.name for s in stages)
     if argocd:
-        namespace = gitops.namespace_of(argocd[0])
-        elements = [{
-            "cluster": p.name,
-            "name": gitops.object_name(p.name, "gpuconf"),
-            "project": p.intent.spec.delivery.project or "default",
-            "repoURL": p.intent.spec.delivery.repoURL,
-            "targetRevision": p.intent.spec.delivery.target_revision or "HEAD",
-            "path": f"{gitops.repo_folder(p)}/gitops",
-        } for p in argocd]
-        appset = {
-            "apiVersion": "argoproj.io/v1alpha1",
-            "kind": "ApplicationSet",
-            "metadata": {"name": f"{fleet.metadata.name}-gpuconf", "namespace": namespace, "labels": labels},
-            "spec": {
-                "goTemplate": True,
-                "goTemplateOptions": ["missingkey=error"],
-                "generators": [{"list": {"elements": elements}}],
-                # One parent Application per cluster: it syncs that cluster's gitops/ folder (the chart Application
-                # in wave 0, the manifests Application in wave 1) into Argo CD's namespace.
-                "template": {
-                    "metadata": {"name": "{{.name}}",
-                                 "labels": {**labels, "gpuconf.dev/cluster": "{{.cluster}}"}},
-                    "spec": {
-                        "project": "{{.project}}",
-                        "source": {"repoURL": "{{.repoURL}}", "targetRevision": "{{.targetRevision}}",
-                                   "path": "{{.path}}"},
-                        "destination": {"server": "https://kubernetes.default.svc", "namespace": namespace},
-                        "syncPolicy": {"automated": {"prune": True, "selfHeal": True}},
-                    },
-                },
-                # Deleting the ApplicationSet must not tear down the GPU stack of every cluster.
-                "syncPolicy": {"preserveResourcesOnDeletion": True},
-            },
-        }
+        appset = rollout.applicationset(fleet, argocd, trees, stages, labels)
+        notes = ""
+        if stages:
+            notes = header([f"Rollout: {order}, each stage's chart Applications, then its manifests Applications; a "
+                            "step starts once every Application before it is Healthy.",
+                            "It needs progressive syncs enabled in the ApplicationSet controller and the health "
+                            "checks of argocd-config.yaml; without them, every Application syncs at once.",
+                            "RollingSync turns off automated sync on the Applications it generates and syncs them "
+                            "itself (prune on); an Application it selects in no step is never synced."])
         tree.documents["applicationset.yaml"] = [appset]
-        tree.files["applicationset.yaml"] = head + dump_all([appset])
+        tree.files["applicationset.yaml"] = head + notes + dump_all([appset])
         tree.files["kustomization.yaml"] = head + dump(
             {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
              "resources": ["applicationset.yaml"]}, top=True)
+        if stages:
+            settings = rollout.argocd_settings(argocd, trees, labels)
+            tree.documents["argocd-config.yaml"] = settings
+            tree.files["argocd-config.yaml"] = head + header([
+                "Merge these keys into your Argo CD installation's ConfigMaps (kubectl patch, or your Argo CD "
+                "Helm values: configs.params and configs.cm); kustomization.yaml does not apply this file, as "
+                "applying it would replace the whole ConfigMaps.",
+                "Restart the ApplicationSet controller after changing argocd-cmd-params-cm."]) + dump_all(settings)
     for p in flux:
+        stage = stage_of(stages, p.name)
         entry = {
             "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
             "kind": "Kustomization",
             "metadata": {"name": gitops.object_name(p.name, "gpuconf"), "namespace": gitops.namespace_of(p),
-                         "labels": {**labels, "gpuconf.dev/cluster": p.name}},
+                         "labels": {**rollout.cluster_labels(p), **labels, "gpuconf.dev/cluster": p.name,
+                                    **({rollout.STAGE: stage.name} if stage is not None else {})}},
             "spec": {"interval": "10m", "path": f"./{gitops.repo_folder(p)}/gitops", "prune": True,
                      "sourceRef": gitops.source_ref(p)},
         }
         path = f"flux/{p.name}.yaml"
-        notes = header([f"Add this file to cluster {p.name}'s Flux bootstrap folder (flux-system): it applies "
-                        f"{gitops.repo_folder(p)}/gitops."])
+        lines = [f"Add this file to cluster {p.name}'s Flux bootstrap folder (flux-system): it applies "
+                 f"{gitops.repo_folder(p)}/gitops."]
+        if stage is not None:
+            ref = entry["spec"]["sourceRef"]
+            lines.append(f"Rollout stage {stage.describe()} of {order}: Flux applies what {ref['kind']} "
+                         f"{ref['name']} holds, without waiting for other clusters; move that source to a new "
+                         "revision once the stage before is Ready (flux get kustomizations -A on its clusters).")
         tree.documents[path] = [entry]
-        tree.files[path] = head + notes + dump_all([entry])
+        tree.files[path] = head + header(lines) + dump_all([entry])
     versions = sorted((p.intent.spec.cluster.kubernetes_version for p in plans), key=lambda v: int(v.split(".")[1]))
     problems = [f"{pr.document} {pr.path}: {pr.message}"
                 for path, docs in tree.documents.items() for d in docs
