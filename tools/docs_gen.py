@@ -568,6 +568,17 @@ SESSIONS = (
       ("move-refused.txt", ["diff", "examples/single-pool.yaml", "--to-chart", "v26.7.0"])]),
     ([("tests/cases/rule-chart-release-lacks/intent.yaml", "clusters/lab.yaml")],
      [("release-lacks.txt", ["validate", "clusters/lab.yaml"])]),
+    # The 30-cluster fleet (docs/how-to/fleets.md): a canary-only change, then a base driver bump, as CI reviews them.
+    ([(str(p.relative_to(ROOT)), f"fleets/gpu-regions/{p.relative_to(ROOT / 'examples' / 'regions')}")
+      for p in sorted((ROOT / "examples" / "regions").rglob("*.yaml"))],
+     [(None, ["render", "fleets/gpu-regions/fleet.yaml", "-o", "rendered"]),
+      ("edit", "fleets/gpu-regions/overlays/eu-00.yaml", "      name: eu-00\n",
+       "      name: eu-00\n  driver:\n    version: \"580.126.20\"\n"),
+      ("fleet-canary.md", ["diff", "fleets/gpu-regions/fleet.yaml", "--against", "rendered", "--format", "markdown"]),
+      ("edit", "fleets/gpu-regions/overlays/eu-00.yaml", "  driver:\n    version: \"580.126.20\"\n", ""),
+      ("edit", "fleets/gpu-regions/base.yaml", 'version: "595.91.07"', 'version: "580.126.20"'),
+      ("fleet-bump.md", ["diff", "fleets/gpu-regions/fleet.yaml", "--against", "rendered", "--format", "markdown",
+                         "--markdown-rest", "review-full.md"])]),
 )
 
 

@@ -111,7 +111,8 @@ def cluster_removed(name: str, files: dict[str, str], where: str, renamed_to: st
     if tool == "applicationset":
         sets = _wrappers(deployed, ("ApplicationSet",)) or [name]
         body = (f"the fleet's ApplicationSet {_names(sets)} has preserveResourcesOnDeletion: when a prune deletes "
-                "it, its parent Applications go and every cluster's GPU stack stays, with nothing keeping it in sync")
+                "it, the Applications it generated go (they have no resources-finalizer) and every cluster's GPU stack "
+                "stays, with nothing keeping it in sync")
         safe = ("if the fleet is retired, retire each cluster's folder first (each is its own cluster-removed); if "
                 "it is renamed, commit the new fleet folder in the same change so its ApplicationSet takes the "
                 "clusters over")

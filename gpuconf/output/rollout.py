@@ -73,8 +73,10 @@ class Rollout:
         if held:
             parts.append(f"stage(s) {', '.join(held)} wait for someone to sync them (maxUpdate 0)")
         total = sum(row["minutes"] or 0 for row in rows)
-        if total:
+        if total and len(changed) > 1:
             parts.append(f"about {total} minutes in all if no stage stops, against about {slowest} for one cluster")
+        elif total:
+            parts.append(f"about {total} minutes")
         return "; ".join(parts)
 
     def markdown(self, reviews: list) -> str:
