@@ -457,3 +457,47 @@ def test_a_crash_looping_kubelet_plugin_is_why_a_dra_node_publishes_nothing(run,
     assert cause["message"] == "dra-kubelet-plugin fails on the node: CrashLoopBackOff (exit 1, 9 restarts)"
     [lost] = [f for f in doc["findings"] if f["code"] == "GA130"]
     assert lost["hint"].startswith("explained by GA145 on this node: dra-kubelet-plugin fails")
+
+
+def test_external_mig_layouts_get_the_host_files_mig_parted_reads(tree):
+    """migPartitions: external (issue 44, item 4): the mig-parted config the device-plugin stack's MIG Manager reads,
+    for the hosts, and per MIG pool the nvidia-mig-manager.service drop-in that selects its layout (NVIDIA/mig-parted
+    deployments/systemd: service.sh takes MIG_PARTED_CONFIG_FILE and MIG_PARTED_SELECTED_CONFIG from the
+    environment)."""
+    from ruamel.yaml import YAML
+
+    from gpuconf.output import formats
+    from gpuconf.render.sharing import mig_parted_config
+
+    files = tree.files
+    assert sorted(f for f in files if f.startswith("node-templates/")) == [
+        "node-templates/a100.kubelet.env", "node-templates/a100.mig-manager.conf",
+        "node-templates/mig-parted-config.yaml"]
+    config = YAML(typ="safe", pure=True).load(files["node-templates/mig-parted-config.yaml"])
+    assert config == mig_parted_config(tree.plan)  # the same file the MIG Manager would read on the other stack
+    assert formats.check_mig_parted_config(config) == []  # as mig-parted parses it
+    [a100] = [p for p in tree.plan.pools if p.name == "a100"]
+    assert a100.mig_key in config["mig-configs"]
+    assert config["mig-configs"][a100.mig_key][0]["mig-devices"] == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
+    drop_in = [line for line in files["node-templates/a100.mig-manager.conf"].splitlines()
+               if not line.startswith("#")]
+    assert drop_in == ["[Service]",
+                       'Environment="MIG_PARTED_CONFIG_FILE=/etc/nvidia-mig-manager/gpuconf-config.yaml"',
+                       f'Environment="MIG_PARTED_SELECTED_CONFIG={a100.mig_key}"']
+    assert "node-templates/mig-parted-config.yaml and each pool's node-templates/<pool>.mig-manager.conf" in \
+        files["REPORT.md"]
+
+
+def test_dynamic_mig_layouts_get_no_host_files():
+    from gpuconf.render.dra import host_mig_files
+
+    text = (ROOT / "examples" / "dra.yaml").read_text(encoding="utf-8")
+    assert "migPartitions: external" in text
+    from gpuconf import plan as P
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    validation = validate_document(load_text(text.replace("migPartitions: external", "migPartitions: dynamic"),
+                                             "dra.yaml"))
+    assert validation.intent is not None
+    assert host_mig_files(P.build(validation.intent, "dra.yaml", validation.document)) == {}

@@ -121,3 +121,40 @@ def render(plan: P.Plan) -> list[dict]:
     if not dra.enabled(plan.intent):
         return []
     return [*device_classes(plan), *claim_templates(plan), *probe_templates(plan)]
+
+
+#: Where NVIDIA's nvidia-mig-manager.service (NVIDIA/mig-parted, deployments/systemd) finds its files: its service.sh
+#: reads the config file from MIG_PARTED_CONFIG_FILE (default: a config.yaml it regenerates from the hardware on every
+#: boot) and the config to apply from MIG_PARTED_SELECTED_CONFIG, both settable in a systemd drop-in as its
+#: override.conf does.
+HOST_MIG_CONFIG = "/etc/nvidia-mig-manager/gpuconf-config.yaml"
+HOST_MIG_DROP_IN = "/etc/systemd/system/nvidia-mig-manager.service.d/gpuconf.conf"
+
+
+def host_mig_files(plan: P.Plan) -> dict[str, str]:
+    """`migPartitions: external`: the mig-parted config the device-plugin stack's MIG Manager would read (the same
+    file), for the hosts, and per MIG pool the nvidia-mig-manager.service drop-in that applies the pool's layout at
+    boot, before the kubelet and so before the DRA driver's plugin publishes the instances. Empty otherwise."""
+    from ..emit import dump
+    from .sharing import mig_parted_config
+
+    settings = plan.intent.spec.cluster.dra
+    if not dra.enabled(plan.intent) or settings is None or settings.mig_partitions != "external":
+        return {}
+    pools = [p for p in plan.pools if layout(p)]
+    if not pools:
+        return {}
+    out = {"mig-parted-config.yaml": (f"# Copy to {HOST_MIG_CONFIG} on every node of pool(s) "
+                                      f"{', '.join(p.name for p in pools)}; the pool's <pool>.mig-manager.conf "
+                                      "selects its layout.\n" + dump(mig_parted_config(plan), top=True))}
+    for pool in pools:
+        out[f"{pool.name}.mig-manager.conf"] = (
+            f"# nvidia-mig-manager.service drop-in for pool {pool.name}: copy to {HOST_MIG_DROP_IN}, with\n"
+            f"# mig-parted-config.yaml at {HOST_MIG_CONFIG}, then `systemctl daemon-reload && systemctl restart "
+            "nvidia-mig-manager` (or reboot).\n"
+            "# The service (NVIDIA/mig-parted deployments/systemd) applies the layout at boot; the DRA driver publishes\n"
+            "# the instances it finds when its plugin starts, so restart the plugin's pod after a change.\n"
+            "[Service]\n"
+            f'Environment="MIG_PARTED_CONFIG_FILE={HOST_MIG_CONFIG}"\n'
+            f'Environment="MIG_PARTED_SELECTED_CONFIG={pool.mig_key}"\n')
+    return out

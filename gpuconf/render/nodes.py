@@ -144,6 +144,9 @@ def node_templates(plan: P.Plan) -> dict[str, dict | str]:
                  f"node has joined: kubectl label node NODE {k}={v}\n" for k, v in sorted(labels.items())
                  if k not in settable]
         out[f"{pool.name}.kubelet.env"] = "".join(after) + f'KUBELET_EXTRA_ARGS="{" ".join(flags)}"\n'
+    from .dra import host_mig_files
+
+    out.update(host_mig_files(plan))  # MIG layouts made on the hosts (DRA, migPartitions: external)
     return out
 
 

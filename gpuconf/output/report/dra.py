@@ -41,8 +41,9 @@ def dra_facts(plan: P.Plan, merged: dict) -> dict | None:
         mig = ("dynamic: the driver's DynamicMIG gate (alpha) advertises every possible placement and creates an "
                "instance when a claim is prepared, destroying instances it did not create; do not run mig-parted or "
                "nvidia-smi mig on these nodes" if partitions == "dynamic" else
-               "external: the instances are made outside the operator before the DRA driver starts (e.g. by a "
-               "mig-parted systemd unit at boot, with the layouts below); the driver only publishes them and sees "
+               "external: the instances are made on the hosts before the DRA driver starts, by NVIDIA's "
+               "nvidia-mig-manager.service at boot with node-templates/mig-parted-config.yaml and each pool's "
+               "node-templates/<pool>.mig-manager.conf (the layouts below); the driver only publishes them and sees "
                "a new layout only after its plugin restarts")
     return {
         "stack": "GPUCluster",
