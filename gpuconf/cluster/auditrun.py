@@ -52,11 +52,12 @@ def run(inputs: AuditInputs) -> Outcome:
     from ..findings import format_text as findings_text
     from .nodesource import NodeSourceError, read_cluster_nodes, read_nodes_file
     from . import operandsource as S
+    from ..parallel import beside
 
     check(inputs)
     # The pod files are read in a process of their own from the start: beside the intent's validation and the
     # nodes' audit, each on a core (the pods of a 5,000-node cluster are some 400 MB of JSON).
-    pod_files = S.beside(S.read_pod_files, inputs.pods_file, inputs.events_file) \
+    pod_files = beside(S.read_pod_files, inputs.pods_file, inputs.events_file) \
         if inputs.pods_file is not None else None
     nodes_from_folder: list[str | None] = [None]
     live: list = []  # the live reader of the pods (or the process reading the pod files), closed when done

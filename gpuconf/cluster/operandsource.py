@@ -160,38 +160,6 @@ def read_pod_files(pods: str, events: str | None, namespace: str | None = None) 
     return operands
 
 
-def beside(function: Any, *args: Any) -> Any:
-    """Start function(*args) in a forked process while the caller goes on (the nodes' audit takes one core, the
-    operator's pods the other); returns a callable that waits for the result, and `close` to end the process early.
-    Runs it at once where there is no second core or no fork (a result the same either way)."""
-    import os
-    import sys
-
-    if sys.platform != "linux" or (os.cpu_count() or 1) < 2:
-        result = function(*args)
-        wait: Any = lambda: result  # noqa: E731
-        wait.close = lambda: None
-        return wait
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
-    future = pool.submit(function, *args)
-
-    def wait() -> Any:
-        from concurrent.futures.process import BrokenProcessPool
-
-        try:
-            return future.result()
-        except BrokenProcessPool:  # the process died (killed, out of memory): read here instead, as without a core
-            return function(*args)
-        finally:
-            pool.shutdown()
-
-    wait.close = lambda: pool.shutdown(wait=False, cancel_futures=True)
-    return wait
-
-
 def read_events(path: str, operands: O.Operands) -> None:
     """Attach the events of `kubectl get events -A -o json` (core/v1 or events.k8s.io/v1) to the pods and nodes."""
     command = "`kubectl get events -A -o json`"
