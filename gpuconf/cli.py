@@ -8,6 +8,7 @@ import sys
 import click
 
 from . import __version__
+from .jobsoption import jobs_option
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -160,6 +161,7 @@ def validate(files: tuple[str, ...], fmt: str, summary: bool, warnings_as_errors
 @click.option("--sign-key", "sign_key", type=click.Path(dir_okay=False), metavar="FILE",
               help="With --attest: sign the statement as a DSSE envelope with this private key (PEM, unencrypted; "
                    "Ed25519 or ECDSA P-256; needs gpuconf[sign]).")
+@jobs_option
 def render(intents: tuple[str, ...], out: str, check: bool, delete_foreign: bool, attest: bool,
            sign_key: str | None) -> None:
     """Render each INTENT (a cluster intent or a fleet) into OUTPUT/<name>/. Atomic per folder and byte-stable.
@@ -310,6 +312,7 @@ _no_exec_plugins = click.option(
               help="With --against-installation or --against-values: the chart the installation runs (default: the "
                    "Helm release, the values' operator.version or the nodes' gpu-operator image say; else INTENT's).")
 @_cluster
+@jobs_option
 def diff(intents: tuple[str, ...], fmt: str, against: str | None, fail_on: str | None, nodes_file: str | None,
          kubeconfig: str | None, context: str | None, timeout: float, pods_file: str | None, to_chart: str | None,
          markdown_rest: str | None, warnings_as_errors: bool, against_values: tuple[str, ...], values: tuple[str, ...],

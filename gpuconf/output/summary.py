@@ -171,6 +171,13 @@ def tree_diff(folder, new: dict[str, str], root: str) -> str:
     return text
 
 
+def unchanged(folder, new: dict[str, str]) -> bool:
+    """True when a folder (writer.Folder) holds exactly the files of a fresh render, byte for byte, and nothing
+    else: tree_diff finds nothing to say (a cheap test, before the diffs are made)."""
+    return folder.kind == "folder" and not folder.foreign and folder.files.keys() == new.keys() and all(
+        folder.files[path] == text.encode("utf-8") for path, text in new.items())
+
+
 def _why_stale(folder, path: str, expected: bytes) -> str:
     """What a reader of the stale line should know beyond the diff: hand edits, line endings, encoding."""
     data = folder.files[path] or b""

@@ -22,14 +22,10 @@ def render_fleet(read, command) -> FleetRender:
     """Render every cluster of a valid fleet (a gpuconf.intent.inputs.Input) and the fleet folder; command (a
     tree.Command) regenerates them. No trees when the clusters disagree on what they share."""
     from .. import plan as P
-    from .tree import render_tree
+    from .tree import render_trees
 
-    rendered = FleetRender()
-    plans = []
-    for cluster in read.clusters:
-        built = P.build(cluster.validation.intent, cluster.source, cluster.validation.document)
-        plans.append(built)
-        rendered.trees.append(render_tree(built, command))
+    plans = [P.build(c.validation.intent, c.source, c.validation.document) for c in read.clusters]
+    rendered = FleetRender(trees=render_trees(plans, command))  # on the cores (--jobs), in the clusters' order
     from .rollout import flux_sources
 
     coherence = _coherence(read.clusters, plans) + flux_sources(read.clusters, plans, read.stages)

@@ -147,6 +147,38 @@ def render_tree(plan: P.Plan, command: Command) -> Tree:
     return tree
 
 
+#: The fewest clusters whose trees the automatic --jobs renders in forked workers (gpuconf/parallel.py). Measured
+#: on a 2-core machine with tools/bench.py's fleet (a tree takes about 10 ms): forking, the pages the two processes
+#: then copy and the trees handed back cost some 35 ms of CPU, so 6 trees take 1.05x the time of one process, 8 of
+#: them 0.8x, 16 of them 0.55x.
+PARALLEL_FROM = 8
+
+
+def render_trees(plans: list, command: Command) -> list[Tree]:
+    """render_tree of each plan, in order; spread over the cores when there are enough plans (gpuconf/parallel.py).
+    A worker hands back what it rendered (the files, the documents, the values it built); the plan is the caller's
+    own, so the trees are the same as one process's."""
+    from ..parallel import ordered
+
+    return ordered(lambda plan: render_tree(plan, command), plans, PARALLEL_FROM, _parts, _tree_of)
+
+
+def _parts(tree: Tree) -> tuple:
+    """What a worker hands back of a tree (its plan stays in the command's process, which has its own)."""
+    from .. import hazards
+
+    planned = hazards.planned_values(tree.plan) is tree.values  # the caller's process has them already
+    return tree.files, tree.documents, None if planned else tree.values
+
+
+def _tree_of(plan: P.Plan, parts: tuple) -> Tree:
+    """The tree a worker rendered, on the caller's plan."""
+    from .. import hazards
+
+    files, documents, values = parts
+    return Tree(plan.name, files, plan, values if values is not None else hazards.planned_values(plan), documents)
+
+
 def order_of_kind(kind: str) -> int:
     """Position of a kind in apply order (cluster-wide roles before the bindings that use them)."""
     kinds = list(KIND_FILES)
