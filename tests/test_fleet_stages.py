@@ -429,3 +429,18 @@ def test_two_folders_give_the_same_bytes_for_a_staged_fleet(tmp_path, run):
         assert run("render", str(fleet / "fleet.yaml"), "-o", str(out), "--attest").exit_code == 0
         trees.append({str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
     assert trees[0] == trees[1] and len(trees[0]) > 31 * 10
+
+
+def test_the_staged_fleet_and_its_review_are_the_same_bytes_on_one_core_or_several(tmp_path, run):
+    fleet = thirty(tmp_path)
+    trees = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out-{jobs}"
+        assert run("render", str(fleet / "fleet.yaml"), "-o", str(out), "--jobs", jobs).exit_code == 0
+        trees.append({str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
+    assert trees[0] == trees[1]
+    _bump(fleet)
+    reviews = [run("diff", str(fleet / "fleet.yaml"), "--against", str(tmp_path / "out-1"), "--format", "markdown",
+                   "--jobs", jobs) for jobs in ("1", "2")]
+    assert [r.exit_code for r in reviews] == [1, 1]
+    assert reviews[0].stdout == reviews[1].stdout and "## Rollout of fleet gpu-regions" in reviews[0].stdout
