@@ -317,11 +317,13 @@ def beside(function: Callable[..., Any], *args: Any) -> Any:
     def close() -> None:
         if running:
             _reap(running.pop(), ended=True)
+        out.close()
 
     def wait() -> Any:
         if running:
             _reap(running.pop())
-        got = _handed(out)
+        got = _handed(out) if not out.closed else []
+        out.close()
         if not got:  # the process died (or its result did not pickle): done here, as without a second core
             return function(*args)
         ok, value = got[0]
