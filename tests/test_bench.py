@@ -82,29 +82,38 @@ def test_the_import_bench_imports_an_umbrella_charts_values_and_2000_unknown_key
 
 
 def test_the_fleet_bench_renders_a_generated_fleet_against_helm_per_cluster(tmp_path):
-    """`--fleet-only N`: rounds of one render of a generated fleet of N clusters, then N runs of a stand-in helm with
-    each cluster's values (the full bench runs 100 against the real helm), gpuconf as installed."""
+    """`--fleet-only N`: rounds of a render of a generated fleet of N clusters with --jobs auto and with --jobs 1,
+    then N runs of a stand-in helm with each cluster's values (the full bench runs 100 against the real helm), gpuconf
+    as installed; the lines say the cores, the load average and how many processes the automatic choice runs."""
+    from gpuconf.parallel import cores
+    from gpuconf.render.tree import PARALLEL_FROM
+
     calls = tmp_path / "calls.txt"
     helm = tmp_path / "helm"
     helm.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {calls}\ntest -f "$7"\n', encoding="utf-8")
     helm.chmod(helm.stat().st_mode | stat.S_IEXEC)
     chart = tmp_path / "gpu-operator"
     chart.mkdir()
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--fleet-only", "4", "--runs", "2",
-                           "--helm", str(helm), "--chart", str(chart)],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    installed, first, second = done.stdout.splitlines()
-    assert installed.startswith("timing gpuconf as installed: a wheel of this checkout in a fresh environment ")
-    assert re.fullmatch(r"render a fleet of 4 clusters\s+[0-9.]+ ms  whole process \([0-9]+ ms CPU\), output on "
-                        r"(tmpfs|disk), medians of 2 rounds", first), first
-    assert re.fullmatch(r"  4 x helm template: [0-9]+ ms wall \([0-9]+ ms CPU\); ratio [0-9.]+ wall, [0-9.]+ CPU",
-                        second), second
-    recorded = calls.read_text(encoding="utf-8").splitlines()
-    assert [re.sub(r"/gpu-00[0-3]/", "/C/", c).split(" -f ")[0] for c in recorded] == [
-        f"template gpu-operator {chart} --namespace gpu-operator"] * 8
-    assert sorted(re.search(r"/(gpu-00[0-3])/values\.yaml$", c).group(1) for c in recorded) == [
-        "gpu-000", "gpu-000", "gpu-001", "gpu-001", "gpu-002", "gpu-002", "gpu-003", "gpu-003"]
+    for clusters, processes in ((4, 1), (PARALLEL_FROM, min(cores(), PARALLEL_FROM))):
+        calls.unlink(missing_ok=True)
+        done = subprocess.run([sys.executable, str(ROOT / "tools" / "bench.py"), "--fleet-only", str(clusters),
+                               "--runs", "2", "--helm", str(helm), "--chart", str(chart)],
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        installed, first, auto, one, helm_line = done.stdout.splitlines()
+        assert installed.startswith("timing gpuconf as installed: a wheel of this checkout in a fresh environment ")
+        assert re.fullmatch(rf"render a fleet of {clusters} clusters: --jobs auto runs {processes} process(es)? "
+                            rf"\({cores()} cores?\); load average [0-9.]+ [0-9.]+ [0-9.]+ at the start, [0-9.]+ at "
+                            r"the end; output on (tmpfs|disk), medians of 2 rounds", first), first
+        measured = r"\s+[0-9.]+ ms wall\s+[0-9.]+ ms CPU"
+        assert re.fullmatch(rf"  gpuconf render --jobs auto{measured}; ratio [0-9.]+ wall, [0-9.]+ CPU", auto), auto
+        assert re.fullmatch(rf"  gpuconf render --jobs 1{measured}; ratio [0-9.]+ wall, [0-9.]+ CPU", one), one
+        assert re.fullmatch(rf"  {clusters} x helm template{measured}", helm_line), helm_line
+        recorded = calls.read_text(encoding="utf-8").splitlines()
+        assert [re.sub(r"/gpu-0\d\d/", "/C/", c).split(" -f ")[0] for c in recorded] == [
+            f"template gpu-operator {chart} --namespace gpu-operator"] * 2 * clusters
+        assert sorted(re.search(r"/(gpu-0\d\d)/values\.yaml\Z", c).group(1) for c in recorded) == sorted(
+            f"gpu-{i:03d}" for i in range(clusters) for _ in range(2))
 
 
 def test_the_render_bench_breaks_gpuconfs_time_down_by_phase(tmp_path):

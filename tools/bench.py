@@ -241,11 +241,16 @@ def write_fleet(folder: Path, clusters: int) -> Path:
 
 
 def fleet_bench(clusters: int, runs: int, chart: Path | None, helm: str | None) -> None:
-    """One `gpuconf render` of a generated fleet of CLUSTERS clusters against CLUSTERS `helm template` runs, each with
-    its cluster's rendered values (issue 32: at most 0.1x): whole processes, wall and CPU, in interleaved rounds (a
-    render, then the helm runs) so that a shared machine's drift falls on both alike; medians of the rounds."""
+    """One `gpuconf render` of a generated fleet of CLUSTERS clusters with `--jobs auto` and with `--jobs 1` against
+    CLUSTERS `helm template` runs, each with its cluster's rendered values (issue 32: at most 0.1x; issue 43, item 5:
+    on the machine's cores): whole processes, wall and CPU, in interleaved rounds (the two renders, then the helm
+    runs) so that a shared machine's drift falls on all alike; medians of the rounds, with the machine's cores and
+    load average (other work on the machine takes cores that `--jobs auto` counts on)."""
     import resource
     import shutil
+
+    from gpuconf.parallel import cores
+    from gpuconf.render.tree import PARALLEL_FROM
 
     def cpu() -> float:
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -255,38 +260,49 @@ def fleet_bench(clusters: int, runs: int, chart: Path | None, helm: str | None) 
     # creating the fleet's 1,700 files costs more system time than gpuconf's whole render (measured here).
     shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     helm = helm or default_helm()
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory(dir=shm) as written:
         fleet = write_fleet(Path(tmp), clusters)
-        out = Path(written) / "out"
-        render = [PYTHON, "-m", "gpuconf", "render", str(fleet), "-o", str(out)]
-        walls, cpus, helm_walls, helm_cpus = [], [], [], []
-        for _ in range(runs):
-            shutil.rmtree(out, ignore_errors=True)
-            used, start = cpu(), time.perf_counter()
-            done = subprocess.run(render, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            walls.append(time.perf_counter() - start)
-            cpus.append(cpu() - used)
-            assert done.returncode == 0, done.stderr[-2000:]
+        outs = {jobs: Path(written) / f"out-{jobs}" for jobs in ("auto", "1")}
+        renders = {jobs: [PYTHON, "-m", "gpuconf", "render", str(fleet), "-o", str(out), "--jobs", jobs]
+                   for jobs, out in outs.items()}
+        times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in ("auto", "1", "helm")}
+        for round_ in range(runs):
+            for jobs, render in sorted(renders.items(), reverse=round_ % 2 == 1):
+                shutil.rmtree(outs[jobs], ignore_errors=True)
+                used, start = cpu(), time.perf_counter()
+                done = subprocess.run(render, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                times[jobs][0].append(time.perf_counter() - start)
+                times[jobs][1].append(cpu() - used)
+                assert done.returncode == 0, done.stderr[-2000:]
             if not (helm and chart is not None):
                 continue
-            values = sorted(out.glob("gpu-*/values.yaml"))
+            values = sorted(outs["1"].glob("gpu-*/values.yaml"))
             assert len(values) == clusters
             before, start = cpu(), time.perf_counter()
             for file in values:
                 subprocess.run([helm, "template", "gpu-operator", str(chart), "--namespace", "gpu-operator", "-f",
                                 str(file)], check=True, stdout=subprocess.DEVNULL)
-            helm_walls.append(time.perf_counter() - start)
-            helm_cpus.append(cpu() - before)
-        wall, used = statistics.median(walls), statistics.median(cpus)
-        label = f"render a fleet of {clusters} clusters"
-        print(f"{label:<44} {wall * 1000:8.1f} ms  whole process ({used * 1000:.0f} ms CPU), output "
-              f"{'on tmpfs' if shm else 'on disk'}, medians of {runs} rounds")
-        if not helm_walls:
-            print(f"  {clusters} x helm template: needs --chart DIR and a helm binary, so no ratio")
-            return
-        helm_wall, helm_cpu = statistics.median(helm_walls), statistics.median(helm_cpus)
-        print(f"  {clusters} x helm template: {helm_wall * 1000:.0f} ms wall ({helm_cpu * 1000:.0f} ms CPU); ratio "
-              f"{wall / helm_wall:.3f} wall, {used / helm_cpu:.3f} CPU")
+            times["helm"][0].append(time.perf_counter() - start)
+            times["helm"][1].append(cpu() - before)
+        medians = {name: (statistics.median(w), statistics.median(c)) for name, (w, c) in times.items() if w}
+        trees = [{p.relative_to(out): p.read_bytes() for p in out.rglob("*")
+                  if p.is_file() and p.name != ".gpuconf.lock"} for out in outs.values()]
+        assert trees[0] == trees[1], "--jobs auto and --jobs 1 wrote different files"
+    processes = min(cores(), clusters) if clusters >= PARALLEL_FROM else 1
+    print(f"render a fleet of {clusters} clusters: --jobs auto runs {processes} process{'es' if processes > 1 else ''} "
+          f"({cores()} core{'s' if cores() > 1 else ''}); load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at "
+          f"the start, {os.getloadavg()[0]:.2f} at the end; output {'on tmpfs' if shm else 'on disk'}, medians of "
+          f"{runs} rounds")
+    helm_wall, helm_cpu = medians.get("helm", (None, None))
+    for name, label in (("auto", "gpuconf render --jobs auto"), ("1", "gpuconf render --jobs 1")):
+        wall, used = medians[name]
+        ratio = f"; ratio {wall / helm_wall:.3f} wall, {used / helm_cpu:.3f} CPU" if helm_wall else ""
+        print(f"  {label:<28} {wall * 1000:9.1f} ms wall {used * 1000:9.1f} ms CPU{ratio}")
+    if helm_wall is None:
+        print(f"  {clusters} x helm template: needs --chart DIR and a helm binary, so no ratio")
+        return
+    print(f"  {f'{clusters} x helm template':<28} {helm_wall * 1000:9.1f} ms wall {helm_cpu * 1000:9.1f} ms CPU")
 
 
 def main() -> None:
