@@ -174,6 +174,7 @@ def _share(function: Callable[[Any], Any], items: list, pack: Callable[[Any], An
     os.write(feed, b"".join(start.to_bytes(4, "little") for start in range(1, total, size)))
     os.close(feed)
     children: list[int] = []
+    done = False
     try:
         for out in scratch:
             try:
@@ -186,10 +187,11 @@ def _share(function: Callable[[Any], Any], items: list, pack: Callable[[Any], An
         for start in _chunks(queue):
             for i in range(start, min(start + size, total)):
                 results[i] = _run(function, items[i])
+        done = True
     finally:
         os.close(queue)
-        for pid in children:
-            _reap(pid, ended=sys.exc_info()[0] is not None)
+        for pid in children:  # on the way out of an interruption (Ctrl-C), the workers are ended first
+            _reap(pid, ended=not done)
     handed: set[int] = set()
     for out in scratch:
         for i, packed in _handed(out):
