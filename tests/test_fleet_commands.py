@@ -413,18 +413,3 @@ def test_a_thirty_cluster_review_fits_a_comment_and_leads_with_the_summary(run, 
     # Without the option the review still fits, and says how to get the rest.
     bare = run("diff", str(fleet / "fleet.yaml"), "--against", str(deployed), "--format", "markdown").stdout
     assert len(bare) <= COMMENT_LIMIT and "give `--markdown-rest FILE`" in bare
-
-
-def test_a_one_cluster_change_names_one_of_thirty(run, tmp_path):
-    fleet = _thirty(tmp_path)
-    deployed = tmp_path / "deployed"
-    assert run("render", str(fleet / "fleet.yaml"), "-o", str(deployed)).exit_code == 0
-    overlay = fleet / "overlays" / "eu-00.yaml"
-    overlay.write_text(overlay.read_text(encoding="utf-8") + "  driver:\n    version: \"580.126.20\"\n",
-                       encoding="utf-8")
-    review = run("diff", str(fleet / "fleet.yaml"), "--against", str(deployed), "--format", "markdown").stdout
-    lines = review.splitlines()
-    assert lines[0] == "# gpuconf review: 1 of 30 clusters affected, worst impact: disruptive"
-    assert lines[4].startswith("| eu-00 | ")
-    assert lines[6].startswith("Unchanged: 29 clusters (eu-01, eu-02, ")
-    assert review.count("\n## ") == 1  # details for the one cluster only
