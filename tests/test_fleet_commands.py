@@ -366,37 +366,15 @@ def test_against_values_of_a_fleet_compares_the_cluster_named(run, deployed):
 # --- the review of a 30-cluster fleet (issue 43, item 3) ------------------------------------------------------------
 
 
-def _thirty(tmp_path):
-    """examples/fleet's base, thirty clusters in three regions: each cluster's overlay names its region's registry
-    mirror and pull secret and its Argo CD destination."""
-    import shutil
-
-    fleet = tmp_path / "fleet"
-    shutil.copytree(ROOT / "examples" / "fleet", fleet)
-    (fleet / "overlays").mkdir(exist_ok=True)
-    clusters = []
-    for region in ("eu", "us", "ap"):
-        for i in range(10):
-            name = f"{region}-{i:02d}"
-            (fleet / "overlays" / f"{name}.yaml").write_text(
-                f"spec:\n  operator:\n    registry: registry.{region}.example/nvidia\n"
-                f"    imagePullSecrets: [{region}-mirror]\n  delivery:\n    destination:\n      name: {name}\n",
-                encoding="utf-8")
-            clusters.append(f"    - name: {name}\n      overlay: overlays/{name}.yaml\n")
-    (fleet / "fleet.yaml").write_text("apiVersion: gpuconf.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: big\n"
-                                      "spec:\n  base: base.yaml\n  clusters:\n" + "".join(clusters), encoding="utf-8")
-    return fleet
-
-
 def test_a_thirty_cluster_review_fits_a_comment_and_leads_with_the_summary(run, tmp_path):
+    """examples/regions without its stages (tests/test_fleet_stages.py has it with them)."""
     from gpuconf.output.review import COMMENT_LIMIT
+    from test_fleet_stages import _bump, thirty
 
-    fleet = _thirty(tmp_path)
+    fleet = thirty(tmp_path, stages="")
     deployed = tmp_path / "deployed"
     assert run("render", str(fleet / "fleet.yaml"), "-o", str(deployed)).exit_code == 0
-    base = fleet / "base.yaml"
-    base.write_text(base.read_text(encoding="utf-8").replace('version: "595.91.07"', 'version: "580.126.20"'),
-                    encoding="utf-8")
+    _bump(fleet)
     rest = tmp_path / "review-full.md"
     result = run("diff", str(fleet / "fleet.yaml"), "--against", str(deployed), "--format", "markdown",
                  "--markdown-rest", str(rest))
