@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from test_fleet_commands import _thirty
+from test_fleet_stages import thirty
 
 from gpuconf import parallel
 
@@ -27,7 +27,7 @@ def _automatic(monkeypatch):
 @pytest.fixture
 def fleet(tmp_path, monkeypatch) -> str:
     """The thirty-cluster fleet, named relative to the working folder (as a repository's CI names it)."""
-    _thirty(tmp_path)
+    thirty(tmp_path)
     monkeypatch.chdir(tmp_path)
     return "fleet/fleet.yaml"
 
@@ -105,7 +105,7 @@ def test_a_fleet_renders_the_same_bytes_with_any_number_of_processes(run, fleet,
 
     stdout, stderr, code, tree = _same_with_any_jobs(run, "render", fleet, "-o", "out", out="out")
     assert code == 0, stderr
-    assert len([p for p in tree if p.endswith("/values.yaml")]) == 30 and "big/applicationset.yaml" in tree
+    assert len([p for p in tree if p.endswith("/values.yaml")]) == 30 and "gpu-regions/applicationset.yaml" in tree
     assert stdout.count("wrote ") == 31
     # Such runs do share the clusters: --jobs 2 renders in two processes, --jobs 1 in the command's own, and the
     # automatic choice forks a worker for each core but the command's (30 clusters are enough to gain).
