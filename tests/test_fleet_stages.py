@@ -444,3 +444,23 @@ def test_the_staged_fleet_and_its_review_are_the_same_bytes_on_one_core_or_sever
                    "--jobs", jobs) for jobs in ("1", "2")]
     assert [r.exit_code for r in reviews] == [1, 1]
     assert reviews[0].stdout == reviews[1].stdout and "## Rollout of fleet gpu-regions" in reviews[0].stdout
+
+
+def test_a_deployed_application_set_gpuconf_did_not_write_gives_no_note_and_no_crash(tmp_path, run):
+    """The deployed fleet folder is read only for the notes: YAML aliases that would grow without bound when
+    printed, a name that is not a string, or a file that is not YAML say nothing, and the review still comes."""
+    fleet = thirty(tmp_path)
+    deployed = tmp_path / "deployed"
+    assert run("render", str(fleet / "fleet.yaml"), "-o", str(deployed)).exit_code == 0
+    path = deployed / "gpu-regions" / "applicationset.yaml"
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(12))
+    aliased = bomb + ("kind: ApplicationSet\nspec:\n  generators:\n  - list:\n      elements:\n"
+                      "      - {name: *m, cluster: eu-00}\n")
+    for text in (aliased, "kind: ApplicationSet\nspec: [1, 2]\n", "{{ not yaml\n"):
+        path.write_text(text, encoding="utf-8")
+        result = run("diff", str(fleet / "fleet.yaml"), "--against", str(deployed))
+        assert result.exit_code in (0, 1), result.output
+        assert "takes over the existing ones" not in result.stdout

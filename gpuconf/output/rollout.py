@@ -170,8 +170,13 @@ def folder_notes(against: str, fleet: str, files: dict[str, str]) -> list[str]:
         found = (first.get("list") or {}).get("elements") if isinstance(first.get("list"), dict) else None
         return [e for e in found if isinstance(e, dict)] if isinstance(found, list) else []
 
-    if elements(old) and not any("app" in e for e in elements(old)):
-        parents = sorted(str(e.get("name")) for e in elements(old))
+    from ..intent.rules.syntax import DNS1123_SUBDOMAIN
+
+    # The parents by the names an earlier gpuconf gave them (Application names): anything else in a file gpuconf did
+    # not write (aliased structures, other types, newlines) is neither printed nor taken for a parent.
+    parents = sorted(e["name"] for e in elements(old) if "app" not in e and isinstance(e.get("name"), str)
+                     and len(e["name"]) <= 253 and DNS1123_SUBDOMAIN.fullmatch(e["name"]))
+    if parents and not any("app" in e for e in elements(old)):
         notes.append(f"the ApplicationSet now generates each cluster's chart and manifests Applications itself: it "
                      f"takes over the existing ones of the same names and deletes the parent Applications "
                      f"({', '.join(parents[:5])}{' ...' if len(parents) > 5 else ''}) without deleting anything they "
