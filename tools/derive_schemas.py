@@ -71,6 +71,8 @@ CRD_INPUTS = (
     "crds/kueue.x-k8s.io/kueue.x-k8s.io_clusterqueues.yaml",
     "crds/kueue.x-k8s.io/kueue.x-k8s.io_localqueues.yaml",
     "crds/kueue.x-k8s.io/kueue.x-k8s.io_workloadpriorityclasses.yaml",
+    # Topology-Aware Scheduling levels of NVLink pools (pools[].nvlink): a job lands inside one NVLink clique.
+    "crds/kueue.x-k8s.io/kueue.x-k8s.io_topologies.yaml",
     # The admission policy of spec.security.admission: kyverno, a namespaced Policy in the operator's namespace
     # (provenance/crds/SOURCES.md: kyverno/kyverno v1.19.0 config/crds/kyverno/kyverno.io_policies.yaml).
     "provenance/crds/kyverno.io/kyverno.io_policies.yaml",
@@ -496,6 +498,56 @@ def derive_kubernetes() -> dict[str, bytes]:
     return outputs
 
 
+#: The DRA driver chart gpuconf delivers beside the operator for NVLink pools (pools[].nvlink; dra/SOURCES.md: the
+#: kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 release's chart).
+DRA_CHART = "dra/chart/dra-driver-nvidia-gpu-v0.4.1.tgz"
+#: Values of that chart whose defaults are Kubernetes objects or maps a user fills freely (affinity, selectors,
+#: annotations, security contexts, container resources): any mapping is accepted there.
+DRA_FREE_FORM = ("affinity", "nodeSelector", "podAnnotations", "podSecurityContext", "securityContext",
+                 "resources", "selectorLabelsOverride", "featureGates", "annotations", "strategy")
+
+
+def _shape(value: Any, key: str, path: str) -> dict[str, Any]:
+    """A JSON Schema of a default value: its type, and for a mapping its keys (closed unless free-form)."""
+    if isinstance(value, bool):
+        return {"type": "boolean"}
+    if isinstance(value, int):
+        return {"type": "integer"}
+    if isinstance(value, str):
+        return {"type": "string"}
+    if isinstance(value, list):
+        return {"type": "array"}
+    if isinstance(value, dict):
+        if key in DRA_FREE_FORM and path != ".resources":  # the top-level resources: gpus, computeDomains
+            return {"type": "object"}
+        return {"type": "object", "additionalProperties": False,
+                "properties": {k: _shape(v, k, f"{path}.{k}") for k, v in sorted(value.items())}}
+    if value is None:
+        return {}
+    raise DeriveError(f"{DRA_CHART}: values.yaml {path}: unexpected {type(value).__name__}")
+
+
+def derive_dra_chart(ref: Reference, check: bool = True) -> dict[str, bytes]:
+    """The values shape of the DRA driver chart: what gpuconf's dra-driver/values.yaml may set."""
+    ref.bytes(DRA_CHART)
+    chart = read_chart(ref.root / DRA_CHART)
+    meta = chart.yaml("Chart.yaml")
+    defaults = chart.yaml("values.yaml")
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **_shape(defaults, "", "")}
+    if check:
+        check_schema(schema, DRA_CHART)
+    check_instance(schema, defaults, DRA_CHART)
+    version = str(meta["version"])
+    schema["x-gpuconf-generated"] = _generated(
+        {DRA_CHART: ref.hashes[DRA_CHART]},
+        f"The values of the {meta['name']} chart {version} (no values.schema.json of its own), as JSON Schema: each "
+        f"key its defaults have, with the default's type; mappings are closed except free-form ones "
+        f"({', '.join(DRA_FREE_FORM)}).")
+    schema["x-chart"] = {"name": meta["name"], "version": version, "appVersion": str(meta.get("appVersion", "")),
+                         "kubeVersion": str(meta.get("kubeVersion", ""))}
+    return {f"schemas/values/{meta['name']}-{version}.json": _dump(schema)}
+
+
 def derive(reference: Path, check: bool = True) -> dict[str, bytes]:
     """Every output file (repository-relative path -> bytes) derived from the reference folder.
 
@@ -505,6 +557,7 @@ def derive(reference: Path, check: bool = True) -> dict[str, bytes]:
     ref = Reference(reference)
     outputs = derive_crds(ref, check)[0]
     outputs.update(derive_values(ref, check))
+    outputs.update(derive_dra_chart(ref, check))
     outputs.update(derive_kubernetes())
     return dict(sorted(outputs.items()))
 

@@ -13,6 +13,7 @@ from pydantic import (AfterValidator, ConfigDict, Field, PlainValidator, StringC
 from pydantic_core import PydanticCustomError
 
 from .. import quantity
+from .fabric import ComputeDomains, NvLink
 from .kept import KeptNames
 from .strict import Strict
 
@@ -524,6 +525,7 @@ class Pool(Strict):
         None, description="The acceptance probe: hook (runs on every sync), manual (probes/<pool>.yaml, applied by "
                           "you) or off; default hook, manual for a pool that scales to zero.")
     karpenter: Optional[KarpenterPool] = Field(None, description="Lifecycle of a Karpenter pool's nodes.")
+    nvlink: Optional[NvLink] = Field(None, description="The nodes are trays of multi-node NVLink racks (ComputeDomains).")
 
 
 # --- GPU models the catalogue lacks -----------------------------------------------------------------------------
@@ -859,6 +861,8 @@ class Spec(Strict):
     delivery: Delivery = Field(default_factory=Delivery, description="GitOps delivery: Argo CD, Flux or none (default).")
     queueing: Optional[Queueing] = Field(None, description="Team queueing (Kueue); default: ResourceQuotas only.")
     security: Optional[Security] = Field(None, description="Admission policy for the operator's images.")
+    compute_domains: Optional[ComputeDomains] = Field(None, description="The DRA driver release for nvlink pools "
+                                                                        "(devicePlugin stack; defaults apply).")
 
     @property
     def admission(self) -> str | None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from .. import plan as P
 from ..intent.model import ARGOCD_IN_CLUSTER, ARGOCD_NAMESPACE, FLUX_NAMESPACE
-from . import common_labels, metadata, probes
+from . import common_labels, metadata, nvlink, probes
 
 NVIDIA_HELM_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
 CHART = "gpu-operator"
@@ -249,6 +249,9 @@ def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
             GitopsFile("gitops/application-gpu-operator.yaml", [chart_app], notes=notes),
             GitopsFile("gitops/application-manifests.yaml", [manifests_app]),
         ]
+    if nvlink.release(plan):  # the DRA driver's release beside the operator's: after it, before the manifests
+        manifests_meta["annotations"]["argocd.argoproj.io/sync-wave"] = "2"
+        files[-1:-1] = dra_argocd_files(plan, project, revision, folder)
     files.append(GitopsFile("gitops/kustomization.yaml", config=_kustomization([f.path.removeprefix("gitops/")
                                                                                for f in files])))
     return files
@@ -402,14 +405,94 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
     notes = [f"Flux renders the chart like: {helm_template_command(plan, source)}",
              f"timeout {release_minutes}m: helm-controller waits for the ClusterPolicy, i.e. for the driver roll-out "
              "(see rollout_minutes in gpuconf/render/gitops.py)."]
+    extra: list[GitopsFile] = []
+    kustomizations = [release_kustomization, manifests_kustomization]
+    if nvlink.release(plan):  # the DRA driver's release after the operator's, before the manifests
+        dra_kustomization, extra = dra_flux_files(plan, release_kustomization, folder)
+        manifests_kustomization["spec"]["dependsOn"].append({"name": dra_kustomization["metadata"]["name"]})
+        kustomizations.insert(1, dra_kustomization)
     return [
-        GitopsFile("gitops/flux-kustomizations.yaml", [release_kustomization, manifests_kustomization]),
+        GitopsFile("gitops/flux-kustomizations.yaml", kustomizations),
         GitopsFile("gitops/kustomization.yaml", config=_kustomization(["flux-kustomizations.yaml"])),
+        *extra,
         GitopsFile("gitops/release/chart-source.yaml", [chart_source_doc]),
         GitopsFile("gitops/release/helm-release.yaml", [release], notes=notes),
         GitopsFile("gitops/release/kustomization.yaml", config=release_config),
         GitopsFile("gitops/release/kustomizeconfig.yaml", config=name_reference),
         GitopsFile("gitops/manifests/kustomization.yaml", config=_kustomization([f"../../{f}" for f in late])),
+    ]
+
+
+# --- the DRA driver's release beside the operator's (NVLink pools: render/nvlink.py) -----------------------
+
+
+def dra_argocd_files(plan: P.Plan, project: str, revision: str, folder: str) -> list:
+    """The Argo CD Application of the DRA driver release (sync wave 1: after the operator's chart, whose driver and GPU
+    Feature Discovery its plugin needs, before the manifests, whose ComputeDomains need its CRD)."""
+    delivery = plan.intent.spec.delivery
+    repo = nvlink.chart_repository(plan).removeprefix("oci://")
+    meta = metadata(plan, object_name(plan.name, nvlink.CHART), namespace_of(plan))
+    meta["annotations"] = {"argocd.argoproj.io/sync-wave": "1",
+                           "argocd.argoproj.io/compare-options": "ServerSideDiff=true"}
+    app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta, "spec": {
+        "project": project,
+        "destination": _destination(plan, nvlink.namespace(plan)),
+        "sources": [
+            {"repoURL": repo, "chart": nvlink.CHART, "targetRevision": nvlink.settings(plan).chart_version,
+             "helm": {"releaseName": nvlink.RELEASE_NAME, "valueFiles": [f"$values/{folder}/dra-driver/values.yaml"],
+                      "kubeVersion": plan.intent.spec.cluster.kubernetes_version, "skipCrds": False}},
+            {"repoURL": delivery.repoURL, "targetRevision": revision, "ref": "values"},
+        ],
+        "syncPolicy": {
+            "automated": {"prune": True, "selfHeal": True},
+            "managedNamespaceMetadata": {"labels": nvlink.namespace_doc(plan)[0]["metadata"]["labels"]},
+            "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"],
+            "retry": RETRY,
+        },
+    }}
+    notes = [f"Argo CD renders the chart like: {nvlink.helm_template_command(plan)}",
+             f"Register {repo} in Argo CD as a Helm repository with enableOCI: \"true\"."]
+    return [GitopsFile("gitops/application-dra-driver.yaml", [app], notes=notes)]
+
+
+def dra_flux_files(plan: P.Plan, release_kustomization: dict, folder: str) -> tuple[dict, list]:
+    """The Flux Kustomization of the DRA driver release (dependsOn the operator's), and its folder: the chart's
+    OCIRepository, the HelmRelease, the values ConfigMap."""
+    ns = namespace_of(plan)
+    name = f"{nvlink.CHART}-chart"
+    source = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+              "metadata": metadata(plan, name, ns),
+              "spec": {"interval": "12h", "url": f"{nvlink.chart_repository(plan)}/{nvlink.CHART}",
+                       "ref": {"tag": nvlink.settings(plan).chart_version},
+                       "layerSelector": {"mediaType": HELM_CHART_MEDIA_TYPE, "operation": "copy"}}}
+    values_map = f"{nvlink.CHART}-values"
+    helm_release = {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                    "metadata": metadata(plan, nvlink.RELEASE_NAME, ns),
+                    "spec": {"chartRef": {"kind": "OCIRepository", "name": name, "namespace": ns},
+                             "interval": "10m", "releaseName": nvlink.RELEASE_NAME,
+                             "targetNamespace": nvlink.namespace(plan), "storageNamespace": nvlink.namespace(plan),
+                             "valuesFrom": [{"kind": "ConfigMap", "name": values_map, "valuesKey": "values.yaml"}],
+                             "timeout": "10m",
+                             "install": {"crds": "CreateReplace", "remediation": {"retries": 3}},
+                             "upgrade": {"crds": "CreateReplace",
+                                         "remediation": {"retries": 0, "remediateLastFailure": False}}}}
+    kustomization = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                     "metadata": metadata(plan, object_name(plan.name, nvlink.CHART), ns),
+                     "spec": {"dependsOn": [{"name": release_kustomization["metadata"]["name"]}],
+                              "interval": "10m", "retryInterval": "2m", "timeout": f"{10 + SLACK_MINUTES}m",
+                              "path": f"./{folder}/gitops/dra-driver", "prune": True, "wait": True,
+                              "sourceRef": source_ref(plan)}}
+    config = _kustomization(["chart-source.yaml", "helm-release.yaml"], configMapGenerator=[{
+        "name": values_map, "namespace": ns, "files": ["values.yaml=../../dra-driver/values.yaml"],
+        "options": {"labels": common_labels(plan)}}], configurations=["kustomizeconfig.yaml"])
+    name_reference = {"nameReference": [{"kind": "ConfigMap", "version": "v1",
+                                         "fieldSpecs": [{"path": "spec/valuesFrom/name", "kind": "HelmRelease"}]}]}
+    notes = [f"Flux renders the chart like: {nvlink.helm_template_command(plan)}"]
+    return kustomization, [
+        GitopsFile("gitops/dra-driver/chart-source.yaml", [source]),
+        GitopsFile("gitops/dra-driver/helm-release.yaml", [helm_release], notes=notes),
+        GitopsFile("gitops/dra-driver/kustomization.yaml", config=config),
+        GitopsFile("gitops/dra-driver/kustomizeconfig.yaml", config=name_reference),
     ]
 
 

@@ -142,7 +142,9 @@ def render(plan: P.Plan) -> list[dict]:
         return []
     api = releases()[kueue.version]
     teams = queued_teams(plan)
-    return [*_flavors(plan, api), *_priority_classes(plan, api, teams), *_cluster_queues(plan, api, teams),
+    from . import nvlink
+
+    return [*nvlink.topology(plan, api.get("Topology", "")), *_flavors(plan, api), *_priority_classes(plan, api, teams), *_cluster_queues(plan, api, teams),
             *_local_queues(plan, api, teams)]
 
 
@@ -162,6 +164,10 @@ def _flavors(plan: P.Plan, api: dict[str, str]) -> list[dict]:
         tolerations = pool_tolerations(plan, pool)
         if tolerations:
             spec["tolerations"] = tolerations
+        if pool.pool.nvlink is not None:  # a job that asks for it lands inside one NVLink clique (render/nvlink.py)
+            from .nvlink import TOPOLOGY
+
+            spec["topologyName"] = TOPOLOGY
         docs.append({"apiVersion": api["ResourceFlavor"], "kind": "ResourceFlavor",
                      "metadata": metadata(plan, flavor_name(pool.name), labels={P.POOL_LABEL: pool.name}),
                      "spec": spec})
@@ -186,6 +192,14 @@ def team_flavors(plan: P.Plan, team) -> list[tuple[str, dict[str, Quota]]]:
     by_pool: dict[str, dict[str, Quota]] = {}
     for row in P.team_queue_rows(plan.intent, team, plan.strategy):
         by_pool.setdefault(row.pool, {})[row.resource] = Quota(row.nominal, row.borrowing_limit, row.lending_limit)
+    from .nvlink import CHANNEL_RESOURCE
+
+    for pool, quotas in by_pool.items():
+        # A pod on an NVLink pool may claim its ComputeDomain's channel, which Kueue counts once it is mapped
+        # (render/nvlink.py): at most one channel per GPU of the team's quota.
+        gpus = [q.nominal for q in quotas.values()]
+        if plan.pool_by_name[pool].pool.nvlink is not None and all(isinstance(n, int) for n in gpus):
+            quotas[CHANNEL_RESOURCE] = Quota(sum(gpus))
     flavors = [(flavor_name(pool), quotas) for pool, quotas in by_pool.items()]
     settings = P.kueue_settings(plan.intent).teams.get(team.name)
     if settings is not None and settings.other_resources:

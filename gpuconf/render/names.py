@@ -57,3 +57,8 @@ def pool_taints(pool: P.PoolPlan) -> list[dict]:
             taint["value"] = t.value
         out.append(taint)
     return out
+
+#: The pod-template annotation that binds a Kueue pod set to one domain of a topology level (Kueue v0.19.2
+#: apis/kueue/v1beta2/topology_types.go PodSetRequiredTopologyAnnotation), and the node level of a topology.
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+HOSTNAME_LABEL = "kubernetes.io/hostname"

@@ -110,6 +110,17 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
             "securityContext": container_security,
         }],
     }
+    if queued and pool.pool.nvlink is not None:
+        # The pool's flavor is topology-aware (render/nvlink.py): Kueue v0.19.2 admits onto it only a pod set that
+        # asks for a topology, and refuses one whose other resources (the probe's cpu and memory) would come from a
+        # flavor without one (flavorassigner checkPodSetAndFlavorMatchForTAS). So the probe asks for one node and
+        # for the GPU alone.
+        from .names import HOSTNAME_LABEL, REQUIRED_TOPOLOGY
+
+        template_annotations = {REQUIRED_TOPOLOGY: HOSTNAME_LABEL}
+        spec["containers"][0]["resources"] = {"limits": {resource: "1"}}
+    else:
+        template_annotations = {}
     if claimed:
         # Under DRA the device comes from a claim (the pod's own, made from the pool's probe template), not from an
         # extended resource in limits.
@@ -136,7 +147,9 @@ def probe(plan: P.Plan, pool: P.PoolPlan) -> dict:
             "backoffLimit": 0,
             "activeDeadlineSeconds": DEADLINE_SECONDS,
             "ttlSecondsAfterFinished": TTL_SECONDS,
-            "template": {"metadata": {"labels": template_labels}, "spec": spec},
+            "template": {"metadata": {"labels": template_labels,
+                                      **({"annotations": template_annotations} if template_annotations else {})},
+                         "spec": spec},
         },
     }
 

@@ -29,7 +29,9 @@ from ..findings import ERROR, Finding
 PART = "gpuconf.dev/part"
 STAGE = "gpuconf.dev/stage"
 #: The parts of a cluster, in the order a stage syncs them: the chart (CRDs, operator), then the manifests.
-PARTS = (("gitops/application-gpu-operator.yaml", "gpu-operator"), ("gitops/application-manifests.yaml", "manifests"))
+PARTS = (("gitops/application-gpu-operator.yaml", "gpu-operator"),
+         ("gitops/application-dra-driver.yaml", "dra-driver"),  # NVLink pools' ComputeDomains (render/nvlink.py)
+         ("gitops/application-manifests.yaml", "manifests"))
 #: Argo CD's ConfigMaps and the keys a staged fleet needs in them (Argo CD's Progressive Syncs and resource health
 #: customisation pages).
 PROGRESSIVE_SYNCS = ("argocd-cmd-params-cm", "applicationsetcontroller.enable.progressive.syncs")

@@ -10,7 +10,7 @@ from .. import plan as P
 from ..emit import dump, dump_all, header, shell_word
 from ..findings import dotted
 from ..gcpause import gc_paused
-from . import access, admission, dra, gitops, kueue, monitoring, nodes, platform, probes, sharing, teams
+from . import access, admission, dra, gitops, kueue, monitoring, nodes, nvlink, platform, probes, sharing, teams
 from .values import ValuesBuilder, build_values
 from .command import Command, regenerate  # noqa: F401 - the names stay importable from here
 
@@ -23,8 +23,10 @@ KIND_FILES = {
     "NodeFeatureRule": "manifests/node-feature-rules.yaml",
     "DeviceClass": "manifests/device-classes.yaml",
     "ResourceClaimTemplate": "manifests/claims.yaml",
+    "ComputeDomain": "manifests/compute-domains.yaml",  # its CRD comes with the DRA driver's release
     "NVIDIADriver": "manifests/nvidia-drivers.yaml",
     "ResourceQuota": "manifests/quotas.yaml",
+    "Topology": "manifests/queues.yaml",  # before the flavors that name it
     "ResourceFlavor": "manifests/queues.yaml",
     "WorkloadPriorityClass": "manifests/queues.yaml",
     "ClusterQueue": "manifests/queues.yaml",
@@ -41,11 +43,13 @@ KIND_FILES = {
 NAMED_FILES = {monitoring.METRICS_CONFIGMAP: "manifests/monitoring.yaml"}
 MANIFEST_RENDERERS: tuple[Callable[[P.Plan], list[dict]], ...] = (
     lambda plan: [operator_namespace(plan)],
+    nvlink.namespace_doc,
     admission.render,
     sharing.render,
     nodes.node_feature_rules,
     dra.render,
     teams.render,
+    nvlink.compute_domains,
     kueue.render,
     access.render,
     monitoring.render,
@@ -91,6 +95,11 @@ def render_tree(plan: P.Plan, command: Command) -> Tree:
     values = hazards.planned_values(plan) or build_values(plan)  # validation's hazard rules planned them already
     tree.values = values
     tree.files["values.yaml"] = head + _values_text(plan, values)
+    if nvlink.release(plan):  # the DRA driver's chart, a second release beside the operator's
+        tree.files[nvlink.VALUES_FILE] = head + header([f"Values of the DRA driver chart {nvlink.CHART} "
+                                                        f"{nvlink.settings(plan).chart_version}: ComputeDomains for "
+                                                        "the NVLink pools; REPORT.md says why each is set."]) \
+            + dump(nvlink.values(plan), top=True)
 
     merged = values.merged_view()  # read-only: the renderers copy what they put into documents
     by_file: dict[str, list[dict]] = {}
@@ -226,6 +235,8 @@ def _verify(tree: Tree) -> None:
     if any(p.mig_key is not None for p in plan.pools):
         problems += [f"mig-parted config: {m}" for m in formats.check_mig_parted_config(sharing.mig_parted_config(plan))]
     problems += _referential(plan)
+    if nvlink.release(plan):
+        problems += nvlink.problems(plan, nvlink.values(plan))
     problems += gitops.problems({path: docs for path, docs in tree.documents.items() if path.startswith("gitops/")})
     problems += kueue.problems([doc for path, docs in tree.documents.items() if path.startswith("manifests/")
                                 for doc in docs])

@@ -276,11 +276,14 @@ def _dra(plan: P.Plan, b: ValuesBuilder) -> None:
         users = {dra.GATE_TIME_SLICING: "time-slicing", dra.GATE_MPS: "MPS", dra.GATE_DYNAMIC_MIG: "dynamic MIG"}
         b.set("draDriver.featureGates", gates, "the driver refuses the sharing settings of claims unless their gate is "
               f"on: {', '.join(f'{g} for {users[g]}' for g in gates)}", ("spec", "sharingProfiles"))
-    enabled = settings.compute_domains if settings is not None else False
+    linked = [p for p in plan.pools if p.pool.nvlink is not None]
+    enabled = bool(linked) or (settings.compute_domains if settings is not None else False)
+    where = ("spec", "pools", linked[0].index, "nvlink") if linked and not (settings and settings.compute_domains) \
+        else ("spec", "cluster", "dra", "computeDomains") if settings is not None else origin
     b.set("draDriver.computeDomains.enabled", enabled,
+          f"ComputeDomains for the NVLink pool(s) {', '.join(p.name for p in linked)}" if linked else
           "ComputeDomains (multi-node NVLink) as the intent says" if enabled else
-          "no multi-node NVLink domains: the ComputeDomain controller and kubelet plugin are not run",
-          ("spec", "cluster", "dra", "computeDomains") if settings is not None else origin)
+          "no multi-node NVLink domains: the ComputeDomain controller and kubelet plugin are not run", where)
 
 
 def _driver(plan: P.Plan, b: ValuesBuilder) -> None:

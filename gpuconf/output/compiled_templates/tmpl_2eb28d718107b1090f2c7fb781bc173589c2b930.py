@@ -101,6 +101,12 @@ def root(context, missing=missing):
         for event in gen:
             yield event
     finally: gen.close()
+    template = environment.get_template('nvlink.md.j2', 'report.md.j2')
+    gen = template.root_render_func(template.new_context(context.get_all(), True, {'c': l_0_c}))
+    try:
+        for event in gen:
+            yield event
+    finally: gen.close()
     template = environment.get_template('hazards.md.j2', 'report.md.j2')
     gen = template.root_render_func(template.new_context(context.get_all(), True, {'c': l_0_c}))
     try:
@@ -151,4 +157,4 @@ def root(context, missing=missing):
     finally: gen.close()
 
 blocks = {}
-debug_info = '1=37&2=41&3=47&4=49&6=51&8=70&10=78&12=85&13=91&14=97&15=103&16=109&17=115&18=121&19=127&20=133&21=139&22=145'
+debug_info = '1=37&2=41&3=47&4=49&6=51&8=70&10=78&12=85&13=91&14=97&15=103&16=109&17=115&18=121&19=127&20=133&21=139&22=145&23=151'

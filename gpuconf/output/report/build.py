@@ -12,6 +12,7 @@ from .admission import admission_facts
 from .capacity import capacity_facts
 from .diagram import flow_facts
 from .dra import dra_facts
+from .nvlink import nvlink_facts
 from .hazards import hazard_facts
 from .overrides import chart_notes, deviations, override_findings
 from .platform import platform_notes
@@ -60,4 +61,6 @@ def build_report(plan: P.Plan, values, command, files: Iterable[str] = ()) -> di
         # Only on the DRA stack, so that the reports of device-plugin clusters keep their shape.
         **({"dra": dra_facts(plan, merged)} if plan.intent.spec.cluster.allocation == "dra" else {}),
         **({"admission": admission_facts(plan)} if plan.intent.spec.admission else {}),
+        # Only with NVLink pools, likewise.
+        **({"nvlink": nvlink_facts(plan)} if any(p.pool.nvlink is not None for p in plan.pools) else {}),
     }

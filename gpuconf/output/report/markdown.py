@@ -19,7 +19,7 @@ DICT_ATTRIBUTES = frozenset(dir(dict))
 #: template at run time and reads no cache: jinja2's bytecode cache would unpickle whatever a writable cache folder
 #: holds (issue 29, item 5). The modules depend on jinja2's code generator, hence jinja2's pinned minor version.
 COMPILED = Path(__file__).parent.parent / "compiled_templates"
-TEMPLATES = ("acceptance.md.j2", "admission.md.j2", "capacity.md.j2", "diagram.md.j2", "dra.md.j2", "hazards.md.j2",
+TEMPLATES = ("acceptance.md.j2", "admission.md.j2", "capacity.md.j2", "diagram.md.j2", "dra.md.j2", "hazards.md.j2", "nvlink.md.j2",
              "overrides.md.j2", "platform.md.j2", "pools.md.j2", "queues.md.j2", "report.md.j2", "runbook.md.j2",
              "upgrade.md.j2")
 
