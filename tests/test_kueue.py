@@ -112,6 +112,8 @@ def test_one_cluster_queue_per_team_with_exactly_the_intents_quotas(rendered):
                               if r in pool.capacity.per_node): n for p, n in value.items()}
             for resource in pool.capacity.per_node:  # a flavor lists every resource of its group: 0 if unnamed
                 want[(f"gpuconf-pool-{pool_name}", resource)] = named.get(resource, 0)
+            if pool.pool.nvlink is not None:  # one ComputeDomain channel per GPU of the quota (render/nvlink.py)
+                want[(f"gpuconf-pool-{pool_name}", "compute-domain.nvidia.com/channels")] = sum(named.values())
         other = kueue.teams[team.name].other_resources if team.name in kueue.teams else {}
         want.update({("gpuconf-any-node", r): quantity(q) for r, q in other.items()})
         assert nominal == want
@@ -151,7 +153,9 @@ def test_every_kueue_object_verifies_against_the_non_deprecated_crd_version(rend
     plan, docs = rendered
     index = custom_kinds()
     queued = [d for d in docs if d["apiVersion"].startswith("kueue.x-k8s.io/")]
-    assert {d["kind"] for d in queued} == {"ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue"}
+    nvlink = {"Topology"} if any(p.pool.nvlink for p in plan.pools) else set()  # NVLink pools' flavors name one
+    assert {d["kind"] for d in queued} == {"ResourceFlavor", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue",
+                                           *nvlink}
     for doc in queued:
         entry = index[f"{doc['apiVersion']}/{doc['kind']}"]
         assert doc["apiVersion"] == "kueue.x-k8s.io/v1beta2"
@@ -279,6 +283,26 @@ def _tolerates(tolerations: list[dict], taint) -> bool:
     return False
 
 
+#: Kueue's pod-template annotations that ask for Topology-Aware Scheduling (v0.19.2 apis/kueue/v1beta2/topology_types.go).
+TAS_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology")
+
+
+def _tas_skips(job: dict, queue: dict, flavors: dict, flavor: str, covered: list, requests: dict) -> bool:
+    """Whether Kueue skips a flavor for the pod set on Topology-Aware Scheduling grounds (v0.19.2
+    pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS): a pod set that asks for a
+    topology (or whose queue has topology-aware flavors only) takes no flavor without one for the resources it
+    requests; one that does not ask takes no topology-aware flavor."""
+    annotations = job["spec"]["template"].get("metadata", {}).get("annotations", {})
+    names = [f["name"] for g in queue["spec"]["resourceGroups"] for f in g["flavors"]]
+    tas_only = all(flavors[n].get("topologyName") for n in names)
+    explicit = any(a in annotations for a in TAS_ANNOTATIONS)
+    if explicit or tas_only:
+        if tas_only and not explicit:
+            return False
+        return not flavors[flavor].get("topologyName") and any(r in covered for r in requests)
+    return bool(flavors[flavor].get("topologyName"))
+
+
 def _admit(job: dict, queue: dict, flavors: dict, resources: dict | None = None) -> dict:
     """Kueue's flavor assignment for a one-pod Job, then the pod as Kueue starts it: the assigned flavors' nodeLabels
     merged into its nodeSelector and their tolerations appended (pkg/scheduler/flavorassigner, pkg/podset).
@@ -291,12 +315,20 @@ def _admit(job: dict, queue: dict, flavors: dict, resources: dict | None = None)
     excluded = resources.get("excludeResourcePrefixes", [])
     ignore_undeclared = resources.get("quotaCheckStrategy") == "IgnoreUndeclared"
     pod = copy.deepcopy(job["spec"]["template"]["spec"])
+    pods = job["spec"].get("parallelism", 1)
     requests: dict[str, float] = {}
     for container in pod["containers"]:
         res = container["resources"]
         for name, value in {**res.get("limits", {}), **res.get("requests", {})}.items():
             if not any(name.startswith(prefix) for prefix in excluded):
-                requests[name] = requests.get(name, 0) + quantity(value)
+                requests[name] = requests.get(name, 0) + quantity(value) * pods
+    # Claims count through the Configuration's deviceClassMappings (pkg/dra/claims.go: an unmapped class makes the
+    # workload inadmissible); `claims` maps each template a pod names to its device class.
+    mapped = {c: m["name"] for m in resources.get("deviceClassMappings", []) for c in m["deviceClassNames"]}
+    for claim in pod.get("resourceClaims", []):
+        device_class = resources.get("claims", {})[claim["resourceClaimTemplateName"]]
+        assert device_class in mapped, f"DeviceClass {device_class} is not mapped in DRA configuration"
+        requests[mapped[device_class]] = requests.get(mapped[device_class], 0) + pods
     chosen = []
     for name, amount in requests.items():
         group = next((g for g in queue["spec"]["resourceGroups"] if name in g["coveredResources"]), None)
@@ -308,6 +340,8 @@ def _admit(job: dict, queue: dict, flavors: dict, resources: dict | None = None)
             selector = {k: v for k, v in pod.get("nodeSelector", {}).items() if k in labels}
             if any(labels[k] != v for k, v in selector.items()):
                 continue  # "flavor doesn't match node affinity"
+            if _tas_skips(job, queue, flavors, flavor["name"], group["coveredResources"], requests):
+                continue
             quota = {r["name"]: quantity(r["nominalQuota"]) for r in flavor["resources"]}
             if all(quota[r] >= n for r, n in requests.items() if r in group["coveredResources"]):
                 chosen.append(flavor["name"])
@@ -342,7 +376,8 @@ def test_every_probe_is_admitted_on_its_pools_flavor_and_lands_on_the_pool(rende
         assert all(pool.labels.get(k) == v for k, v in pod["nodeSelector"].items())
         assert all(_tolerates(pod.get("tolerations", []), t) for t in pool.pool.taints)
         if pool.pool.taints:  # the flavor's tolerations are what lets it there: without them it would not fit
-            bare = {**flavors, f"gpuconf-pool-{pool.name}": {"nodeLabels": {"gpuconf.dev/pool": pool.name}}}
+            bare = {**flavors, f"gpuconf-pool-{pool.name}": {k: v for k, v in flavors[f"gpuconf-pool-{pool.name}"].items()
+                                                             if k != "tolerations"}}
             assert not all(_tolerates(_admit(job, queue, bare).get("tolerations", []), t) for t in pool.pool.taints)
 
 

@@ -124,8 +124,8 @@ def nvlink_racks(ctx: Context) -> Iterator[Finding]:
             racks, rest = divmod(pool.nodes, link.trays_per_rack)
             yield ctx.finding("GC474", pool_loc(i, "nodes"), f"pool {pool.name} has {pool.nodes} nodes: {racks} "
                               f"full rack(s) of {link.trays_per_rack} trays and one of {rest}; a job spanning more "
-                              f"than {rest} trays cannot land in that one", "count whole racks, or say so in a "
-                              "comment: the audit reports the partial rack as it is", severity=WARNING)
+                              f"than {rest} trays cannot land in that one", "count whole racks (nodes a multiple "
+                              "of traysPerRack) unless the rack is partial indeed", severity=WARNING)
 
 
 @rule("GC475", "a team's multi-node jobs on an NVLink pool can be queued")
