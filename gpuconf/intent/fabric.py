@@ -48,6 +48,6 @@ class ComputeDomains(Strict):
                            description="The namespace of the DRA driver release (its controller, kubelet plugin, "
                                        "and the IMEX daemons of every ComputeDomain).")
     chart_repository: Optional[str] = Field(
-        None, pattern=r"^oci://[^\s/]+(/[^\s/]+)*$",
+        None, pattern=r"^oci://[^\s/]+(/[^\s/]+)*$", examples=["oci://registry.corp.example/dra/charts"],
         description="The OCI repository that serves the chart. Default: <spec.operator.registry>/charts when the "
                     "operator's images come from a mirror, else the project's " + DRA_DRIVER_CHART_REPOSITORY + ".")
