@@ -381,7 +381,33 @@ def hazard_left():
     return _mixed_mig_a100("570.148.08"), _mixed_mig_a100("570.172.08")
 
 
+def nvlink_rack():
+    """A GB200 pool becomes an NVL72 rack (pools[].nvlink): the DRA driver's release, a ComputeDomain, the Kueue
+    topology."""
+    before = example("nvl72.yaml")
+    _pool(before["spec"], "nvl72").pop("nvlink")
+    before["spec"].pop("computeDomains")
+    return before, example("nvl72.yaml")
+
+
+def nvlink_rack_removed():
+    """The reverse: the release is pruned with its CRD and the ComputeDomain is deleted."""
+    before, after = nvlink_rack()
+    return after, before
+
+
 CASES = {
+    "compute-domains: a rack declared": (nvlink_rack, [
+        ("compute-domains", "pending", ["nvl72"], None, []),
+        ("compute-domains", "none", ["nvl72"], None, []), ("compute-domains", "none", ["nvl72"], None, []),
+        ("probe-run", "none", ["infer-b200", "nvl72"], None, []), ("object-change", "none", [], None, [])],
+        {"compute-domains": "the DRA driver's release is installed beside the operator's"}),
+    "compute-domains: a rack dropped": (nvlink_rack_removed, [
+        ("compute-domains", "disruptive", ["nvl72"], None, []),
+        ("compute-domains", "disruptive", ["nvl72"], None, []),
+        ("compute-domains", "pending", ["nvl72"], None, []),
+        ("probe-run", "none", ["infer-b200", "nvl72"], None, []), ("object-change", "none", [], None, [])],
+        {"compute-domains": "ComputeDomain(s) training/gpuconf-nvl72 are deleted: their IMEX daemons stop"}),
     "driver-mode-switch": (waves_first_time, [
         ("driver-mode-switch", "disruptive", ALL3, 26, []), PROBES,
         ("object-change", "none", [], None, [])],

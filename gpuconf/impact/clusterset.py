@@ -70,7 +70,7 @@ def _objects(deployed: Deployed) -> list[str]:
     for key, doc in deployed.docs.items():
         kind, data = doc[0], doc[3]
         if not isinstance(data, dict) or not isinstance(kind, str) or str(key[0]).startswith("gitops/") or kind in (
-                "Kustomization", "values", "document", "file"):
+                "Kustomization", "values", "release-values", "document", "file"):
             continue
         meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
         name = str(meta.get("name"))

@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Callable
 
 from ..output.treediff import DocumentDiff, TreeDiff
-from . import deviceplugin, driver, hazards, nodepools, nodes, quotas, workloads  # noqa: F401 (each registers kinds)
+from . import deviceplugin, driver, fabric, hazards, nodepools, nodes, quotas, workloads  # noqa: F401 (each registers kinds)
 from .chart import advise, chart_section
 from .model import KINDS, SEVERITIES, Change, Impact, ImpactPlan, _names
 
 #: The impact kinds in the order they are looked for (a kind sees what the earlier ones explained).
 ORDER = ("operator-upgrade", "allocation-switch", "driver-mode-switch", "driver-upgrade", "hazard",
          "device-plugin-restart", "resource-rename", "mig-repartition", "config-key-removed", "node-replacement",
-         "taint-change", "pool-selection", "capacity-change", "probe-run")
+         "taint-change", "pool-selection", "compute-domains", "capacity-change", "probe-run")
 
 
 #: Kinds applied in place that stop or restart nothing on a GPU node: RBAC, namespaces, priorities, monitoring
@@ -58,7 +58,7 @@ def _object_change(change: Change) -> list[Impact]:
 
 
 def _title(doc: DocumentDiff) -> str:
-    return doc.file if doc.kind in ("document", "file", "values") else doc.title
+    return doc.file if doc.kind in ("document", "file", "values", "release-values") else doc.title
 
 
 def _unclassified(change: Change) -> list[Impact]:

@@ -60,8 +60,9 @@ class DocumentDiff:
     @property
     def title(self) -> str:
         """`Kind namespace/name` of the document (or the file for values and text files)."""
-        if self.kind in ("values", "document", "file"):
-            return {"values": "Helm values", "document": "document", "file": "text file"}[self.kind]
+        if self.kind in ("values", "release-values", "document", "file"):
+            return {"values": "Helm values", "release-values": "the DRA driver's Helm values", "document": "document",
+                    "file": "text file"}[self.kind]
         ns = f"{self.namespace}/" if self.namespace else ""
         return f"{self.kind} {ns}{self.name}"
 
@@ -122,7 +123,10 @@ def _documents(path: str, text: str) -> dict[tuple, tuple[str, str, str | None, 
             key = (path, doc["kind"], meta.get("namespace"), str(meta["name"]))
             out[key] = (doc["kind"], str(meta["name"]), meta.get("namespace"), doc)
         else:
-            out[(path, index)] = ("values" if path.endswith("values.yaml") else "document", path, None, doc)
+            # The DRA driver's release has values of its own (render/nvlink.py): not the operator chart's.
+            kind = "release-values" if path.endswith("dra-driver/values.yaml") else \
+                "values" if path.endswith("values.yaml") else "document"
+            out[(path, index)] = (kind, path, None, doc)
     return out
 
 
