@@ -9,6 +9,7 @@ as modelled by tests/test_kueue.py's _admit.
 from __future__ import annotations
 
 import copy
+import textwrap
 
 import pytest
 from ruamel.yaml import YAML
@@ -248,12 +249,6 @@ def test_on_the_gpucluster_stack_the_operator_runs_compute_domains_and_no_second
     assert _docs(tree, "manifests/compute-domains.yaml")[0]["metadata"]["name"] == "gpuconf-nvl72"
 
 
-def test_the_fleet_rollout_syncs_the_dra_driver_between_the_chart_and_the_manifests(tmp_path):
-    from gpuconf.render.rollout import PARTS
-
-    assert [part for _, part in PARTS] == ["gpu-operator", "dra-driver", "manifests"]
-
-
 def test_the_intent_without_nvlink_renders_no_dra_driver(tmp_path):
     path = _variant(tmp_path, ("      nvlink:\n        traysPerRack: 18        # one NVL72 rack is one NVLink domain "
                                "of 72 GPUs\n        rackLabel: example.com/rack\n", ""),
@@ -265,3 +260,38 @@ def test_the_intent_without_nvlink_renders_no_dra_driver(tmp_path):
     (app,) = _docs(tree, "gitops/application-manifests.yaml")
     assert app["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "1"  # unchanged for other clusters
     assert "## NVLink racks" not in tree.files["REPORT.md"]
+
+
+def test_a_staged_fleet_syncs_each_stages_dra_driver_after_its_charts_and_before_its_manifests(tmp_path, run):
+    """The fleet's RollingSync (render/rollout.py) has a step for the DRA driver Applications of each stage, between
+    the chart's and the manifests', so no Application is left out of the rollout (RollingSync never syncs one that no
+    step selects)."""
+    (tmp_path / "base.yaml").write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "canary.yaml").write_text("metadata:\n  labels: {tier: canary}\n", encoding="utf-8")
+    (tmp_path / "fleet.yaml").write_text(textwrap.dedent("""\
+        apiVersion: gpuconf.dev/v1alpha1
+        kind: Fleet
+        metadata:
+          name: racks
+        spec:
+          base: base.yaml
+          clusters:
+            - name: rack-a
+              overlay: canary.yaml
+            - name: rack-b
+          stages:
+            - name: canary
+              matchLabels: {tier: canary}
+            - name: rest
+        """), encoding="utf-8")
+    result = run("render", str(tmp_path / "fleet.yaml"), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    (appset,) = [d for d in YAML11.load_all((tmp_path / "out" / "racks" / "applicationset.yaml").read_text())
+                 if d is not None]
+    steps = [{e["key"]: e["values"][0] for e in s["matchExpressions"]}
+             for s in appset["spec"]["strategy"]["rollingSync"]["steps"]]
+    assert steps == [{"gpuconf.dev/stage": stage, "gpuconf.dev/part": part} for stage in ("canary", "rest")
+                     for part in ("gpu-operator", "dra-driver", "manifests")]
+    elements = appset["spec"]["generators"][0]["list"]["elements"]
+    parts = sorted((e["cluster"], e["app"]["metadata"]["labels"]["gpuconf.dev/part"]) for e in elements)
+    assert parts == [(c, p) for c in ("rack-a", "rack-b") for p in ("dra-driver", "gpu-operator", "manifests")]
