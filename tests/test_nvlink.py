@@ -295,3 +295,12 @@ def test_a_staged_fleet_syncs_each_stages_dra_driver_after_its_charts_and_before
     elements = appset["spec"]["generators"][0]["list"]["elements"]
     parts = sorted((e["cluster"], e["app"]["metadata"]["labels"]["gpuconf.dev/part"]) for e in elements)
     assert parts == [(c, p) for c in ("rack-a", "rack-b") for p in ("dra-driver", "gpu-operator", "manifests")]
+
+
+def test_on_gke_the_release_finds_the_driver_where_gkes_installer_puts_it(tmp_path):
+    """GKE's nodes keep their own driver (gpuconf's platform default), under /home/kubernetes/bin/nvidia (facts §4)."""
+    path = _variant(tmp_path, ("    distribution: vanilla", "    distribution: gke"),
+                    ("  driver:\n    version: \"595.91.07\"        # ComputeDomains need 570.158.01 or later\n", ""))
+    plan, tree = _tree(path)
+    assert YAML11.load(tree.files["dra-driver/values.yaml"])["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"
+    assert "`nvidiaDriverRoot` `/home/kubernetes/bin/nvidia`: where GKE installs the driver" in tree.files["REPORT.md"]

@@ -85,9 +85,17 @@ def chart_repository(plan: P.Plan) -> str:
     return f"oci://{registry.rstrip('/')}/charts" if registry else DRA_DRIVER_CHART_REPOSITORY
 
 
+#: Where GKE's own driver installer puts the driver on the host (facts §4, NV-docs-25.10: the chart's nvidiaDriverRoot
+#: on GKE).
+GKE_DRIVER_ROOT = "/home/kubernetes/bin/nvidia"
+
+
 def driver_root(plan: P.Plan) -> str:
-    """The NVLink pools' driver root (validation GC473 keeps it one)."""
-    return "/" if all(p.driver == "preinstalled" for p in pools(plan)) else OPERATOR_DRIVER_ROOT
+    """The NVLink pools' driver root (validation GC473 keeps it one): the operator's driver container, else GKE's
+    installer's folder, else the host's /."""
+    if not all(p.driver == "preinstalled" for p in pools(plan)):
+        return OPERATOR_DRIVER_ROOT
+    return GKE_DRIVER_ROOT if plan.intent.spec.cluster.distribution == "gke" else "/"
 
 
 def _toleration(taint) -> dict:

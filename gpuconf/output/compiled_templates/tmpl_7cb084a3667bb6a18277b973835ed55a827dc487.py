@@ -77,7 +77,7 @@ def root(context, missing=missing):
             yield ", with the values in `dra-driver/values.yaml`:\n\n- `resources.gpus.enabled: false`: the driver's GPU plugin must not share a node with the device plugin (the chart refuses to render it otherwise); the device plugin keeps the GPUs.\n- `resources.computeDomains.enabled: true`: the ComputeDomain controller and its kubelet plugin, which hands a pod its IMEX channel.\n- `kubeletPlugin.affinity` and `kubeletPlugin.tolerations`: the plugin runs on the NVLink pools only, tolerating their taints.\n- `nvidiaDriverRoot` "
             yield str(t_1(environment.getattr(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'chart'), 'driverRoot')))
             yield ': '
-            yield str(("where the operator's driver container mounts the driver" if (environment.getattr(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'chart'), 'driverRoot') != '/') else "the hosts' own driver"))
+            yield str(("where the operator's driver container mounts the driver" if (environment.getattr(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'chart'), 'driverRoot') == '/run/nvidia/driver') else ('where GKE installs the driver' if (environment.getattr(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'chart'), 'driverRoot') != '/') else "the hosts' own driver")))
             yield '.\n'
             if environment.getattr(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'chart'), 'image'):
                 pass
