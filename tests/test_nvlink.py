@@ -142,7 +142,7 @@ def test_a_mirror_and_a_host_driver_reach_the_values(tmp_path):
                      "      driver:\n        preinstalled: true\n      gpusPerNode: 4            # a compute tray"))
     plan, tree = _tree(path)
     values = YAML11.load(tree.files["dra-driver/values.yaml"])
-    assert values["image"] == {"repository": "registry.corp.example/nvidia/dra-driver-nvidia-gpu"}
+    assert values["image"] == {"repository": "registry.corp.example/nvidia/dra-driver-nvidia/dra-driver-nvidia-gpu"}
     assert values["imagePullSecrets"] == [{"name": "corp-mirror"}]
     assert "nvidiaDriverRoot" not in values  # the chart's default, /: the host's driver
     (app,) = _docs(tree, "gitops/application-dra-driver.yaml")
@@ -304,3 +304,17 @@ def test_on_gke_the_release_finds_the_driver_where_gkes_installer_puts_it(tmp_pa
     plan, tree = _tree(path)
     assert YAML11.load(tree.files["dra-driver/values.yaml"])["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"
     assert "`nvidiaDriverRoot` `/home/kubernetes/bin/nvidia`: where GKE installs the driver" in tree.files["REPORT.md"]
+
+
+def test_images_lists_the_dra_driver_for_the_mirror(tmp_path, run):
+    """`gpuconf images` names the release's image (the chart's appVersion, v0.4.1), and under a mirror where the mirror
+    copies it from."""
+    result = run("images", str(EXAMPLE), "--driver-os", "ubuntu24.04")
+    assert result.exit_code == 0, result.output
+    assert "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1" in result.stdout.splitlines()
+    path = _variant(tmp_path, ("    namespace: gpu-operator\n",
+                               "    namespace: gpu-operator\n    registry: registry.corp.example/nvidia\n"))
+    result = run("images", str(path), "--driver-os", "ubuntu24.04", "--pairs")
+    assert result.exit_code == 0, result.output
+    assert ("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1 "
+            "registry.corp.example/nvidia/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1") in result.stdout.splitlines()

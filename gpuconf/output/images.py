@@ -135,6 +135,10 @@ def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os:
             out.notes.append(f"the NFD image {repository}: its default tag (the NFD {plan.chart.nfd_chart_version} "
                              f"subchart's appVersion) is not in gpuconf's facts for chart {plan.chart_version}; set "
                              "node-feature-discovery.image.tag in an override to list it")
+    from ..render import nvlink
+
+    if nvlink.release(plan):  # the DRA driver's release beside the operator's (NVLink pools)
+        refs.add(nvlink.image(plan))
     for docs in documents.values():
         for doc in docs:
             if doc.get("kind") == "Job":
@@ -143,7 +147,7 @@ def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os:
     out.references = sorted(refs)
     from ..render.values import NFD_IMAGE_REPOSITORY
 
-    upstreams = {*_repositories(plan.chart.shared_defaults), NFD_IMAGE_REPOSITORY}
+    upstreams = {*_repositories(plan.chart.shared_defaults), NFD_IMAGE_REPOSITORY, nvlink.IMAGE}
     out.sources = image_sources(out.references, plan.intent.spec.operator.registry, upstreams)
     return out
 

@@ -37,7 +37,9 @@ from .names import HOSTNAME_LABEL, REQUIRED_TOPOLOGY, TEAM_LABEL  # noqa: F401 -
 
 CHART = "dra-driver-nvidia-gpu"
 RELEASE_NAME = "dra-driver-nvidia-gpu"
-IMAGE = "dra-driver-nvidia-gpu"
+#: The driver's image as the chart pulls it by default (DRV v0.4.1 values.yaml image.repository; an empty tag is "v"
+#: and the chart's appVersion).
+IMAGE = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu"
 #: The label GPU Feature Discovery (and the ComputeDomain kubelet plugin) put on a node of an NVLink fabric:
 #: <cluster UUID>.<clique id> (DRV cmd/compute-domain-kubelet-plugin computedomain.go gpuCliqueLabelKey; nvlib.go).
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
@@ -120,11 +122,20 @@ def values(plan: P.Plan) -> dict:
     if driver_root(plan) != "/":
         out["nvidiaDriverRoot"] = driver_root(plan)
     operator = plan.intent.spec.operator
-    if operator.registry:
-        out["image"] = {"repository": f"{operator.registry.rstrip('/')}/{IMAGE}"}
+    if operator.registry:  # under the mirror as every other upstream image (plan.mirror_repository)
+        out["image"] = {"repository": P.mirror_repository(IMAGE, operator.registry)}
     if operator.image_pull_secrets:
         out["imagePullSecrets"] = [{"name": n} for n in operator.image_pull_secrets]
     return out
+
+
+def image(plan: P.Plan) -> str:
+    """The driver image the release pulls (the chart's appVersion, from its derived values facts)."""
+    from ..output.verify import _schema
+
+    chart = _schema(f"values/{CHART}-{settings(plan).chart_version}.json")["x-chart"]
+    repository = values(plan).get("image", {}).get("repository", IMAGE)
+    return f"{repository}:v{chart['appVersion']}"
 
 
 def domain_name(pool: str) -> str:
