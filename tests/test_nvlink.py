@@ -318,3 +318,21 @@ def test_images_lists_the_dra_driver_for_the_mirror(tmp_path, run):
     assert result.exit_code == 0, result.output
     assert ("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1 "
             "registry.corp.example/nvidia/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1") in result.stdout.splitlines()
+
+
+def test_the_image_lock_pins_the_dra_driver_image_too(tmp_path, run):
+    """With spec.operator.imageLock, the lock must hold the release's image (GC450 names it), and its digest reaches
+    the chart's image.tag, which the chart writes after the repository (templates/_helpers.tpl fullimage)."""
+    images = run("images", str(EXAMPLE), "--driver-os", "ubuntu24.04")
+    assert images.exit_code == 0
+    digest = "sha256:" + "ab" * 32
+    lock = {ref: digest for ref in images.stdout.split()}
+    ref = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"
+    path = _variant(tmp_path, ("    namespace: gpu-operator\n", "    namespace: gpu-operator\n"
+                                                             "    imageLock: images.lock.yaml\n"))
+    (tmp_path / "images.lock.yaml").write_text("".join(f"{r}: {d}\n" for r, d in lock.items() if r != ref))
+    result = run("validate", str(path))
+    assert result.exit_code == 1 and f"images.lock.yaml has no digest for {ref}" in result.stdout, result.stdout
+    (tmp_path / "images.lock.yaml").write_text("".join(f"{r}: {d}\n" for r, d in lock.items()))
+    plan, tree = _tree(path)
+    assert YAML11.load(tree.files["dra-driver/values.yaml"])["image"] == {"tag": f"v0.4.1@{digest}"}

@@ -123,19 +123,32 @@ def values(plan: P.Plan) -> dict:
         out["nvidiaDriverRoot"] = driver_root(plan)
     operator = plan.intent.spec.operator
     if operator.registry:  # under the mirror as every other upstream image (plan.mirror_repository)
-        out["image"] = {"repository": P.mirror_repository(IMAGE, operator.registry)}
+        out["image"] = {"repository": _repository(plan)}
+    from .imagelock import pinned
+
+    tag = f"v{_app_version(plan)}"
+    locked = pinned(plan.image_lock, image(plan), tag)
+    if locked != tag:  # the image lock pins it: the chart writes <repository>:<tag>, so the tag carries the digest
+        out.setdefault("image", {})["tag"] = locked
     if operator.image_pull_secrets:
         out["imagePullSecrets"] = [{"name": n} for n in operator.image_pull_secrets]
     return out
 
 
-def image(plan: P.Plan) -> str:
-    """The driver image the release pulls (the chart's appVersion, from its derived values facts)."""
+def _app_version(plan: P.Plan) -> str:
+    """The chart's appVersion (from its derived values facts): its default image tag is v<appVersion>."""
     from ..output.verify import _schema
 
-    chart = _schema(f"values/{CHART}-{settings(plan).chart_version}.json")["x-chart"]
-    repository = values(plan).get("image", {}).get("repository", IMAGE)
-    return f"{repository}:v{chart['appVersion']}"
+    return str(_schema(f"values/{CHART}-{settings(plan).chart_version}.json")["x-chart"]["appVersion"])
+
+
+def _repository(plan: P.Plan) -> str:
+    return P.mirror_repository(IMAGE, plan.intent.spec.operator.registry)
+
+
+def image(plan: P.Plan) -> str:
+    """The driver image the release pulls, as `gpuconf images` and the image lock name it (without its digest)."""
+    return f"{_repository(plan)}:v{_app_version(plan)}"
 
 
 def domain_name(pool: str) -> str:
