@@ -336,3 +336,15 @@ def test_the_image_lock_pins_the_dra_driver_image_too(tmp_path, run):
     (tmp_path / "images.lock.yaml").write_text("".join(f"{r}: {d}\n" for r, d in lock.items()))
     plan, tree = _tree(path)
     assert YAML11.load(tree.files["dra-driver/values.yaml"])["image"] == {"tag": f"v0.4.1@{digest}"}
+
+
+def test_the_release_may_share_the_operators_namespace(tmp_path):
+    """As on the GPUCluster stack: no second Namespace document, and the operator's Application keeps creating it."""
+    path = _variant(tmp_path, ("    namespace: dra-driver-nvidia-gpu", "    namespace: gpu-operator"))
+    plan, tree = _tree(path)
+    names = [d["metadata"]["name"] for d in _docs(tree, "manifests/namespaces.yaml")]
+    assert sorted(names) == ["gpu-operator", "inference", "training"]
+    (app,) = _docs(tree, "gitops/application-dra-driver.yaml")
+    assert app["spec"]["destination"]["namespace"] == "gpu-operator"
+    assert "managedNamespaceMetadata" not in app["spec"]["syncPolicy"]
+    assert "CreateNamespace=true" not in app["spec"]["syncPolicy"]["syncOptions"]

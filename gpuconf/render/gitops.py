@@ -445,11 +445,15 @@ def dra_argocd_files(plan: P.Plan, project: str, revision: str, folder: str) -> 
         ],
         "syncPolicy": {
             "automated": {"prune": True, "selfHeal": True},
-            "managedNamespaceMetadata": {"labels": nvlink.namespace_doc(plan)[0]["metadata"]["labels"]},
+            "managedNamespaceMetadata": {"labels": {**common_labels(plan),
+                                                    "pod-security.kubernetes.io/enforce": "privileged"}},
             "syncOptions": ["CreateNamespace=true", "ServerSideApply=true"],
             "retry": RETRY,
         },
     }}
+    if nvlink.namespace(plan) == plan.namespace:  # the operator's Application creates and labels it
+        del app["spec"]["syncPolicy"]["managedNamespaceMetadata"]
+        app["spec"]["syncPolicy"]["syncOptions"].remove("CreateNamespace=true")
     notes = [f"Argo CD renders the chart like: {nvlink.helm_template_command(plan)}",
              f"Register {repo} in Argo CD as a Helm repository with enableOCI: \"true\"."]
     return [GitopsFile("gitops/application-dra-driver.yaml", [app], notes=notes)]

@@ -203,7 +203,7 @@ def helm_template_command(plan: P.Plan) -> str:
 
 def namespace_doc(plan: P.Plan) -> list[dict]:
     """The release's namespace: its kubelet plugin and IMEX daemons are privileged (Pod Security)."""
-    if not release(plan):
+    if not release(plan) or namespace(plan) == plan.namespace:  # the operator's is privileged already
         return []
     labels = {"pod-security.kubernetes.io/enforce": "privileged"}
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(plan, namespace(plan), labels=labels)}]

@@ -148,3 +148,22 @@ def nvlink_queue(ctx: Context) -> Iterator[Finding]:
                               "remove the team's otherResources and set quotaCheckStrategy: IgnoreUndeclared (as "
                               "your Kueue runs), or keep cpu and memory out of its multi-node jobs",
                               severity=WARNING, at_key=True)
+
+
+@rule("GC476", "the DRA driver release has a namespace of its own")
+def compute_domains_namespace(ctx: Context) -> Iterator[Finding]:
+    """spec.computeDomains.namespace is neither `default` (the chart refuses to render there: templates/
+    validation.yaml, allowDefaultNamespace) nor a team's namespace (the release's kubelet plugin and IMEX daemons are
+    privileged, and a team's developers may edit what runs there); the operator's own namespace is fine."""
+    settings = ctx.intent.spec.compute_domains
+    if settings is None:
+        return
+    loc = ("spec", "computeDomains", "namespace")
+    teams = {ns: t.name for t in ctx.intent.spec.teams for ns in t.namespaces}
+    if settings.namespace == "default":
+        yield ctx.finding("GC476", loc, "the DRA driver chart refuses to render into the default namespace",
+                          "keep the default, dra-driver-nvidia-gpu, or name a namespace of its own")
+    elif settings.namespace in teams:
+        yield ctx.finding("GC476", loc, f"{settings.namespace} is team {teams[settings.namespace]}'s namespace: the "
+                          "release runs privileged pods, which the team's developers could change",
+                          "keep the default, dra-driver-nvidia-gpu, or the operator's namespace")
