@@ -429,7 +429,7 @@ def test_several_intents_and_a_fleet_render_in_one_call(run, tmp_path):
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == [
         "aks-research", "dra-lab", "edge-lab", "eks-inference", "eu-prod", "gke-ml", "hpc-hybrid", "k3s-lab", "lab",
-        "ml-fleet", "ml-prod", "ocp-ai", "secure-enclave", "us-prod", "workstations"]
+        "ml-fleet", "ml-prod", "nvl72-prod", "ocp-ai", "secure-enclave", "us-prod", "workstations"]
     assert run("render", *[str(p) for p in EXAMPLES], str(FLEET), "-o", str(out), "--check").exit_code == 0
 
 

@@ -441,7 +441,12 @@ def test_probe_per_pool(plan):
         (container,) = pod["containers"]
         assert container["command"] == ["nvidia-smi", "-L"]
         assert {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"} in container["env"]
-        limits, requests = container["resources"]["limits"], container["resources"]["requests"]
+        # An NVLink pool's queued probe asks for the GPU alone (render/probes.py: Kueue's topology-aware flavor).
+        limits, requests = container["resources"]["limits"], container["resources"].get("requests", {})
+        if pool.pool.nvlink is not None and P.kueue_settings(plan.intent) is not None:
+            assert container["resources"] == {"limits": {pool.resource: "1"}}
+            assert job["spec"]["template"]["metadata"]["annotations"] == {
+                "kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"}
         if plan.intent.spec.cluster.allocation == "dra":  # a claim on the class that counts the resource
             template = pod["resourceClaims"][0]["resourceClaimTemplateName"]
             assert container["resources"]["claims"] == [{"name": pod["resourceClaims"][0]["name"]}]

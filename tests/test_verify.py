@@ -231,7 +231,7 @@ EXPECTED_KINDS = {
     "helm.toolkit.fluxcd.io/v2/HelmRelease", "source.toolkit.fluxcd.io/v1/HelmRepository",
     "source.toolkit.fluxcd.io/v1/OCIRepository", "kustomize.toolkit.fluxcd.io/v1/Kustomization",
     *(f"kueue.x-k8s.io/{v}/{k}" for v in ("v1beta1", "v1beta2")
-      for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass")),
+      for k in ("ResourceFlavor", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass", "Topology")),
     "kyverno.io/v1/Policy", "kyverno.io/v2beta1/Policy",
 }
 
