@@ -17,7 +17,8 @@ Sources:
   BUILD_MULTI_ARCH_IMAGES "true", else native-only.mk's. Precompiled jobs (tags <branch>-<kernel>-<os>) are left out.
 - Operand images: for every operand version a committed chart profile (profiles/charts/*.json) defaults to, the
   project's repository at that tag: its CI's BUILD_MULTI_ARCH_IMAGES "true" and the platforms of its multi-arch build
-  file. An image whose project is not mirrored here (DCGM, DCGM Exporter, NFD, ...) or whose tag is missing has no
+  file (NFD and DCGM Exporter: the one line of their publishing script or Makefile that names the platforms). An
+  image whose project is not mirrored here (DCGM, the sandbox and vGPU operands, ...) or whose tag is missing has no
   entry: gpuconf cannot vouch for it.
 """
 
@@ -50,6 +51,17 @@ OPERAND_REPOS = {
     "k8s-mig-manager": "NVIDIA/mig-parted",
     "k8s-driver-manager": "NVIDIA/k8s-driver-manager",
     "dra-driver-nvidia-gpu": "kubernetes-sigs/dra-driver-nvidia-gpu",
+}
+#: Projects whose release build names its platforms in one line of one file at the tag: image -> (repository, file,
+#: the line's pattern, how a values version names the tag). NFD: cloudbuild.yaml runs
+#: scripts/test-infra/push-image.sh, which runs `IMAGE_ALL_PLATFORMS=... make push-all`. DCGM Exporter: the Makefile's
+#: `push` target builds every flavour with `--platform $(PLATFORMS)`, set once as `PLATFORMS := ...`; its tags are
+#: <dcgm>-<exporter> and the values' versions add a flavour (-ubuntu22.04, -ubi9, -distroless).
+LINE_RULES = {
+    "node-feature-discovery": ("kubernetes-sigs/node-feature-discovery", "scripts/test-infra/push-image.sh",
+                               r"^IMAGE_ALL_PLATFORMS=(\S+) make push-all", lambda v: [v]),
+    "dcgm-exporter": ("NVIDIA/dcgm-exporter", "Makefile", r"^PLATFORMS\s*:=\s*(\S+)\s*$",
+                      lambda v: [v, v.rsplit("-", 1)[0]]),
 }
 #: Where each project keeps its multi-arch platform list, and where its CI switches the multi-arch build on.
 PLATFORM_FILES = ("multi-arch.mk", "deployments/container/multi-arch.mk", "deployments/container/Makefile")
@@ -270,6 +282,47 @@ def _dra_driver_versions() -> set[tuple[str, str]]:
     return {("dra-driver-nvidia-gpu", "v" + v) for v in re.findall(r'"([^"]+)"', m.group(1))}
 
 
+def _release_tags(mirrors: Mirrors) -> set[tuple[str, str]]:
+    """(image, tag) of every release tag (vX.Y.Z, no pre-release) of each mirrored project, so that an override to
+    another version than the chart's default is known too."""
+    out = set()
+    for image, repo in OPERAND_REPOS.items():
+        tags = (mirrors.git(repo, "tag", "--list", "v*") or b"").decode().split()
+        out |= {(image, tag) for tag in tags if re.fullmatch(r"v\d+\.\d+\.\d+", tag)}
+    return out
+
+
+def derive_line_rules(mirrors: Mirrors, charts_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """image -> version -> {architectures, source} for LINE_RULES' projects, at the versions the chart profiles
+    default to (NFD: each chart's nfdAppVersion) and at every release tag."""
+    wanted: dict[str, set[str]] = {image: set() for image in LINE_RULES}
+    for path in sorted(charts_dir.glob("v*.json")):
+        facts = json.loads(path.read_text(encoding="utf-8"))
+        if facts.get("nfdAppVersion"):
+            wanted["node-feature-discovery"].add(facts["nfdAppVersion"])
+        exporter = (facts.get("defaults") or {}).get("dcgmExporter") or {}
+        if exporter.get("version"):
+            wanted["dcgm-exporter"].add(str(exporter["version"]))
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for image, (repo, path, pattern, tags_of) in LINE_RULES.items():
+        tags = (mirrors.git(repo, "tag", "--list") or b"").decode().split()
+        wanted[image] |= {t for t in tags if re.fullmatch(r"v?\d+\.\d+\.\d+(-\d+\.\d+\.\d+)?", t)}
+        for version in sorted(wanted[image]):
+            tag = next((t for t in tags_of(version) if mirrors.commit(repo, t)), None)
+            if tag is None:
+                continue
+            commit = mirrors.commit(repo, tag)
+            text = mirrors.show(repo, commit, path, record=False)
+            m = re.search(pattern, text or "", re.M)
+            if not m:
+                continue
+            mirrors.show(repo, commit, path)
+            out.setdefault(image, {})[version] = {
+                "architectures": sorted(p.removeprefix("linux/") for p in m.group(1).split(",")),
+                "source": f"{repo}@{tag} ({commit[:12]}): {path}"}
+    return out
+
+
 def derive_operands(mirrors: Mirrors, versions: set[tuple[str, str]]) -> dict[str, dict[str, dict[str, Any]]]:
     """image -> version -> {architectures, source} from the project's build files at the version's tag."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -336,7 +389,9 @@ def derive(reference: Path, mirrors_root: Path) -> dict[str, bytes]:
     mirrors = Mirrors(mirrors_root)
     grace = derive_grace(ref)
     drivers = derive_drivers(mirrors)
-    operands = derive_operands(mirrors, _operand_versions(REPO_ROOT / "profiles" / "charts") | _dra_driver_versions())
+    operands = derive_operands(mirrors, _operand_versions(REPO_ROOT / "profiles" / "charts") | _dra_driver_versions()
+                               | _release_tags(mirrors))
+    operands.update(derive_line_rules(mirrors, REPO_ROOT / "profiles" / "charts"))
     # The inputs of the commits that a source cites (the driver repository's history is read whole, but only the
     # commits that first published an image are cited).
     cited = json.dumps([drivers, operands])
