@@ -565,7 +565,7 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool = False, oc_mirr
     or of the one named, each image once), one a line, sorted; with pairs, `SOURCE DESTINATION` per line; with
     oc_mirror (an OpenShift minor such as 4.20; one cluster), oc-mirror's ImageSetConfiguration; fmt json: one
     object with each image, its source and the clusters that pull it."""
-    from .output.images import image_set_configuration
+    from .output.images import architectures, arm64_notes, image_set_configuration
     from .output.images import images as list_images
 
     chosen, failed = _valid_trees(intent, "no images", cluster, "--oc-mirror" if oc_mirror is not None else None)
@@ -573,7 +573,8 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool = False, oc_mirr
         return failed
     listed = [(c.name, tree, list_images(tree.plan, tree.values.merged(), tree.documents, driver_os))
               for c, tree in chosen]
-    notes = list(dict.fromkeys(f"gpuconf: note: {n}" for _, _, found in listed for n in found.notes))
+    notes = list(dict.fromkeys(f"gpuconf: note: {n}" for _, tree, found in listed
+                               for n in [*found.notes, *arm64_notes(tree.plan, found.references)]))
     sources = {ref: src for _, _, found in listed for ref, src in found.sources.items()}
     pulled: dict[str, list[str]] = {}
     for name, _, found in listed:
@@ -592,9 +593,9 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool = False, oc_mirr
     if fmt == "json":
         import json
 
-        doc = {"file": intent, "images": [{"image": ref, "source": sources[ref], "clusters": sorted(pulled[ref])}
-                                          for ref in references], "notes": [n.removeprefix("gpuconf: note: ")
-                                                                            for n in notes]}
+        doc = {"file": intent, "images": [{"image": ref, "source": sources[ref], "clusters": sorted(pulled[ref]),
+                                           "architectures": architectures(ref)} for ref in references],
+               "notes": [n.removeprefix("gpuconf: note: ") for n in notes]}
         return Outcome(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n", code=EXIT_OK)
     if pairs:
         return Outcome("".join(f"{sources[ref]} {ref}\n" for ref in references), notes)

@@ -378,6 +378,20 @@ def pool_driver(intent: ClusterIntent, pool: Pool) -> str:
     return "preinstalled" if cluster_preinstalled(intent) else "cluster"
 
 
+def effective_driver(intent: ClusterIntent, pool: Pool) -> str | None:
+    """The driver version a pool's nodes run when gpuconf manages it (the pool's, the intent's, else the chart's
+    default); None for a host driver, whose version gpuconf does not know."""
+    mode = pool_driver(intent, pool)
+    if mode == "preinstalled":
+        return None
+    if mode != "cluster":
+        return mode
+    if intent.spec.driver.version:
+        return intent.spec.driver.version
+    facts = catalog.chart(intent.spec.operator.chart_version)
+    return (facts.defaults.get("driver") or {}).get("version") if facts is not None else None
+
+
 def wave_mode(intent: ClusterIntent) -> bool:
     """True when the intent orders a driver upgrade in waves (waves, canaryPool or a rollout): then every pool on the
     cluster driver gets its own NVIDIADriver, so that one wave's change touches only that wave's pools."""

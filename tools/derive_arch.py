@@ -70,8 +70,9 @@ CI_FILES = (".common-ci.yml", ".github/workflows/image.yaml", ".github/workflows
 #: How a CI file switches the multi-arch build on: GitLab's variable, the publishing script's make argument
 #: (kubernetes-sigs: cloudbuild.yaml runs hack/build-and-publish-image.sh), or (GitHub Actions, newer releases) the
 #: image workflow's input set for main and release-* branches, which releases are tagged on.
-MULTI_ARCH_ON = re.compile(r"BUILD_MULTI_ARCH_IMAGES[:=]\s*\"?true\"?|build_multi_arch_images:\s*\$\{\{\s*github\.ref_name "
-                           r"== 'main' \|\| startsWith\(github\.ref_name, 'release-'\)")
+MULTI_ARCH_ON = re.compile(r"BUILD_MULTI_ARCH_IMAGES[:=]\s*\"?true\"?"
+                           r"|build_multi_arch_images:\s*\$\{\{\s*github\.ref_name == 'main' "
+                           r"\|\| startsWith\(github\.ref_name, 'release-'\)")
 
 #: Catalogue models in Grace (arm64) nodes, with the reference lines that say so.
 GRACE = {

@@ -152,6 +152,32 @@ def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os:
     return out
 
 
+def architectures(ref: str) -> list[str] | None:
+    """The CPU architectures an image reference is built for, per gpuconf's facts (gpuconf.arch: the project's build
+    files at its release tag, or the driver container's release jobs); None when gpuconf cannot vouch for it."""
+    from .. import arch
+
+    found = arch.of_reference(ref)
+    return list(found["architectures"]) if found is not None else None
+
+
+def arm64_notes(plan: Any, references: Iterable[str]) -> list[str]:
+    """A note for an intent with Grace (arm64) pools: the images it pulls that have no arm64 build on record."""
+    from .. import arch
+
+    pools = [p.name for _, p in arch.grace_pools(plan.intent)]
+    if not pools:
+        return []
+    amd64 = [ref for ref in references if (architectures(ref) or [arch.ARM64]) == ["amd64"]]
+    unknown = [ref for ref in references if architectures(ref) is None]
+    out = [f"pool(s) {', '.join(pools)} are arm64 (Grace), and these images are built for amd64 only: "
+           + ", ".join(amd64)] if amd64 else []
+    if unknown:
+        out.append(f"pool(s) {', '.join(pools)} are arm64 (Grace): gpuconf has no build record of "
+                   f"{', '.join(unknown)} (architectures null in --format json); check that each lists linux/arm64")
+    return out
+
+
 def driver_images(merged: dict, documents: dict[str, list[dict]]) -> list[tuple[str, str, str]]:
     """(repository, image, version) of every driver the installation runs: the ClusterPolicy's (unless NVIDIADriver
     objects alone run drivers), and each NVIDIADriver's; none when the operator does not manage the driver."""

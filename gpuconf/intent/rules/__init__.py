@@ -20,6 +20,7 @@ from . import rendered  # noqa: F401  - what the rendered chart makes of the val
 from . import platforms  # noqa: F401  - GKE, EKS and Karpenter, AKS, OpenShift (GC337, GC345-GC348, GC380-GC388)
 from . import dra  # noqa: F401  - the DRA stack (GC430-GC437)
 from . import nvlink  # noqa: F401  - NVLink pools and their ComputeDomains (GC470-GC476)
+from . import arch  # noqa: F401  - arm64 (Grace) pools: driver and operand images for arm64 (GC480, GC481)
 from . import transitions  # noqa: F401  - against the deployed folder (GC370-GC372)
 from . import hazards  # noqa: F401  - the known hazards and the chart's fail rules (GC460-GC468)
 from . import locks  # noqa: F401  - the image lock and admission, last: they read the earlier findings (GC450-GC452)

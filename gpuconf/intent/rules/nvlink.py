@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ... import catalog, dra, plan
+from ... import dra, plan
 from ...findings import WARNING, Finding
 from ...hazards import version_key
 from .base import Context, pool_loc, rule
@@ -23,20 +23,6 @@ MIN_DRIVER = "570.158.01"
 def nvlink_pools(intent) -> list[tuple[int, object]]:
     """(index, pool) of the pools that declare an NVLink domain."""
     return [(i, p) for i, p in enumerate(intent.spec.pools) if p.nvlink is not None]
-
-
-def effective_driver(intent, pool) -> str | None:
-    """The driver version a pool's nodes run when gpuconf manages it (the pool's, the intent's, else the chart's
-    default); None for a host driver, whose version gpuconf does not know."""
-    mode = plan.pool_driver(intent, pool)
-    if mode == "preinstalled":
-        return None
-    if mode != "cluster":
-        return mode
-    if intent.spec.driver.version:
-        return intent.spec.driver.version
-    facts = catalog.chart(intent.spec.operator.chart_version)
-    return (facts.defaults.get("driver") or {}).get("version") if facts is not None else None
 
 
 @rule("GC470", "ComputeDomains follow the pools that declare nvlink, on either allocation stack")
@@ -81,7 +67,7 @@ def nvlink_driver(ctx: Context) -> Iterator[Finding]:
     """The ComputeDomain kubelet plugin does not start on a driver older than 570.158.01 (its default
     IMEXDaemonsWithDNSNames gate needs it)."""
     for i, pool in nvlink_pools(ctx.intent):
-        version = effective_driver(ctx.intent, pool)
+        version = plan.effective_driver(ctx.intent, pool)
         if version is None or version_key(version) >= version_key(MIN_DRIVER):
             continue
         own = pool.driver is not None and pool.driver.version
