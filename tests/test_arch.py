@@ -109,6 +109,23 @@ def test_a_driver_gpuconf_has_no_record_of_is_a_warning(run, tmp_path):
         "it, so its arm64 build is not established (hint: pin a listed driver with an arm64 image, e.g. 580.178.04)"]
 
 
+def test_the_target_of_a_rollout_is_checked_for_the_pools_its_waves_move(run, tmp_path):
+    """595.91.07 has an arm64 image for Ubuntu 26.04; the roll-out's 580.178.04, which wave 1 (the GB200 trays)
+    moves to, has none."""
+    path = _intent(tmp_path, "595.91.07", ("ubuntu", "26.04"))
+    rollout = '    upgrade:\n      waves: [[nvl72]]\n      rollout:\n        version: "580.178.04"\n        wave: 1\n'
+    text = path.read_text(encoding="utf-8").replace('    version: "595.91.07"        # ComputeDomains need 570.158.01 '
+                                                    'or later\n', '    version: "595.91.07"\n' + rollout)
+    path.write_text(text, encoding="utf-8")
+    assert _codes(run, path, "GC480") == [
+        "25:18: error GC480 spec.driver.upgrade.rollout.version: pool nvl72 runs GB200 (Grace: arm64 nodes) on "
+        "ubuntu26.04, but driver 580.178.04 has no image for ubuntu26.04 at all (hint: pin driver 610.57.04 (it has an "
+        "arm64 image for ubuntu26.04))"]
+    # wave 0: nothing moves yet, and the pool's current driver fits
+    path.write_text(text.replace("        wave: 1\n", "        wave: 0\n"), encoding="utf-8")
+    assert _codes(run, path, "GC480") == []
+
+
 def test_a_host_driver_is_not_checked(run, tmp_path):
     path = _intent(tmp_path, "580.178.04", ("ubuntu", "26.04"))
     path.write_text(path.read_text(encoding="utf-8").replace('    version: "580.178.04"', "    preinstalled: true"),

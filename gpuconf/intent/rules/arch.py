@@ -52,19 +52,32 @@ def _some(tags: list[str], most: int = 6) -> str:
     return ", ".join(tags[:most]) + (f" and {len(tags) - most} more" if len(tags) > most else "")
 
 
+def _versions(ctx: Context, i: int, pool) -> list[tuple[str, tuple]]:
+    """(driver version, where it is set) of each driver the operator installs on the pool: the one it runs, and the
+    target of a roll-out whose waves move the pool (spec.driver.upgrade.rollout, plan.wave_versions)."""
+    version = plan.effective_driver(ctx.intent, pool)
+    if version is None:
+        return []  # a host driver: the nodes bring their own
+    out = [(version, _driver_loc(ctx, i, pool))]
+    upgrade = ctx.intent.spec.driver.upgrade
+    if upgrade is not None and upgrade.rollout is not None and plan.pool_driver(ctx.intent, pool) == "cluster":
+        moved = plan.wave_versions(ctx.intent, version).get(pool.name)
+        if moved is not None and moved[1] == upgrade.rollout.version != version:
+            out.append((upgrade.rollout.version, ("spec", "driver", "upgrade", "rollout", "version")))
+    return out
+
+
 @rule("GC480", "a Grace (arm64) pool's driver has an arm64 image for the nodes' OS")
 def grace_driver(ctx: Context) -> Iterator[Finding]:
     """A pool of Grace systems (GB200, GB300, GH200: arm64 nodes) whose driver the operator installs needs the driver
     image `<version>-<OS tag>` built for arm64. With the OS known from the pool's NFD OS labels: an error when NVIDIA
     published no image of the version for that OS, or one for amd64 only; without them: an error when the version
-    has no arm64 image for any OS. (warning) A version the release jobs gpuconf read never listed."""
+    has no arm64 image for any OS. (warning) A version the release jobs gpuconf read never listed. The target of a
+    driver roll-out (spec.driver.upgrade.rollout) is checked for the pools its waves move."""
     chart_version = ctx.intent.spec.operator.chart_version
-    for i, pool in arch.grace_pools(ctx.intent):
-        version = plan.effective_driver(ctx.intent, pool)
-        if version is None:
-            continue  # a host driver: the nodes bring their own
+    for i, pool, version, loc in ((i, p, v, loc) for i, p in arch.grace_pools(ctx.intent)
+                                  for v, loc in _versions(ctx, i, p)):
         images = arch.driver_images(version)
-        loc = _driver_loc(ctx, i, pool)
         what = f"pool {pool.name} runs {pool.gpu} (Grace: arm64 nodes)"
         if images is None:
             newest = _newest(ctx, version, None)
