@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -234,3 +235,16 @@ def test_the_cited_build_files_say_what_the_facts_record():
     plugin = arch.operand("k8s-device-plugin", "v0.20.0")
     assert "docker manifest create" in show("NVIDIA+k8s-device-plugin", "v0.20.0", ".github/workflows/image.yaml")
     assert plugin["architectures"] == ["amd64", "arm64"]
+
+
+@pytest.mark.skipif(MIRRORS is None or shutil.which("git") is None, reason="the upstream mirrors are not here")
+def test_profiles_arch_json_is_what_the_derivation_writes():
+    """tools/derive_arch.py --check: the committed facts are what the mirrors and the reference folder give."""
+    reference = ROOT.parent / "shared" / "reference"
+    if not reference.is_dir():
+        reference = ROOT.parent.parent / "shared" / "reference"
+    if not reference.is_dir():
+        pytest.skip("the shared reference folder is not here")
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "derive_arch.py"), "--check", "--mirrors",
+                           str(MIRRORS), "--reference", str(reference)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr + done.stdout

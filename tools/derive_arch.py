@@ -93,37 +93,67 @@ GRACE_CHECKS = {"GB200": ("platform-support.rst", "NVIDIA HGX GB200 NVL72"),
 
 
 class Mirrors:
-    """Read access to the local git mirrors (/work/.mirror/<owner>+<name>/repo), each read cited by commit."""
+    """Read access to the local git mirrors (/work/.mirror/<owner>+<name>/repo), each read cited by commit. Objects
+    are read through one `git cat-file --batch` process per repository (hundreds of reads take seconds)."""
 
     def __init__(self, root: Path) -> None:
         if not root.is_dir():
             raise DeriveError(f"mirror folder {root} does not exist (pass --mirrors)")
         self.root = root
         self.inputs: dict[str, str] = {}
+        self._batches: dict[str, subprocess.Popen] = {}
 
-    def git(self, repo: str, *args: str) -> bytes | None:
+    def _git_dir(self, repo: str) -> Path:
         git_dir = self.root / repo.replace("/", "+") / "repo"
         if not git_dir.is_dir():
             raise DeriveError(f"{repo} is not mirrored at {git_dir}")
-        done = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True)
+        return git_dir
+
+    def git(self, repo: str, *args: str) -> bytes | None:
+        done = subprocess.run(["git", f"--git-dir={self._git_dir(repo)}", *args], capture_output=True)
         return done.stdout if done.returncode == 0 else None
 
+    def _object(self, repo: str, name: str) -> tuple[str, bytes] | None:
+        """(object id, content) of `<rev>:<path>` or `<rev>^{commit}`, or None when it does not exist."""
+        batch = self._batches.get(repo)
+        if batch is None:
+            batch = subprocess.Popen(["git", f"--git-dir={self._git_dir(repo)}", "cat-file", "--batch"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            self._batches[repo] = batch
+        assert batch.stdin is not None and batch.stdout is not None
+        batch.stdin.write(name.encode() + b"\n")
+        batch.stdin.flush()
+        header = batch.stdout.readline().split()
+        if len(header) != 3:  # "<name> missing" (or ambiguous)
+            return None
+        content = batch.stdout.read(int(header[2]))
+        batch.stdout.read(1)  # the newline after the content
+        return header[0].decode(), content
+
+    def close(self) -> None:
+        for batch in self._batches.values():
+            assert batch.stdin is not None
+            batch.stdin.close()
+            batch.wait()
+        self._batches.clear()
+
     def commit(self, repo: str, ref: str) -> str | None:
-        out = self.git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-        return out.decode().strip() if out else None
+        found = self._object(repo, f"{ref}^{{commit}}")
+        return found[0] if found else None
 
     def show(self, repo: str, commit: str, path: str, record: bool = True) -> str | None:
-        out = self.git(repo, "show", f"{commit}:{path}")
-        if out is None:
+        found = self._object(repo, f"{commit}:{path}")
+        if found is None:
             return None
         if record:
-            self.inputs[f"{repo}@{commit[:12]}:{path}"] = sha256(out)
-        return out.decode("utf-8")
+            self.inputs[f"{repo}@{commit[:12]}:{path}"] = sha256(found[1])
+        return found[1].decode("utf-8")
 
 
 def _yaml() -> YAML:
-    """A safe loader that reads GitLab's `!reference [...]` tags as plain lists."""
-    yaml = YAML(typ="safe", pure=True)
+    """A safe loader (libyaml's, where ruamel.yaml.clib is installed) that reads GitLab's `!reference [...]` tags as
+    plain lists."""
+    yaml = YAML(typ="safe")
     yaml.constructor.add_constructor("!reference", lambda loader, node: loader.construct_sequence(node))
     return yaml
 
@@ -195,12 +225,16 @@ def derive_drivers(mirrors: Mirrors) -> dict[str, dict[str, dict[str, Any]]]:
         raise DeriveError(f"{DRIVER_REPO}: no commit since {SINCE}")
     out: dict[str, dict[str, dict[str, Any]]] = {}
     yaml = _yaml()
+    parsed: dict[str, Any] = {}  # a file unchanged between commits is parsed once
     for commit, date in commits:
         ci = mirrors.show(DRIVER_REPO, commit, ".nvidia-ci.yml")
         common = mirrors.show(DRIVER_REPO, commit, ".common-ci.yml")
         if ci is None or common is None:
             continue
-        jobs = _merge(yaml.load(common), yaml.load(ci))  # the include's global variables merge, as GitLab's do
+        for text in (ci, common):
+            if text not in parsed:
+                parsed[text] = yaml.load(text)
+        jobs = _merge(parsed[common], parsed[ci])  # the include's global variables merge, as GitLab's do
         variables = jobs.get("variables") or {}
         multi = str(variables.get("BUILD_MULTI_ARCH_IMAGES", "")).lower() == "true"
         build_file = "multi-arch.mk" if multi else "native-only.mk"
@@ -386,8 +420,14 @@ def derive_grace(ref: Reference) -> dict[str, list[str]]:
 
 
 def derive(reference: Path, mirrors_root: Path) -> dict[str, bytes]:
-    ref = Reference(reference)
     mirrors = Mirrors(mirrors_root)
+    try:
+        return _derive(Reference(reference), mirrors)
+    finally:
+        mirrors.close()
+
+
+def _derive(ref: Reference, mirrors: Mirrors) -> dict[str, bytes]:
     grace = derive_grace(ref)
     drivers = derive_drivers(mirrors)
     operands = derive_operands(mirrors, _operand_versions(REPO_ROOT / "profiles" / "charts") | _dra_driver_versions()
