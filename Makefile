@@ -65,6 +65,7 @@ reference: $(STAMP)  ## re-derive profiles/, schemas/ and fixtures from ../share
 	@$(BIN)/python tools/derive_reference.py
 	@$(BIN)/python tools/derive_hazards.py --charts ../shared/reference/gpu-operator/charts
 	@$(BIN)/python tools/derive_schemas.py
+	@$(BIN)/python tools/derive_arch.py  # also reads the upstream git mirrors (../.mirror; --mirrors DIR)
 
 clean:
 	rm -rf $(VENV) out build site *.egg-info .pytest_cache .hypothesis .mutation
