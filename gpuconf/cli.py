@@ -827,7 +827,7 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool, oc_mirror: str 
     """Print every image INTENT's output makes the cluster pull (repository:tag), sorted, one per line.
 
     With spec.operator.registry set, all of them point at the mirror; --pairs adds the source of each, for a copy
-    loop (`while read -r src dst; do skopeo copy docker://$src docker://$dst; done`). Notes on what cannot be
+    loop (`while read -r src dst; do skopeo copy --all docker://$src docker://$dst; done`). Notes on what cannot be
     listed exactly (driver OS tags, OLM's catalogue) go to stderr. Of a fleet file: every image any of its clusters
     pulls, each once (or the images of the one --cluster names; --oc-mirror needs one cluster).
     """

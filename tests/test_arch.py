@@ -188,6 +188,21 @@ def test_images_lists_the_architectures_of_each_image(run):
                                                           "json").stdout)["notes"])
 
 
+def test_a_mirror_for_grace_pools_needs_every_architecture(run, tmp_path):
+    path = tmp_path / "mirrored.yaml"
+    path.write_text(NVL72.replace("    namespace: gpu-operator\n", "    namespace: gpu-operator\n"
+                                  "    registry: registry.corp.example/nvidia\n", 1), encoding="utf-8")
+    result = run("images", str(path), "--pairs")
+    assert result.exit_code == 0, result.stderr
+    assert "registry.corp.example/nvidia/k8s-device-plugin:v0.20.0" in result.stdout
+    assert "gpuconf: note: pool(s) nvl72 are arm64 (Grace): the mirror needs every architecture of each image " \
+        "(skopeo copy --all; without it skopeo copies the image of the machine it runs on only)" in result.stderr
+    # the architectures of a mirrored image are its source's
+    doc = json.loads(run("images", str(path), "--format", "json").stdout)
+    assert {i["image"]: i["architectures"] for i in doc["images"]}[
+        "registry.corp.example/nvidia/k8s-device-plugin:v0.20.0"] == ["amd64", "arm64"]
+
+
 def test_a_reference_gpuconf_cannot_vouch_for_has_no_architectures():
     from gpuconf import arch
 

@@ -175,6 +175,11 @@ def arm64_notes(plan: Any, references: Iterable[str]) -> list[str]:
     if unknown:
         out.append(f"pool(s) {', '.join(pools)} are arm64 (Grace): gpuconf has no build record of "
                    f"{', '.join(unknown)} (architectures null in --format json); check that each lists linux/arm64")
+    if plan.intent.spec.operator.registry:
+        # skopeo copy copies only the image of the machine it runs on unless --all (containers/skopeo
+        # docs/skopeo-copy.1.md, --all).
+        out.append(f"pool(s) {', '.join(pools)} are arm64 (Grace): the mirror needs every architecture of each image "
+                   "(skopeo copy --all; without it skopeo copies the image of the machine it runs on only)")
     return out
 
 
