@@ -203,6 +203,25 @@ def test_a_mirror_for_grace_pools_needs_every_architecture(run, tmp_path):
         "registry.corp.example/nvidia/k8s-device-plugin:v0.20.0"] == ["amd64", "arm64"]
 
 
+def test_images_pinned_by_digest_are_not_vouched_for(run, tmp_path):
+    """A lock pins each image by one digest, which may name a single platform's manifest: gpuconf says so for Grace
+    pools instead of taking the tag's architectures."""
+    path = tmp_path / "intent.yaml"
+    path.write_text(NVL72, encoding="utf-8")
+    refs = run("images", str(path), "--driver-os", "ubuntu24.04").stdout.splitlines()
+    (tmp_path / "images.lock.yaml").write_text("".join(f"{ref}: sha256:{'a' * 64}\n" for ref in refs),
+                                               encoding="utf-8")
+    path.write_text(NVL72.replace("    namespace: gpu-operator\n", "    namespace: gpu-operator\n"
+                                  "    imageLock: images.lock.yaml\n", 1), encoding="utf-8")
+    doc = json.loads(run("images", str(path), "--format", "json").stdout)
+    pinned = [i for i in doc["images"] if "@sha256:" in i["image"]]
+    assert len(pinned) == len(refs)  # the driver's too: its one OS variant's digest
+    assert all(i["architectures"] is None for i in pinned)
+    assert f"pool(s) nvl72 are arm64 (Grace): {len(pinned)} image(s) are pinned by digest, and a digest names one " \
+        "manifest, a multi-arch index or a single platform's, which only the registry tells: check that each is an " \
+        "index listing linux/arm64 (skopeo inspect --raw)" in doc["notes"]
+
+
 def test_a_reference_gpuconf_cannot_vouch_for_has_no_architectures():
     from gpuconf import arch
 

@@ -169,9 +169,14 @@ def arm64_notes(plan: Any, references: Iterable[str]) -> list[str]:
     if not pools:
         return []
     amd64 = [ref for ref in references if (architectures(ref) or [arch.ARM64]) == ["amd64"]]
-    unknown = [ref for ref in references if architectures(ref) is None]
+    pinned = [ref for ref in references if "@sha256:" in ref]
+    unknown = [ref for ref in references if architectures(ref) is None and ref not in pinned]
     out = [f"pool(s) {', '.join(pools)} are arm64 (Grace), and these images are built for amd64 only: "
            + ", ".join(amd64)] if amd64 else []
+    if pinned:
+        out.append(f"pool(s) {', '.join(pools)} are arm64 (Grace): {len(pinned)} image(s) are pinned by digest, and "
+                   "a digest names one manifest, a multi-arch index or a single platform's, which only the registry "
+                   "tells: check that each is an index listing linux/arm64 (skopeo inspect --raw)")
     if unknown:
         out.append(f"pool(s) {', '.join(pools)} are arm64 (Grace): gpuconf has no build record of "
                    f"{', '.join(unknown)} (architectures null in --format json); check that each lists linux/arm64")
