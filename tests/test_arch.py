@@ -49,6 +49,16 @@ def _intent(tmp_path: Path, driver: str = "595.91.07", os: tuple[str, str] | Non
     return path
 
 
+def _at(path: Path, line: str) -> str:
+    """`LINE:COL` of the value on the first line of the file that reads `line` (stripped, comments aside), as findings
+    position a scalar: the example this file edits may move, the diagnostics' text may not."""
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if text.split("#")[0].strip() == line:
+            key = line.split(": ", 1)[0]
+            return f"{number}:{text.index(key) + len(key) + 3}"
+    raise AssertionError(f"{line!r} not in {path}")
+
+
 def _codes(run, path: Path, *codes: str) -> list[str]:
     result = run("validate", str(path), "--format", "json")
     findings = json.loads(result.stdout)
@@ -66,16 +76,18 @@ def test_the_grace_models_are_the_catalogue_s_gb_and_gh_parts():
 
 def test_a_driver_never_published_for_the_pools_os_is_an_error(run, tmp_path):
     path = _intent(tmp_path, "580.178.04", ("ubuntu", "26.04"))
+    at = _at(path, 'version: "580.178.04"')
     assert _codes(run, path, "GC480", "GC481") == [
-        "21:14: error GC480 spec.driver.version: pool nvl72 runs GB200 (Grace: arm64 nodes) on ubuntu26.04, but driver "
+        f"{at}: error GC480 spec.driver.version: pool nvl72 runs GB200 (Grace: arm64 nodes) on ubuntu26.04, but driver "
         "580.178.04 has no image for ubuntu26.04 at all (hint: pin driver 610.57.04 (it has an arm64 image for "
         "ubuntu26.04))"]
 
 
 def test_a_driver_built_for_amd64_only_on_the_pools_os_is_an_error(run, tmp_path):
     path = _intent(tmp_path, "550.54.15", ("centos", "7"))
+    at = _at(path, 'version: "550.54.15"')
     assert _codes(run, path, "GC480") == [
-        "21:14: error GC480 spec.driver.version: pool nvl72 runs GB200 (Grace: arm64 nodes) on centos7, but the driver "
+        f"{at}: error GC480 spec.driver.version: pool nvl72 runs GB200 (Grace: arm64 nodes) on centos7, but the driver "
         "image 550.54.15-centos7 is built for amd64 only (NVIDIA/gpu-driver-container@98948f68b6aa (2024-03-18): "
         ".nvidia-ci.yml job release:ngc-centos7, multi-arch.mk) (hint: run an OS the driver has an arm64 image for: "
         "ubuntu22.04, ubuntu20.04, rhel9.3, rhel9.2, rhel9.1, rhel9.0 and 11 more)"]
@@ -104,8 +116,10 @@ def test_an_x86_pool_is_never_flagged(run, tmp_path):
 
 
 def test_a_driver_gpuconf_has_no_record_of_is_a_warning(run, tmp_path):
-    assert _codes(run, _intent(tmp_path, "580.178.05"), "GC480") == [
-        "21:14: warning GC480 spec.driver.version: pool nvl72 runs GB200 (Grace: arm64 nodes), but gpuconf has no "
+    path = _intent(tmp_path, "580.178.05")
+    at = _at(path, 'version: "580.178.05"')
+    assert _codes(run, path, "GC480") == [
+        f"{at}: warning GC480 spec.driver.version: pool nvl72 runs GB200 (Grace: arm64 nodes), but gpuconf has no "
         "record of driver 580.178.05's images: NVIDIA/gpu-driver-container's NGC release jobs since 2024 do not list "
         "it, so its arm64 build is not established (hint: pin a listed driver with an arm64 image, e.g. 580.178.04)"]
 
@@ -118,8 +132,9 @@ def test_the_target_of_a_rollout_is_checked_for_the_pools_its_waves_move(run, tm
     text = path.read_text(encoding="utf-8").replace('    version: "595.91.07"        # ComputeDomains need 570.158.01 '
                                                     'or later\n', '    version: "595.91.07"\n' + rollout)
     path.write_text(text, encoding="utf-8")
+    at = _at(path, 'version: "580.178.04"')
     assert _codes(run, path, "GC480") == [
-        "25:18: error GC480 spec.driver.upgrade.rollout.version: pool nvl72 runs GB200 (Grace: arm64 nodes) on "
+        f"{at}: error GC480 spec.driver.upgrade.rollout.version: pool nvl72 runs GB200 (Grace: arm64 nodes) on "
         "ubuntu26.04, but driver 580.178.04 has no image for ubuntu26.04 at all (hint: pin driver 610.57.04 (it has an "
         "arm64 image for ubuntu26.04))"]
     # wave 0: nothing moves yet, and the pool's current driver fits
@@ -139,8 +154,9 @@ OVERRIDE = "    - path: devicePlugin.version\n      value: {version}\n      why:
 
 def test_an_override_image_without_a_build_record_is_a_warning(run, tmp_path):
     path = _intent(tmp_path, overrides=OVERRIDE.format(version="v0.20.1"))
+    at = _at(path, "value: v0.20.1")
     assert _codes(run, path, "GC481") == [
-        "82:14: warning GC481 spec.overrides[0].value: nvcr.io/nvidia/k8s-device-plugin:v0.20.1 runs on every GPU "
+        f"{at}: warning GC481 spec.overrides[0].value: nvcr.io/nvidia/k8s-device-plugin:v0.20.1 runs on every GPU "
         "node, and pool(s) nvl72 are arm64 (Grace): gpuconf has no build record of k8s-device-plugin v0.20.1, so it "
         "cannot vouch that an arm64 variant exists (hint: check that `docker manifest inspect "
         "nvcr.io/nvidia/k8s-device-plugin:v0.20.1` lists linux/arm64, or keep the chart's default)"]
@@ -159,8 +175,9 @@ def test_an_image_built_for_amd64_only_is_an_error(run, tmp_path, monkeypatch):
         "v0.20.1": {"architectures": ["amd64"], "source": "a build record for this test"}}}}
     monkeypatch.setattr(arch, "facts", lambda: facts)
     path = _intent(tmp_path, overrides=OVERRIDE.format(version="v0.20.1"))
+    at = _at(path, "value: v0.20.1")
     assert _codes(run, path, "GC481") == [
-        "82:14: error GC481 spec.overrides[0].value: nvcr.io/nvidia/k8s-device-plugin:v0.20.1 runs on every GPU node, "
+        f"{at}: error GC481 spec.overrides[0].value: nvcr.io/nvidia/k8s-device-plugin:v0.20.1 runs on every GPU node, "
         "and pool(s) nvl72 are arm64 (Grace), but it is built for amd64 only (a build record for this test) (hint: "
         "use a version built for arm64 too, e.g. the chart's default v0.20.0)"]
 
