@@ -138,7 +138,7 @@ def images(plan: Any, merged: dict, documents: dict[str, list[dict]], driver_os:
     from ..render import nvlink
 
     if nvlink.release(plan):  # the DRA driver's release beside the operator's (NVLink pools)
-        refs.add(nvlink.image(plan))
+        refs.add(nvlink.pulled_image(plan))
     for docs in documents.values():
         for doc in docs:
             if doc.get("kind") == "Job":

@@ -151,6 +151,13 @@ def image(plan: P.Plan) -> str:
     return f"{_repository(plan)}:v{_app_version(plan)}"
 
 
+def pulled_image(plan: P.Plan) -> str:
+    """The reference the release's pods pull: image(), pinned by the image lock's digest when it has one."""
+    from .imagelock import pinned
+
+    return f"{_repository(plan)}:{pinned(plan.image_lock, image(plan), f'v{_app_version(plan)}')}"
+
+
 def domain_name(pool: str) -> str:
     """A team namespace's ComputeDomain on a pool, and (with -channel) the claim template its controller makes."""
     return f"gpuconf-{pool}"
