@@ -265,6 +265,9 @@ class Context:
     node_events: list[str]
     operands: Any  # the Operands, which read the logs (on demand when live)
     any_operands: bool = True  # the pods read hold operand pods at all (else a missing one proves nothing)
+    #: The DRA driver's kubelet plugin publishes the node's GPUs (allocation: dra); on the device-plugin stack it
+    #: runs ComputeDomains only, and the fabric audit judges it (cluster/fabric.py GA165).
+    dra: bool = True
 
     def logs(self, pod: O.OperandPod, container: O.Container) -> list[str]:
         return self.operands.logs(pod, container)
@@ -303,7 +306,7 @@ def diagnose(ctx: Context, pods: Mapping[str, Any]) -> list[Cause]:
     validator = pods.get(O.VALIDATOR)
     if isinstance(validator, O.OperandPod):
         _validator(ctx, validator, found)
-    for operand in (O.MPS, O.DEVICE_PLUGIN, O.DRA_PLUGIN):
+    for operand in (O.MPS, O.DEVICE_PLUGIN, O.DRA_PLUGIN) if ctx.dra else (O.MPS, O.DEVICE_PLUGIN):
         pod = pods.get(operand)
         if isinstance(pod, O.OperandPod) and not {O.DRIVER, O.TOOLKIT} & failed.keys() \
                 and not _explained(pod.waiting_in or "", failed):

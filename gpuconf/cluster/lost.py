@@ -40,7 +40,7 @@ def context(auditor: Any, pool: Any, node: N.NodeFacts, mig_state: str | None, u
         node=node.name, namespace=auditor.plan.namespace, kernel=node.kernel_version or labels.get(NFD_KERNEL, ""),
         os_image=node.os_image, pool=pool.name, managed_driver=pool.driver_pin is not None, mig=pool.mig,
         upgrade_state=upgrade_state, mig_state=mig_state, expected=expected, undeclared_taints=tuple(undeclared),
-        node_events=[], operands=None)
+        node_events=[], operands=None, dra=dra)
 
 
 def diagnose_pool(auditor: Any, pool: Any, operands: O.Operands) -> None:

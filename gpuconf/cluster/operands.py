@@ -47,6 +47,12 @@ APP_LABELS = {
 #: The DRA driver's kubelet plugin (its chart, dra-driver-nvidia-gpu v0.4.1 templates/_helpers.tpl selectorLabels:
 #: `<chart name>-component: kubelet-plugin`).
 DRA_COMPONENT = ("dra-driver-nvidia-gpu-component", "kubelet-plugin")
+#: A ComputeDomain's IMEX daemon: the controller runs one DaemonSet per ComputeDomain in the driver's namespace, its
+#: pods labelled with the ComputeDomain's uid and no `app` label (DRV v0.4.1 templates/compute-domain-daemon.tmpl.yaml,
+#: cmd/compute-domain-controller/computedomain.go computeDomainLabelKey). Its one container: compute-domain-daemon.
+IMEX_DAEMON, IMEX_LABEL = "compute-domain-daemon", "resource.nvidia.com/computeDomain"
+#: The operands of the DRA driver's release, which may run in a namespace of their own (beside the operator's).
+DRA_OPERANDS = (DRA_PLUGIN, IMEX_DAEMON)
 DRIVER_APP_PREFIXES = ("nvidia-gpu-driver-", "nvidia-driver-daemonset-")
 DRIVER_COMPONENT = ("app.kubernetes.io/component", "nvidia-driver")
 
@@ -56,7 +62,7 @@ MIG_MANAGER_CONTAINER = "nvidia-mig-manager"
 #: The order in which operands depend on each other: the driver first, the device plugin after the toolkit, the
 #: validator's steps between. A failure earlier in the chain explains the waits after it.
 CHAIN = (DRIVER, TOOLKIT, VALIDATOR, DEVICE_PLUGIN, MPS, MIG_MANAGER, GFD, DRA_PLUGIN, DCGM, DCGM_EXPORTER,
-         NODE_STATUS)
+         NODE_STATUS, IMEX_DAEMON)
 
 #: Operand -> the DaemonSet the operator names it with (for the hint's commands).
 DAEMONSETS = {v: k for k, v in APP_LABELS.items() if k != "nvidia-vgpu-manager-daemonset"}
@@ -72,6 +78,8 @@ def operand_of(labels: Mapping[str, Any]) -> str | None:
     """The operand a pod belongs to, from its `app` label; None for any other pod."""
     if labels.get(DRA_COMPONENT[0]) == DRA_COMPONENT[1]:
         return DRA_PLUGIN
+    if type(labels.get(IMEX_LABEL)) is str:
+        return IMEX_DAEMON
     app = labels.get("app")
     if type(app) is not str:
         return DRIVER if labels.get(DRIVER_COMPONENT[0]) == DRIVER_COMPONENT[1] else None
@@ -353,7 +361,8 @@ class Operands:
             return
         self.operand_pods += 1
         namespace = meta.get("namespace")
-        if self.namespace is None and type(namespace) is str:
+        # The DRA driver's pods may be another release's, in a namespace of its own: the operator's is told by its own.
+        if self.namespace is None and type(namespace) is str and operand not in DRA_OPERANDS:
             self.namespace = namespace
         node = _node_of(spec)
         if not node:

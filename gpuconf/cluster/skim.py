@@ -6,7 +6,8 @@ which the diagnosis needs as one fact per node (the operand runs there). kubectl
 and sorted keys, and a JSON string holds no raw line break, so a line break and exactly N spaces before a key can only
 be structure: the item, its fields (metadata, spec, status) at twelve spaces, theirs at sixteen, labels at twenty,
 the containers' statuses' fields at twenty-four. A pod is read here by those keys alone: its `app` label (and
-`app.kubernetes.io/component`, the DRA driver's component label), `spec.nodeName`, `status.phase`, and whether any container status says
+`app.kubernetes.io/component`, the DRA driver's component label, a ComputeDomain's IMEX daemon label),
+`spec.nodeName`, `status.phase`, and whether any container status says
 `"ready": false`. Operand pods that are Running with no container unready, and pods of other apps that are not
 Pending, are counted and never decoded; every other pod is decoded whole and handed on as a dict.
 
@@ -32,6 +33,7 @@ _I16, _I20, _I24 = b"\n" + b" " * 16, b"\n" + b" " * 20, b"\n" + b" " * 24
 # each hit.
 LABELS, LABELS_END = b'"labels":', b"\n                }"
 APP, COMPONENT, DRA = b'"app":', b'"app.kubernetes.io/component":', b'"dra-driver-nvidia-gpu-component":'
+IMEX = b'"resource.nvidia.com/computeDomain":'
 NODE, PHASE, NAME, NAMESPACE = b'"nodeName":', b'"phase":', b'"name":', b'"namespace":'
 NOT_READY = b'"ready": false'
 
@@ -122,7 +124,7 @@ def _pod(buf: bytes, start: int, phase_at: int, end: int, index: int, operand_of
     if labels >= 0:
         stop = find(LABELS_END, labels, phase_at)
         for needle, name in ((APP, "app"), (COMPONENT, "app.kubernetes.io/component"),
-                             (DRA, "dra-driver-nvidia-gpu-component")):
+                             (DRA, "dra-driver-nvidia-gpu-component"), (IMEX, "resource.nvidia.com/computeDomain")):
             at = find(needle, labels, stop)
             while at >= 0 and buf[at - 21:at] != _I20:
                 at = find(needle, at + 1, stop)

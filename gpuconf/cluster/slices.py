@@ -20,7 +20,8 @@ VALUE_KEYS = ("string", "int", "bool", "version")
 def device(driver: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     """A published device as a CEL selector sees it: {driver, attributes: {domain: {name: value}}, capacity}."""
     attributes: dict[str, dict[str, Any]] = {}
-    for name, value in (raw.get("attributes") or {}).items():
+    given = raw.get("attributes")
+    for name, value in given.items() if isinstance(given, dict) else ():
         domain, _, short = name.rpartition("/")
         typed = next((value[k] for k in VALUE_KEYS if isinstance(value, dict) and k in value), None)
         if typed is not None:
@@ -28,21 +29,39 @@ def device(driver: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     return {"driver": driver, "attributes": attributes, "capacity": {}}
 
 
-def devices_by_node(items: Iterable[Mapping[str, Any]], where: str) -> dict[str, list[dict[str, Any]]]:
-    """The NVIDIA GPU driver's devices per node name, from ResourceSlice objects (other drivers' are left out)."""
-    out: dict[str, list[dict[str, Any]]] = {}
+class Published(dict):
+    """The NVIDIA GPU driver's devices per node name (the mapping), and in `compute_domains` the devices the
+    ComputeDomain half of the DRA driver publishes per node (driver compute-domain.nvidia.com: its channel and daemon
+    devices, for the audit of the NVLink fabric)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.compute_domains: dict[str, list[dict[str, Any]]] = {}
+
+
+def devices_by_node(items: Iterable[Mapping[str, Any]], where: str) -> Published:
+    """The NVIDIA GPU driver's devices per node name, from ResourceSlice objects, and the ComputeDomain driver's
+    (other drivers' are left out)."""
+    from ..render.nvlink import CD_DRIVER
+
+    out = Published()
     for i, item in enumerate(items):
         spec = item.get("spec") if isinstance(item, dict) else None
         if not isinstance(spec, dict) or item.get("kind", "ResourceSlice") != "ResourceSlice":
             raise NodeSourceError(f"{where}: item {i} is not a ResourceSlice")
-        if spec.get("driver") != dra.DRIVER or not spec.get("nodeName"):
+        driver, node = spec.get("driver"), spec.get("nodeName")
+        if driver not in (dra.DRIVER, CD_DRIVER) or not node or not isinstance(node, str):
             continue
-        found = out.setdefault(str(spec["nodeName"]), [])
-        found += [device(dra.DRIVER, d) for d in spec.get("devices") or [] if isinstance(d, dict)]
+        published = spec.get("devices")
+        found = (out if driver == dra.DRIVER else out.compute_domains).setdefault(node, [])
+        for d in published if isinstance(published, list) else ():
+            if isinstance(d, dict):
+                found.append(device(driver, d) if driver == dra.DRIVER else
+                             {**device(driver, d), "name": d["name"] if isinstance(d.get("name"), str) else ""})
     return out
 
 
-def read_slices_file(path: str) -> dict[str, list[dict[str, Any]]]:
+def read_slices_file(path: str) -> Published:
     """The devices per node of `kubectl get resourceslices -o json` (or -o yaml) saved to a file."""
     import yaml
 
@@ -58,7 +77,7 @@ def read_slices_file(path: str) -> dict[str, list[dict[str, Any]]]:
     return devices_by_node(data["items"], path)
 
 
-def read_cluster_slices(kubeconfig: str, context: str | None, timeout: float) -> dict[str, list[dict[str, Any]]]:
+def read_cluster_slices(kubeconfig: str, context: str | None, timeout: float) -> Published:
     """The devices per node of a live cluster's ResourceSlices (one read-only LIST of resource.k8s.io/v1), within the
     command's shared deadline (nodesource.deadline)."""
     import json
