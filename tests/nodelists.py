@@ -46,9 +46,14 @@ GPUS = {
     "L4": ("NVIDIA-L4", 23034),
     "L40S": ("NVIDIA-L40S", 46068),
     "T4": ("Tesla-T4", 15360),
+    # Blackwell (examples/nvl72.yaml): NVML's names as the DRA driver's productName spells them (gpuconf/dra.py
+    # PRODUCT_NAMES), sanitised; the memory is profiles/gpus.json's memoryGiB in MiB, not read off a real node.
+    "B200": ("NVIDIA-B200", 180 * 1024),
+    "GB200": ("NVIDIA-GB200", 186 * 1024),
 }
 # GFD's family from the compute capability (internal/lm/resource.go getArchFamily).
-FAMILIES = {"7.5": "turing", "8.0": "ampere", "8.6": "ampere", "8.9": "ada-lovelace", "9.0": "hopper"}
+FAMILIES = {"7.5": "turing", "8.0": "ampere", "8.6": "ampere", "8.9": "ada-lovelace", "9.0": "hopper",
+            "10.0": "blackwell"}
 CUDA = {"595": (13, 2), "580": (13, 0), "570": (12, 8)}
 HOST_DRIVER = "570.172.08"  # what preinstalled pools run
 MACHINES = {"eks": "p5.48xlarge", "vanilla": "PowerEdge-XE9680", "openshift": "ProLiant-DL380a-Gen11",

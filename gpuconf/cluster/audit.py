@@ -135,8 +135,13 @@ class Auditor:
     """Feed nodes one at a time with add(); finish() runs the pool-level checks and returns the result."""
 
     def __init__(self, plan: P.Plan, source: str, max_unavailable: Threshold | None = None,
-                 slices: Mapping[str, list] | None = None, operands: Any = None) -> None:
+                 slices: Mapping[str, list] | None = None, operands: Any = None,
+                 fabric_slices: Mapping[str, list] | None = None) -> None:
         self.plan = plan
+        from .fabric import Fabric
+
+        #: The NVLink pools' fabric (GA160-GA165): clique labels, the ComputeDomain driver's slices, its pods.
+        self.fabric = Fabric.of(plan, fabric_slices)
         #: The operator's pods per node (cluster.operands.Operands), or a callable that returns them (a read running
         #: beside the nodes'): each node is diagnosed from them once every node is in (finish).
         self.operands = operands
@@ -249,6 +254,8 @@ class Auditor:
             return
         pool = matched[0]
         found = self._check(pool, node, model)
+        if self.fabric is not None:
+            self.fabric.add(pool.name, node, found)
         pool.kernels.append((node.name, node.kernel_version or node.labels.get(L.NFD_KERNEL, ""),
                              any(f.code in L.LOSING and f.severity == ERROR for f in found)))
         if self.operands is not None:
@@ -747,6 +754,8 @@ class Auditor:
                 L.diagnose_pool(self, pool, operands)
             self._first_sync(pool)
             L.kernel_skew(self, pool)
+            if self.fabric is not None:
+                result.findings += self.fabric.finish(pool.name, report.matched, operands)
             for found in pool.checked:
                 kind = "drifting" if any(f.severity in (ERROR, WARNING) for f in found) else \
                     "unavailable" if found else "healthy"
@@ -813,10 +822,12 @@ def _taint(t: tuple[str, str, str]) -> str:
 
 def audit(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], source: str,
           max_unavailable: Threshold | None = Threshold.parse(Threshold.DEFAULT),
-          slices: Mapping[str, list] | None = None, operands: Any = None) -> AuditResult:
+          slices: Mapping[str, list] | None = None, operands: Any = None,
+          fabric_slices: Mapping[str, list] | None = None) -> AuditResult:
     """Audit a stream of Node objects against a valid intent's plan (on a DRA cluster, with the devices its
-    ResourceSlices publish per node; with the operator's pods, a diagnosis of each node that lost GPUs)."""
-    auditor = Auditor(plan, source, max_unavailable, slices, operands)
+    ResourceSlices publish per node; with the operator's pods, a diagnosis of each node that lost GPUs; with NVLink
+    pools, the ComputeDomain driver's devices per node)."""
+    auditor = Auditor(plan, source, max_unavailable, slices, operands, fabric_slices)
     for node in nodes:
         auditor.add(node)
     return auditor.finish()
@@ -850,6 +861,9 @@ def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str
                                   "the audit reads the devices its ResourceSlices publish: give --resource-slices "
                                   "FILE (kubectl get resourceslices -o json) or --kubeconfig")
         slices = slices() if callable(slices) else slices
+    elif slices is not None and any(p.pool.nvlink is not None for p in plan.pools):
+        slices = slices() if callable(slices) else slices  # the ComputeDomain driver's, for the NVLink pools
     found = operands(plan.namespace) if callable(operands) else operands
     return validation, audit(plan, nodes, source, max_unavailable,
-                             slices if plan.intent.spec.cluster.allocation == "dra" else None, found)
+                             slices if plan.intent.spec.cluster.allocation == "dra" else None, found,
+                             getattr(slices, "compute_domains", None))

@@ -48,6 +48,16 @@ TITLES = {
     "GA133": "a pool node runs into a known hazard through its container runtime's version",
     "GA130": "(DRA) the driver publishes fewer devices of a pool's DeviceClass on a Ready pool node than the pool "
              "promises, or none (no ResourceSlice); warning: more",
+    "GA160": "(NVLink) a tray of an NVLink pool carries no NVLink clique label (nvidia.com/gpu.clique): it is in no "
+             "NVLink domain (warning: no rack label where the pool names one)",
+    "GA161": "(NVLink) a tray publishes no ResourceSlice of compute-domain.nvidia.com, or one without a channel "
+             "device (with the ResourceSlices)",
+    "GA162": "(NVLink) a clique split: a rack's trays report several NVLink cliques, a pool more cliques than it "
+             "fills racks, or a clique holds more trays than a rack",
+    "GA163": "(warning, NVLink) a clique holds fewer trays than a rack, in a pool of whole racks: a partial domain",
+    "GA164": "(NVLink) an IMEX daemon pod of a ComputeDomain on a tray is not ready (with the pods)",
+    "GA165": "(NVLink) the ComputeDomain kubelet plugin's pod is missing or not ready on a tray (with the pods; "
+             "info: the pods read hold none of the DRA driver's)",
 }
 #: The diagnosis's codes (cluster/diagnose.py): the causes, read off the operator's pods, their logs and events.
 from .diagnose import TITLES as _CAUSE_TITLES, WAITING  # noqa: E402
