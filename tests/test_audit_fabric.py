@@ -377,3 +377,41 @@ def test_hostile_node_labels_count_as_absent(plan):
     found_ = sorted((f.code, f.severity, f.node) for f in run_audit(plan, copy.deepcopy(items), "t").findings
                     if f.code.startswith("GA16"))
     assert found_ == [("GA160", "error", t[0]), ("GA160", "warning", t[0]), ("GA163", "warning", "")]
+
+
+# --- live --------------------------------------------------------------------------------------------------------
+
+
+def test_live_audit_reads_the_dra_release_pods_and_slices_the_auditor_role_grants(run, tmp_path, plan):
+    from gpuconf.render import access
+    from test_audit import FakeApiServer, _kubeconfig
+
+    text = (ROOT / EXAMPLE).read_text(encoding="utf-8")
+    assert "\n  access:\n" in text
+    text = text.replace("\n  access:\n", "\n  access:\n    auditors: [serviceaccount:ci:gpuconf-audit]\n")
+    intent = tmp_path / "nvl72.yaml"
+    intent.write_text(text, encoding="utf-8")
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in access.render(NL.plan_of(text))}
+    granted = {(verb, group, resource, None) for r in docs[("ClusterRole", "gpuconf-gpu-auditor")]["rules"]
+               for group in r["apiGroups"] for resource in r["resources"] for verb in r["verbs"]}
+    granted |= {(verb, group, resource, "gpu-operator") for r in docs[("Role", "gpuconf-gpu-auditor")]["rules"]
+                for group in r["apiGroups"] for resource in r["resources"] for verb in r["verbs"]}
+    t = trays(plan)
+    listed = slices(plan, skip=(t[7],))
+    listed["kind"] = "ResourceSliceList"
+    listed["apiVersion"] = "resource.k8s.io/v1"
+    server = FakeApiServer(nodes(plan), pods=pods(plan, plugins={t[5]: None})["items"],
+                           objects={"/apis/resource.k8s.io/v1/resourceslices": listed})
+    with server as api:
+        result = run("audit", str(intent), "--kubeconfig", _kubeconfig(tmp_path, api.port), "--format", "json")
+    assert result.exit_code == 1, result.stderr
+    assert [(f[0], f[2]) for f in found(json.loads(result.stdout)["findings"])] == [("GA161", t[7]), ("GA165", t[5])]
+    paths = [path for _, path, _ in api.requests]
+    assert f"/api/v1/namespaces/{DRA_NS}/pods" in paths and "/apis/resource.k8s.io/v1/resourceslices" in paths
+    for method, path, _ in api.requests:
+        parts = path.strip("/").split("/")  # api v1 ... | apis GROUP v1 ...
+        group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
+        namespace = rest[1] if rest[0] == "namespaces" else None
+        rest = rest[2:] if namespace else rest
+        assert method == "GET" and len(rest) == 1, path
+        assert ("list", group, rest[0], None) in granted or ("list", group, rest[0], namespace) in granted, path

@@ -863,7 +863,12 @@ def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str
         slices = slices() if callable(slices) else slices
     elif slices is not None and any(p.pool.nvlink is not None for p in plan.pools):
         slices = slices() if callable(slices) else slices  # the ComputeDomain driver's, for the NVLink pools
-    found = operands(plan.namespace) if callable(operands) else operands
+    if callable(operands):
+        from ..render import nvlink
+
+        found = operands(plan.namespace, *((nvlink.namespace(plan),) if nvlink.release(plan) else ()))
+    else:
+        found = operands
     return validation, audit(plan, nodes, source, max_unavailable,
                              slices if plan.intent.spec.cluster.allocation == "dra" else None, found,
                              getattr(slices, "compute_domains", None))

@@ -65,8 +65,9 @@ def run(inputs: AuditInputs) -> Outcome:
 
     read: list = []  # the operands read, for the must-gather's node events
 
-    def operands(namespace: str):
-        """The operator's pods, read once the intent is known valid (it names the namespace)."""
+    def operands(namespace: str, *others: str):
+        """The operator's pods, read once the intent is known valid (it names the namespace; `others`: the DRA
+        driver's release namespace beside it, whose pods are read live too)."""
         if inputs.must_gather is not None:
             found, nodes_from_folder[0] = S.read_must_gather(inputs.must_gather, namespace)
         elif pod_files is not None:  # being read beside: the audit takes them once every node is in
@@ -78,7 +79,8 @@ def run(inputs: AuditInputs) -> Outcome:
                 return found
             return done
         elif inputs.kubeconfig is not None and not inputs.no_operands:
-            live.append(S.read_cluster_operands(inputs.kubeconfig, inputs.context, namespace, inputs.timeout))
+            live.append(S.read_cluster_operands(inputs.kubeconfig, inputs.context, namespace, inputs.timeout,
+                                                others))
             found = live[0].read()
             notes.extend(found.notes)
             return found

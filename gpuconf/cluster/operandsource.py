@@ -265,9 +265,13 @@ class ClusterOperands(ClusterNodes):
     (`limit`/`continue` pages), Warning events of the namespace and of nodes, and the tail of each failing
     container's current and previous log (`pods/log`, tailLines and limitBytes)."""
 
-    def __init__(self, kubeconfig: str, context: str | None, namespace: str, timeout: float = 30.0) -> None:
+    def __init__(self, kubeconfig: str, context: str | None, namespace: str, timeout: float = 30.0,
+                 others: tuple[str, ...] = ()) -> None:
         super().__init__(kubeconfig, context, timeout=timeout)
         self.namespace = namespace
+        #: Namespaces of the DRA driver's release beside the operator (NVLink pools): its kubelet plugin's and the
+        #: IMEX daemons' pods are read there, and no other pod.
+        self.others = tuple(n for n in others if n != namespace)
         self._api: Any = None
         self._shared: dict[tuple, list] = {}
         self._reads = 0
@@ -295,6 +299,11 @@ class ClusterOperands(ClusterNodes):
                 lambda **kw: core.list_namespaced_pod(ns, **kw), f"/api/v1/namespaces/{ns}/pods",
                 ("list", "pods", f" in namespace {ns}")))
             note_operands(operands, f"{self.host}/api/v1/namespaces/{ns}/pods", ns)
+            for other in self.others:
+                operands.add_all(p for p in self._pages(
+                    lambda other=other, **kw: core.list_namespaced_pod(other, **kw),
+                    f"/api/v1/namespaces/{other}/pods", ("list", "pods", f" in namespace {other}"))
+                    if _operand(p) in O.DRA_OPERANDS)
             operands.add_all(p for p in self._pages(
                 lambda **kw: core.list_pod_for_all_namespaces(field_selector="status.phase=Pending", **kw),
                 "/api/v1/pods?fieldSelector=status.phase=Pending", ("list", "pods", " at the cluster scope"))
@@ -412,7 +421,14 @@ class ClusterOperands(ClusterNodes):
         return f"reading {path} at {self.host} failed ({exc.status} {exc.reason}){detail}"
 
 
-def read_cluster_operands(kubeconfig: str, context: str | None, namespace: str, timeout: float) -> ClusterOperands:
+def _operand(pod: dict) -> str | None:
+    meta = pod.get("metadata")
+    labels = meta.get("labels") if type(meta) is dict else None
+    return O.operand_of(labels) if type(labels) is dict else None
+
+
+def read_cluster_operands(kubeconfig: str, context: str | None, namespace: str, timeout: float,
+                          others: tuple[str, ...] = ()) -> ClusterOperands:
     """See ClusterOperands: read() them, close() when the audit is done."""
-    return ClusterOperands(kubeconfig, context, namespace, timeout)
+    return ClusterOperands(kubeconfig, context, namespace, timeout, others)
 

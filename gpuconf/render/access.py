@@ -75,8 +75,9 @@ OBSERVER_NAMESPACE_RULES = (
 
 
 #: What `gpuconf audit --kubeconfig` reads, and nothing more (cluster/nodesource.py, slices.py, operandsource.py): it
-#: lists the nodes, the pods (the operator's, and the Pending ones of every namespace), the Warning events (the
-#: operator namespace's and the nodes', which live in `default`), on a DRA cluster the ResourceSlices; and it reads
+#: lists the nodes, the pods (the operator's, the DRA driver release's where NVLink pools run it beside the
+#: operator, and the Pending ones of every namespace), the Warning events (the operator namespace's and the nodes',
+#: which live in `default`), on a DRA cluster or with NVLink pools the ResourceSlices; and it reads
 #: the log of an operand's failing container, in the operator's namespace only. `list` alone: the audit never asks
 #: for one object by name, and watches nothing.
 AUDITOR_CLUSTER_RULES = (
@@ -199,7 +200,9 @@ def _observers(plan: P.Plan, observers) -> list[dict]:
 
 
 def _auditors(plan: P.Plan, auditors) -> list[dict]:
-    cluster_rules = AUDITOR_CLUSTER_RULES + (AUDITOR_DRA_RULES if plan.intent.spec.cluster.allocation == "dra" else ())
+    # ResourceSlices: the GPU driver's on a DRA cluster, the ComputeDomain driver's where pools are NVLink trays.
+    slices = plan.intent.spec.cluster.allocation == "dra" or any(p.pool.nvlink is not None for p in plan.pools)
+    cluster_rules = AUDITOR_CLUSTER_RULES + (AUDITOR_DRA_RULES if slices else ())
     return _cluster_and_operator_roles(plan, AUDITOR, cluster_rules, AUDITOR_NAMESPACE_RULES, auditors,
                                        {ROLE_LABEL: "auditor"})
 
