@@ -568,11 +568,13 @@ def _notes(nodes) -> None:
                    "Warning events and the failing containers' logs (GET requests only)." + _RUNS)
 @click.option("--resource-slices", "slices_file", type=click.Path(exists=True, dir_okay=False),
               help="On a DRA cluster (allocation: dra): a ResourceSliceList, the output of `kubectl get "
-                   "resourceslices -o json`, read instead of node allocatable (with --kubeconfig: listed from the "
-                   "cluster).")
+                   "resourceslices -o json`, read instead of node allocatable; with NVLink pools, the "
+                   "compute-domain.nvidia.com slices of their trays are checked too (with --kubeconfig: listed from "
+                   "the cluster).")
 @click.option("--pods", "pods_file", type=click.Path(exists=True, dir_okay=False),
               help="The operator's pods, the output of `kubectl get pods -n <operator namespace> -o json` (-A adds "
-                   "the pending workload pods): each node that lost GPUs is diagnosed from them.")
+                   "the pending workload pods, and the DRA driver's kubelet plugin and IMEX daemon pods that the "
+                   "NVLink pools' audit reads): each node that lost GPUs is diagnosed from them.")
 @click.option("--events", "events_file", type=click.Path(exists=True, dir_okay=False),
               help="Events to add to the diagnosis: the output of `kubectl get events -A -o json`.")
 @click.option("--must-gather", "must_gather", type=click.Path(exists=True, file_okay=False),
