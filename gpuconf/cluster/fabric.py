@@ -176,8 +176,9 @@ class Fabric:
                 apart = [n for c, names in members.items() if c != main for n in names]
                 out.append(Drift(
                     ERROR, "GA162", "", pool,
-                    f"rack {rack}: its {sum(map(len, members.values()))} trays report {len(members)} NVLink "
-                    f"cliques: the rack's NVLink domain is split",
+                    f"rack {rack}: its trays report {len(members)} NVLink cliques "
+                    f"({' and '.join(str(len(members[c])) for c in sorted(members, key=lambda c: -len(members[c])))}"
+                    f" trays): the rack's NVLink domain is split",
                     {fabric.rack_label: rack, "cliques": count(members)},
                     f"the trays of one rack share one NVLink domain; {', '.join(_names(apart))} left the rack's "
                     f"main clique: on them, `nvidia-smi -q` under Fabric shows the CliqueId and the fabric's State "
