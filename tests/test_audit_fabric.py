@@ -417,3 +417,52 @@ def test_live_audit_reads_the_dra_release_pods_and_slices_the_auditor_role_grant
         rest = rest[2:] if namespace else rest
         assert method == "GET" and len(rest) == 1, path
         assert ("list", group, rest[0], None) in granted or ("list", group, rest[0], namespace) in granted, path
+
+
+def _paths(value, prefix=()):
+    """Every path into a JSON value (dict keys, list indexes), the value itself first."""
+    yield prefix
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        yield from _paths(child, prefix + (key,))
+
+
+def _replaced(doc, path, new):
+    doc = copy.deepcopy(doc)
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = new
+    return doc
+
+
+def test_every_field_of_a_slice_and_a_dra_pod_of_another_type_never_tracebacks(plan):
+    """Each field of a tray's ResourceSlice and of its kubelet plugin and IMEX daemon pods, replaced by a value of
+    every other JSON type: the slice reader refuses it (NodeSourceError, exit 2) or the audit runs to its end."""
+    from gpuconf.cluster import operands as O
+    from gpuconf.cluster.audit import audit as run_audit
+    from gpuconf.cluster.nodesource import NodeSourceError
+    from gpuconf.cluster.slices import devices_by_node
+
+    t = trays(plan)
+    items = [n for n in nodes(plan) if n["metadata"]["name"] in t]
+    base = slices(plan)["items"]
+    others = (None, 7, "x", [], {}, True, [{}], {"string": 1})
+    runs = 0
+    for path in list(_paths(base[0]))[1:]:
+        for new in others:
+            listed = [_replaced(base[0], path, new), *base[1:]]
+            try:
+                published = devices_by_node(listed, "slices.json")
+            except NodeSourceError:
+                continue
+            run_audit(plan, items, "t", fabric_slices=published.compute_domains)
+            runs += 1
+    healthy = pods(plan)["items"]
+    for pod in (plugin_pod(t[0]), daemon_pod(t[0])):
+        for path in list(_paths(pod))[1:]:
+            for new in others:
+                operands = O.Operands("pods.json").add_all([_replaced(pod, path, new), *healthy])
+                run_audit(plan, items, "t", operands=operands)
+                runs += 1
+    assert runs > 1000
