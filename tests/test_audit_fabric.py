@@ -410,6 +410,9 @@ def test_live_audit_reads_the_dra_release_pods_and_slices_the_auditor_role_grant
     assert [(f[0], f[2]) for f in found(json.loads(result.stdout)["findings"])] == [("GA161", t[7]), ("GA165", t[5])]
     paths = [path for _, path, _ in api.requests]
     assert f"/api/v1/namespaces/{DRA_NS}/pods" in paths and "/apis/resource.k8s.io/v1/resourceslices" in paths
+    # On the device-plugin stack only the ComputeDomain driver's slices are asked for.
+    assert [q.get("fieldSelector") for _, path, q in api.requests if path.endswith("/resourceslices")] == \
+        ["spec.driver=compute-domain.nvidia.com"]
     for method, path, _ in api.requests:
         parts = path.strip("/").split("/")  # api v1 ... | apis GROUP v1 ...
         group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])

@@ -862,7 +862,9 @@ def audit_path(intent_path: str, nodes: Iterable[Mapping[str, Any]], source: str
                                   "FILE (kubectl get resourceslices -o json) or --kubeconfig")
         slices = slices() if callable(slices) else slices
     elif slices is not None and any(p.pool.nvlink is not None for p in plan.pools):
-        slices = slices() if callable(slices) else slices  # the ComputeDomain driver's, for the NVLink pools
+        from ..render.nvlink import CD_DRIVER  # the ComputeDomain driver's slices, for the NVLink pools
+
+        slices = slices(CD_DRIVER) if callable(slices) else slices
     if callable(operands):
         from ..render import nvlink
 

@@ -108,15 +108,15 @@ def run(inputs: AuditInputs) -> Outcome:
         nodes, source = folder_nodes(), inputs.must_gather
     slices: Any = None
     if inputs.slices_file is not None:
-        def slices():
+        def slices(driver: str | None = None):
             from .slices import read_slices_file
 
             return read_slices_file(inputs.slices_file)
     elif inputs.kubeconfig is not None:
-        def slices():
+        def slices(driver: str | None = None):  # driver: only its slices are listed
             from .slices import read_cluster_slices
 
-            return read_cluster_slices(inputs.kubeconfig, inputs.context, inputs.timeout)
+            return read_cluster_slices(inputs.kubeconfig, inputs.context, inputs.timeout, driver)
     stderr: list[str] = []
     try:
         try:

@@ -77,9 +77,10 @@ def read_slices_file(path: str) -> Published:
     return devices_by_node(data["items"], path)
 
 
-def read_cluster_slices(kubeconfig: str, context: str | None, timeout: float) -> Published:
+def read_cluster_slices(kubeconfig: str, context: str | None, timeout: float, driver: str | None = None) -> Published:
     """The devices per node of a live cluster's ResourceSlices (one read-only LIST of resource.k8s.io/v1), within the
-    command's shared deadline (nodesource.deadline)."""
+    command's shared deadline (nodesource.deadline); `driver`: only that driver's slices (the field selector
+    spec.driver, which the API server supports for ResourceSlices)."""
     import json
 
     from kubernetes import client
@@ -94,7 +95,8 @@ def read_cluster_slices(kubeconfig: str, context: str | None, timeout: float) ->
 
     def request() -> Any:
         return client.CustomObjectsApi(api).list_cluster_custom_object(
-            "resource.k8s.io", "v1", "resourceslices", _preload_content=False, _request_timeout=request_timeout(until))
+            "resource.k8s.io", "v1", "resourceslices", _preload_content=False, _request_timeout=request_timeout(until),
+            **({"field_selector": f"spec.driver={driver}"} if driver else {}))
 
     try:
         raw = read_all(request, until, f"the cluster at {configuration.host} did not send the ResourceSlices within "
