@@ -469,3 +469,15 @@ def test_every_field_of_a_slice_and_a_dra_pod_of_another_type_never_tracebacks(p
                 run_audit(plan, items, "t", operands=operands)
                 runs += 1
     assert runs > 1000
+
+
+@pytest.mark.parametrize("layout", [True, False], ids=["kubectl-layout", "compact"])
+def test_pods_of_the_dra_namespace_alone_are_no_operator_operands(run, tmp_path, plan, layout):
+    """`kubectl get pods -n dra-driver-nvidia-gpu`: the fabric is checked, and no node is said to miss the operator's
+    operands (GA149), which the file cannot show."""
+    t = trays(plan)
+    doc = pods(plan, plugins={t[5]: None})
+    doc["items"] = [p for p in doc["items"] if p["metadata"]["namespace"] == DRA_NS]
+    result, findings = audit(run, tmp_path, nodes(plan), slices(plan), doc, layout=layout)
+    assert found(findings) == [("GA165", "error", t[5], "no pod of the ComputeDomain kubelet plugin on the tray")]
+    assert "21 pods, none of the GPU Operator's operands" in result.stderr

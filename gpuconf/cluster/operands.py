@@ -330,7 +330,7 @@ class Operands:
     by_node: dict[str, dict[str, Any]] = field(default_factory=dict)
     waiting: list[WaitingPod] = field(default_factory=list)
     pods: int = 0
-    operand_pods: int = 0
+    operand_pods: int = 0  # the GPU Operator's (the DRA driver's pods are not counted: they may be another release's)
     node_events: dict[str, list[str]] = field(default_factory=dict)  # node -> recent event lines
     has_logs: bool = False  # logs were read (a must-gather folder, or live)
     has_events: bool = False
@@ -359,7 +359,7 @@ class Operands:
                     self.waiting.append(WaitingPod(_text(meta.get("name"), 253), _text(meta.get("namespace"), 63),
                                                    asked, message))
             return
-        self.operand_pods += 1
+        self.operand_pods += operand not in DRA_OPERANDS
         namespace = meta.get("namespace")
         # The DRA driver's pods may be another release's, in a namespace of its own: the operator's is told by its own.
         if self.namespace is None and type(namespace) is str and operand not in DRA_OPERANDS:

@@ -110,7 +110,7 @@ def _skim(stream: Any, path: str, operands: O.Operands) -> bool:
         else:
             operands.by_node.setdefault(node, {}).setdefault(operand, O.HEALTHY)
         operands.pods += 1
-        operands.operand_pods += 1
+        operands.operand_pods += operand not in O.DRA_OPERANDS
         return True
 
     def other() -> None:
