@@ -481,3 +481,50 @@ def test_pods_of_the_dra_namespace_alone_are_no_operator_operands(run, tmp_path,
     result, findings = audit(run, tmp_path, nodes(plan), slices(plan), doc, layout=layout)
     assert found(findings) == [("GA165", "error", t[5], "no pod of the ComputeDomain kubelet plugin on the tray")]
     assert "21 pods, none of the GPU Operator's operands" in result.stderr
+
+
+# --- the GPUCluster stack ----------------------------------------------------------------------------------------
+
+
+def test_on_the_gpucluster_stack_the_operators_kubelet_plugin_is_judged(run, tmp_path):
+    """allocation: dra with an NVLink pool: no GFD runs, the operator's own kubelet plugin (DaemonSet
+    nvidia-dra-driver-kubelet-plugin, app label of the same name, containers gpus and compute-domains: gpu-operator
+    v26.7.0 manifests/state-dra-driver/0500_daemonset.yaml) sets the clique label and publishes both drivers' slices in
+    the operator's namespace."""
+    from test_dra import _dra_nodes, _published
+
+    text = (ROOT / "examples" / "dra.yaml").read_text(encoding="utf-8")
+    text = text.replace("      migPartitions: external\n", "      migPartitions: external\n      computeDomains: true\n")
+    text = text.replace("      sharing: notebooks\n", "      sharing: notebooks\n      nvlink: {traysPerRack: 2}\n", 1)
+    intent = tmp_path / "dra-nvl.yaml"
+    intent.write_text(text, encoding="utf-8")
+    plan = NL.plan_of(text)
+    node_items = _dra_nodes(plan)
+    h100 = [n["metadata"]["name"] for n in node_items if n["metadata"]["labels"].get("gpuconf.dev/pool") == "h100"]
+    assert len(h100) == 2
+    for node in node_items:
+        if node["metadata"]["name"] == h100[0]:
+            node["metadata"]["labels"][CLIQUE] = f"{FABRIC}.1"
+    listed = _published(plan)
+    listed["items"] += [_slice(n, copy.deepcopy([CHANNEL, DAEMON])) for n in h100]
+    items = []
+    for name in h100:
+        item = I.pod("nvidia-dra-driver-kubelet-plugin", ("driver-validation",), ("gpus", "compute-domains"),
+                      "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0", name, False)
+        item["metadata"]["labels"].update({"app.kubernetes.io/name": "nvidia-dra-driver",
+                                           "app.kubernetes.io/component": "nvidia-dra-driver-kubelet-plugin"})
+        items.append(item)
+    I.crash(items[1], "compute-domains", exit_code=1, restarts=3)
+    result = run("audit", str(intent), "--nodes", _write(tmp_path, "nodes.json", NL.nodelist(node_items)),
+                 "--resource-slices", _write(tmp_path, "slices.json", listed),
+                 "--pods", _write(tmp_path, "pods.json", I.podlist(items)), "--format", "json")
+    findings = json.loads(result.stdout)["findings"]
+    fabric = {(f["code"], f["node"]): f for f in findings if f["code"].startswith("GA16")}
+    assert sorted(fabric) == [("GA160", h100[1]), ("GA163", ""), ("GA165", h100[1])]
+    assert fabric[("GA160", h100[1])]["hint"].startswith("the operator's kubelet plugin (nvidia-dra-driver-kubelet-"
+                                                         "plugin, container compute-domains) sets the clique label")
+    assert fabric[("GA160", h100[1])]["evidence"] == {CLIQUE: None}
+    assert fabric[("GA165", h100[1])]["message"].startswith("the ComputeDomain kubelet plugin is not ready: "
+                                                            "gpu-operator/nvidia-dra-driver-kubelet-plugin-")
+    # On the GPUCluster stack the plugin publishes the GPUs too: the diagnosis names it as their cause as well.
+    assert ("GA145", h100[1]) in {(f["code"], f["node"]) for f in findings}

@@ -4,8 +4,10 @@ A pool with `nvlink` is the compute trays of NVLink racks (GB200 NVL72: 18 trays
 whether each tray is in its rack's NVLink domain and can take part in a ComputeDomain:
 
 * the node's clique label, `nvidia.com/gpu.clique: <cluster UUID>.<clique id>`, which GPU Feature Discovery
-  publishes on an NVLink fabric system (../shared/reference/nvidia-formats-facts.md §2.1) from the GPUs' fabric
-  info, as the DRA driver's kubelet plugin reads it too (DRV v0.4.1 cmd/compute-domain-kubelet-plugin/nvlib.go
+  publishes on an NVLink fabric system (../shared/reference/nvidia-formats-facts.md §2.1; DRV v0.4.1
+  docs/prerequisites.md) and, on the GPUCluster stack without GFD, the operator's kubelet plugin (gpu-operator v26.7.0
+  manifests/state-dra-driver/0500_daemonset.yaml: GPU_CLIQUE_LABEL_ENABLED "true"), from the GPUs' fabric info, as
+  the DRA driver's kubelet plugin reads it too (DRV v0.4.1 cmd/compute-domain-kubelet-plugin/nvlib.go
   getCliqueID: no clique when the fabric is not attached or its registration has not completed). The trays of one
   rack share one clique; trays of one rack that report two cliques are a split fabric;
 * the ResourceSlice the ComputeDomain kubelet plugin publishes for its node (driver compute-domain.nvidia.com, pool
@@ -14,7 +16,9 @@ whether each tray is in its rack's NVLink domain and can take part in a ComputeD
   without it gets no IMEX daemon and no channel;
 * with the pods (--pods, --must-gather, or read live): the kubelet plugin's pod on each tray (the chart's DaemonSet
   <release>-kubelet-plugin, pods labelled `dra-driver-nvidia-gpu-component: kubelet-plugin`, container
-  compute-domains: DRV v0.4.1 templates/kubeletplugin.yaml, _helpers.tpl selectorLabels) and the IMEX daemon pods
+  compute-domains: DRV v0.4.1 templates/kubeletplugin.yaml, _helpers.tpl selectorLabels; on the GPUCluster stack the
+  operator's DaemonSet nvidia-dra-driver-kubelet-plugin, app=nvidia-dra-driver-kubelet-plugin, the same container:
+  gpu-operator v26.7.0 manifests/state-dra-driver/0500_daemonset.yaml) and the IMEX daemon pods
   of the ComputeDomains (labelled `resource.nvidia.com/computeDomain: <uid>`, container compute-domain-daemon:
   templates/compute-domain-daemon.tmpl.yaml). A daemon pod exists only where a ComputeDomain's workload runs, so
   only an unready one is a finding; the kubelet plugin belongs on every tray.
@@ -28,6 +32,7 @@ from typing import Any, Mapping
 from . import operands as O
 from .auditresult import ERROR, INFO, WARNING, Drift
 from .nodefacts import GFD_PRODUCT, NodeFacts, printable
+from ..dra import enabled as _dra_enabled
 
 #: Trays named in a pool-level finding's evidence, at most.
 LISTED = 20
@@ -67,7 +72,17 @@ class Fabric:
         #: The ComputeDomain driver's devices per node (cluster.slices.Published.compute_domains), None: not read.
         self.slices = slices
         self.namespace = nvlink.namespace(plan)
-        self.release = nvlink.RELEASE_NAME
+        # The kubelet plugin's DaemonSet and the label selecting its pods: the chart's (a release beside the operator,
+        # templates/kubeletplugin.yaml) or the operator's own on the GPUCluster stack (operands.OPERATOR_DRA_APP).
+        #: Who sets the clique label: GFD on the device-plugin stack (DRV v0.4.1 docs/prerequisites.md, install.md
+        #: "Validate clique node labels"); on the GPUCluster stack, which runs no GFD, the operator's kubelet plugin
+        #: (gpu-operator v26.7.0 manifests/state-dra-driver/0500_daemonset.yaml GPU_CLIQUE_LABEL_ENABLED "true").
+        self.gfd = not _dra_enabled(plan.intent)
+        if nvlink.release(plan):
+            self.daemonset = f"{nvlink.RELEASE_NAME}-kubelet-plugin"
+            self.selector = "=".join(O.DRA_COMPONENT)
+        else:
+            self.daemonset, self.selector = O.OPERATOR_DRA_APP, f"app={O.OPERATOR_DRA_APP}"
         self.clique_label = nvlink.CLIQUE_LABEL
         self.driver = nvlink.CD_DRIVER
         self.trays: dict[str, list[_Tray]] = {name: [] for name in self.nvlink}
@@ -95,15 +110,20 @@ class Fabric:
             evidence: dict[str, Any] = {self.clique_label: None}
             if fabric.rack_label:
                 evidence[fabric.rack_label] = rack
-            evidence[GFD_PRODUCT] = _label(labels, GFD_PRODUCT)
-            if evidence[GFD_PRODUCT] is None:
+            fabric_hint = ("on the node, `nvidia-smi -q` under Fabric must say State Completed, Status Success and "
+                           "a CliqueId; if not, check the NVLink fabric (the fabric manager and the rack's NVLink "
+                           "switch trays)")
+            if not self.gfd:
+                hint = (f"the operator's kubelet plugin ({self.daemonset}, container compute-domains) sets the "
+                        f"clique label once the node's GPUs have joined the NVLink fabric: {fabric_hint}")
+            elif _label(labels, GFD_PRODUCT) is None:
+                evidence[GFD_PRODUCT] = None
                 hint = ("GPU Feature Discovery has not labelled the node at all (no nvidia.com/gpu.product): check "
                         "its gpu-feature-discovery pod first")
             else:
+                evidence[GFD_PRODUCT] = _label(labels, GFD_PRODUCT)
                 hint = ("GPU Feature Discovery publishes the clique once the node's GPUs have joined the NVLink "
-                        "fabric: on the node, `nvidia-smi -q` under Fabric must say State Completed, Status "
-                        "Success and a CliqueId; if not, check the NVLink fabric (the fabric manager and the "
-                        "rack's NVLink switch trays)")
+                        f"fabric: {fabric_hint}")
             add(ERROR, "GA160", f"no NVLink clique label {self.clique_label}: the tray is in no NVLink domain, so "
                                 "no ComputeDomain can span it", evidence, hint)
         if fabric.rack_label and rack is None:
@@ -118,9 +138,9 @@ class Fabric:
     def _published(self, node: NodeFacts, add: Any) -> None:
         """GA161: the node's compute-domain.nvidia.com slice and its channel device."""
         devices = self.slices.get(node.name)
-        where = (f"check the {self.release}-kubelet-plugin pod on the node (container compute-domains; `kubectl -n "
-                 f"{self.namespace} get pods -l dra-driver-nvidia-gpu-component=kubelet-plugin -o wide "
-                 f"--field-selector spec.nodeName={node.name}`) and its log")
+        where = (f"check the {self.daemonset} pod on the node (container compute-domains; `kubectl -n "
+                 f"{self.namespace} get pods -l {self.selector} -o wide --field-selector "
+                 f"spec.nodeName={printable(node.name)}`) and its log")
         if not node.is_ready:
             where += "; the node is NotReady (GA113), which stops the plugin too"
         if not devices:
@@ -242,10 +262,10 @@ class Fabric:
             if plugins and plugin is None:
                 tray.found.append(Drift(
                     ERROR, "GA165", tray.name, pool, "no pod of the ComputeDomain kubelet plugin on the tray",
-                    {"namespace": self.namespace, "daemonSet": f"{self.release}-kubelet-plugin"},
-                    f"the DaemonSet {self.release}-kubelet-plugin places no pod there: its affinity must select the "
-                    f"pool's nodes and its tolerations take the pool's taints (`kubectl -n {self.namespace} "
-                    f"describe daemonset {self.release}-kubelet-plugin`){down}"))
+                    {"namespace": self.namespace, "daemonSet": self.daemonset},
+                    f"the DaemonSet {self.daemonset} places no pod there: its affinity must select the pool's nodes "
+                    f"and its tolerations take the pool's taints (`kubectl -n {self.namespace} describe daemonset "
+                    f"{self.daemonset}`){down}"))
             elif isinstance(plugin, O.OperandPod):
                 tray.found.append(self._unready(pool, tray.name, plugin, "the ComputeDomain kubelet plugin",
                                                 "GA165", "compute-domains", down))

@@ -26,6 +26,7 @@ DRIVER, TOOLKIT, DEVICE_PLUGIN, MPS, GFD, VALIDATOR, MIG_MANAGER = (
     "operator-validator", "mig-manager")
 DCGM, DCGM_EXPORTER, NODE_STATUS, DRA_PLUGIN = "dcgm", "dcgm-exporter", "node-status-exporter", "dra-kubelet-plugin"
 
+OPERATOR_DRA_APP = "nvidia-dra-driver-kubelet-plugin"
 #: The `app` label of each operand DaemonSet's pods -> the operand (gpu-operator assets/state-*/*_daemonset.yaml, the
 #: same names from v25.3.0 to v26.7.0). Driver pods are also known by app.kubernetes.io/component=nvidia-driver,
 #: which the ClusterPolicy's DaemonSet and the NVIDIADriver controller's (app=nvidia-gpu-driver-<os>-<hash>) both
@@ -43,6 +44,9 @@ APP_LABELS = {
     "nvidia-dcgm": DCGM,
     "nvidia-dcgm-exporter": DCGM_EXPORTER,
     "nvidia-node-status-exporter": NODE_STATUS,
+    # The operator's own DRA driver on the GPUCluster stack (v26.7.0 manifests/state-dra-driver/0500_daemonset.yaml:
+    # DaemonSet nvidia-dra-driver-kubelet-plugin, containers gpus and compute-domains).
+    OPERATOR_DRA_APP: DRA_PLUGIN,
 }
 #: The DRA driver's kubelet plugin (its chart, dra-driver-nvidia-gpu v0.4.1 templates/_helpers.tpl selectorLabels:
 #: `<chart name>-component: kubelet-plugin`).
