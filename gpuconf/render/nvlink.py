@@ -100,17 +100,11 @@ def driver_root(plan: P.Plan) -> str:
     return GKE_DRIVER_ROOT if plan.intent.spec.cluster.distribution == "gke" else "/"
 
 
-def _toleration(taint) -> dict:
-    out = {"key": taint.key, "operator": "Equal" if taint.value else "Exists", "effect": taint.effect}
-    if taint.value:
-        out["value"] = taint.value
-    return out
-
-
 def values(plan: P.Plan) -> dict:
     """The DRA driver chart's values: only what differs from its defaults, each for a reason REPORT.md gives."""
     names = [p.name for p in pools(plan)]
-    tolerations = {(t["key"], t.get("value", ""), t["effect"]): t for p in pools(plan) for t in map(_toleration, p.pool.taints)}
+    tolerations = {(t["key"], t.get("value", ""), t["effect"]): t for p in pools(plan)
+                   for t in map(P.toleration, p.pool.taints)}
     out: dict = {
         "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
         "kubeletPlugin": {
