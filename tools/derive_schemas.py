@@ -39,7 +39,7 @@ from gpuconf.chartfacts.source import ChartSourceError, read_chart  # noqa: E402
 # here for the tests that load this script as a module.
 from gpuconf.chartfacts.valuesschema import (  # noqa: E402,F401
     CEL_KEPT_GROUPS, CEL_RULES, LIST_MAP_KEYS, Converter, ValuesSchemaBuilder, chart_spec_schemas, crd_version_schema,
-    python_pattern,
+    default_type, python_pattern,
 )
 
 SCRIPT = "tools/derive_schemas.py"
@@ -509,22 +509,15 @@ DRA_FREE_FORM = ("affinity", "nodeSelector", "podAnnotations", "podSecurityConte
 
 def _shape(value: Any, key: str, path: str) -> dict[str, Any]:
     """A JSON Schema of a default value: its type, and for a mapping its keys (closed unless free-form)."""
-    if isinstance(value, bool):
-        return {"type": "boolean"}
-    if isinstance(value, int):
-        return {"type": "integer"}
-    if isinstance(value, str):
-        return {"type": "string"}
-    if isinstance(value, list):
-        return {"type": "array"}
     if isinstance(value, dict):
         if key in DRA_FREE_FORM and path != ".resources":  # the top-level resources: gpus, computeDomains
             return {"type": "object"}
         return {"type": "object", "additionalProperties": False,
                 "properties": {k: _shape(v, k, f"{path}.{k}") for k, v in sorted(value.items())}}
-    if value is None:
-        return {}
-    raise DeriveError(f"{DRA_CHART}: values.yaml {path}: unexpected {type(value).__name__}")
+    found = default_type(value)
+    if found is None:
+        raise DeriveError(f"{DRA_CHART}: values.yaml {path}: unexpected {type(value).__name__}")
+    return found
 
 
 def derive_dra_chart(ref: Reference, check: bool = True) -> dict[str, bytes]:

@@ -187,6 +187,17 @@ def _under(path: str, prefixes: Any) -> bool:
     return any(path == p or path.startswith(p + ".") for p in prefixes)
 
 
+def default_type(default: Any) -> dict[str, Any] | None:
+    """The JSON Schema type a values default gives its key ({} for null, which says nothing); None for a mapping or
+    a value YAML does not make."""
+    if default is None:
+        return {}
+    for kind, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array")):
+        if isinstance(default, kind):
+            return {"type": name}
+    return None
+
+
 class ValuesSchemaBuilder:
     """Builds the JSON Schema of one chart version's values from its defaults and the ClusterPolicy CRD."""
 
@@ -276,19 +287,10 @@ class ValuesSchemaBuilder:
             raise ChartSourceError(f"{self.version}: template-only keys below {dotted}, whose default is not a mapping")
         if cr is not None:
             return cr
-        if default is None:
-            return {}  # no type to take; in v26.7.0 these are NFD keys, typed by the NFD subchart's own schema
-        if isinstance(default, bool):
-            return {"type": "boolean"}
-        if isinstance(default, int):
-            return {"type": "integer"}
-        if isinstance(default, float):
-            return {"type": "number"}
-        if isinstance(default, str):
-            return {"type": "string"}
-        if isinstance(default, list):
-            return {"type": "array"}
-        raise ChartSourceError(f"{self.version}: {dotted}: default of type {type(default).__name__}")
+        found = default_type(default)  # None: in v26.7.0 NFD keys, typed by the NFD subchart's own schema
+        if found is None:
+            raise ChartSourceError(f"{self.version}: {dotted}: default of type {type(default).__name__}")
+        return found
 
     def build(self) -> dict[str, Any]:
         """The whole values schema."""
