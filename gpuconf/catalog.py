@@ -207,10 +207,12 @@ def chart_folder_near(start: Path) -> Path | None:
     """The gpuconf-charts folder that serves an input: in its own folder, else, inside a git repository, in the
     nearest folder above it up to the repository's top (the first folder holding .git) and no further. Outside a
     repository only the input's own folder counts (no facts file of a shared /tmp is picked up)."""
+    from .repository import top_of
+
     folder = (start if start.is_dir() else start.parent).resolve()
+    top = top_of(folder)
     chain = [folder, *folder.parents]
-    top = next((i for i, candidate in enumerate(chain) if (candidate / ".git").exists()), 0)
-    for candidate in chain[:top + 1]:
+    for candidate in chain[:chain.index(top) + 1]:
         if (candidate / USER_CHART_FOLDER).is_dir():
             return candidate / USER_CHART_FOLDER
     return None

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import os
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -45,8 +44,8 @@ CODE_DUPLICATE_ITEM = "GC404"
 CODE_PATCH = "GC405"
 CODE_COHERENCE = "GC406"
 TITLES = {
-    CODE_FILE: "fleet: the base, a layer or an overlay file does not exist, or a cluster names a layer the fleet does "
-               "not declare",
+    CODE_FILE: "fleet: the base, a layer or an overlay file does not exist or is outside the fleet's repository, or a "
+               "cluster names a layer the fleet does not declare",
     CODE_DUPLICATE_CLUSTER: "fleet: cluster names are unique (each has its own output folder)",
     CODE_NAME: "fleet: an overlay's metadata.name differs from the fleet's name for the cluster (a layer names none)",
     CODE_DUPLICATE_ITEM: "fleet: an overlay names the same pool or team twice",
@@ -68,13 +67,15 @@ class FleetCluster(Strict):
                                            "order (the later wins): a region, an environment.",
                                examples=[["eu", "production"]])
     overlay: Optional[NonEmpty] = Field(None, description="Partial intent merged over the base (path relative to "
-                                                          "the fleet file); omit for the base as it is.")
+                                                          "the fleet file, inside its repository); omit for the base "
+                                                          "as it is.")
 
 
 class FleetSpec(Strict):
     """The base intent and the clusters built from it."""
 
-    base: NonEmpty = Field(description="Intent every cluster starts from (path relative to the fleet file).")
+    base: NonEmpty = Field(description="Intent every cluster starts from (path relative to the fleet file, inside its "
+                                       "repository).")
     layers: Dict[Name, NonEmpty] = Field(
         default_factory=dict, max_length=MAX_ITEMS,
         description="Named partial intents between the base and the clusters' overlays (layer name -> path relative "
@@ -350,13 +351,21 @@ class FleetResult:
 
 
 def _display(fleet_file: str, ref: str) -> tuple[Path, str]:
-    """The real path of a file the fleet names, and how findings show it (relative to the fleet's folder)."""
-    if os.path.isabs(ref):
-        return Path(ref), ref
+    """The real path of a file the fleet names (relative: repository.outside refused the others), and how findings
+    show it (relative to the fleet's folder)."""
     return Path(fleet_file).parent / ref, posixpath.normpath(posixpath.join(posixpath.dirname(fleet_file), ref))
 
 
 def _load(fleet_doc: Document, loc: tuple, ref: str, result: FleetResult) -> Document | None:
+    from ..repository import outside
+
+    why = outside(fleet_doc.file, ref)
+    if why is not None:  # never opened: nothing of a file outside the repository reaches a message
+        line, column = fleet_doc.position(loc)
+        result.findings.append(Finding(fleet_doc.file, line, column, ERROR, CODE_FILE, dotted(loc),
+                                       f"{ref!r} {why}", "keep the base, the layers and the overlays in the "
+                                       "fleet's repository, and name them relative to the fleet file"))
+        return None
     path, display = _display(fleet_doc.file, ref)
     if not path.is_file():
         line, column = fleet_doc.position(loc)

@@ -249,8 +249,9 @@ class Operator(Strict):
     registry: Optional[NonEmpty] = Field(None, description="Image registry mirror that replaces nvcr.io/nvidia for every image.")
     image_pull_secrets: List[Name] = Field(default_factory=list, max_length=MAX_LABELS, description="Names of existing pull secrets (never their content).")
     image_lock: Optional[NonEmpty] = Field(
-        None, description="A YAML file (relative to this one) mapping each image reference the render pulls, as "
-                          "`gpuconf images` prints it, to its sha256: digest; every image is then pinned by digest.",
+        None, description="A YAML file (relative to this one, inside its repository: the git work tree that "
+                          "holds it, else its folder) mapping each image reference the render pulls, as `gpuconf "
+                          "images` prints it, to its sha256: digest; every image is then pinned by digest.",
         examples=["images.lock.yaml"])
 
 

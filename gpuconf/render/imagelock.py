@@ -49,14 +49,23 @@ class Lock:
 
 
 def lock_path(intent, document) -> str | None:
-    """Where the intent's image lock is: relative to the file that declares spec.operator.imageLock."""
+    """Where the intent's image lock is: relative to the file that declares spec.operator.imageLock (document: the
+    intent's, or a fleet cluster's merged document), and inside that file's repository (gpuconf/repository.py).
+    Raises LockError, at the field, for a path outside it (never opened) or an intent read without its document."""
     ref = intent.spec.operator.image_lock
     if ref is None:
         return None
+    if document is None:
+        raise AssertionError("the image lock is read relative to the intent: give its document")
+    from ..repository import outside
+
     source = getattr(document, "source", None)
-    declaring = source(LOCK_LOC) if source is not None else getattr(document, "file", "")
-    if os.path.isabs(ref):
-        return ref
+    declaring = source(LOCK_LOC) if source is not None else document.file
+    why = outside(declaring, ref)
+    if why is not None:
+        line, column = document.position(LOCK_LOC)
+        raise LockError(f"{declaring}:{line}:{column}: spec.operator.imageLock: {ref!r} {why} (keep the lock in the "
+                        "intent's repository and name it relative to the intent)")
     return posixpath.normpath(posixpath.join(posixpath.dirname(declaring), ref))
 
 

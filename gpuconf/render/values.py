@@ -430,7 +430,7 @@ def with_chart(intent, version: str):
     return intent.model_copy(update={"spec": intent.spec.model_copy(update={"operator": operator})})
 
 
-def derived_changes(intent) -> dict | None:
+def derived_changes(intent, document=None) -> dict | None:
     """The values changes gpuconf derives from an intent without its overrides (path -> Change), or None when the
     intent is too broken to plan (unknown chart, GPU model or sharing profile, a MIG layout the GPU does not have:
     other rules report those)."""
@@ -439,4 +439,4 @@ def derived_changes(intent) -> dict | None:
     for pool in intent.spec.pools:
         if P.pool_capacity(intent, pool) is None:  # its GPU, its sharing profile and the profile's MIG layout
             return None
-    return dict(build_values(P.build(without_overrides(intent), "")).changes)
+    return dict(build_values(P.build(without_overrides(intent), "", document)).changes)

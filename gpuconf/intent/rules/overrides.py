@@ -141,7 +141,7 @@ def override_keeps_derived(ctx: Context) -> Iterator[Finding]:
         return
     from ...render.values import derived_changes
 
-    derived = derived_changes(ctx.intent)
+    derived = derived_changes(ctx.intent, ctx.doc)  # the document: the image lock is read beside the intent
     if not derived:
         return
     for i, override in enumerate(overrides):

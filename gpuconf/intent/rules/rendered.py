@@ -67,7 +67,7 @@ def override_helm_default(ctx: Context) -> Iterator[Finding]:
                 continue
             if quirk["when"] == "defaultNVIDIADriver":
                 if default_cr is None:
-                    default_cr = _renders_default_nvidiadriver(ctx.intent)
+                    default_cr = _renders_default_nvidiadriver(ctx.intent, ctx.doc)
                 if not default_cr:
                     continue
             inside = tuple(keys[len(parts):])
@@ -83,14 +83,14 @@ def override_helm_default(ctx: Context) -> Iterator[Finding]:
                               f"empty value, so it becomes {shown(quirk['becomes'])}", hint, at_key=bool(inside))
 
 
-def _renders_default_nvidiadriver(intent: ClusterIntent) -> bool:
+def _renders_default_nvidiadriver(intent: ClusterIntent, document) -> bool:
     """Whether the chart renders its NVIDIADriver/default for this intent (False when it cannot be planned)."""
     from ...render import chart as C
     from ...render.values import build_values
 
     if any(catalog.gpu_model(p.gpu) is None or plan.pool_profile(intent, p) is None for p in intent.spec.pools):
         return False
-    return C.default_nvidiadriver(build_values(plan.build(intent, "")).merged()) is not None
+    return C.default_nvidiadriver(build_values(plan.build(intent, "", document)).merged()) is not None
 
 
 @rule("GC352", "upgrade pod selectors are label selectors the chart renders intact")
