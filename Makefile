@@ -14,14 +14,20 @@ REFERENCE := examples/heterogeneous.yaml
 # pip itself is brought up to date first: the `gpuconf` launcher that an older pip writes (Python 3.11's ensurepip
 # gives pip 23) imports re before gpuconf runs, half again a bare Python start-up on every command; current pip's
 # does not (tests/test_package.py checks what the installed command imports).
+# pip's own output (and the build backend's, which pip passes on even with --quiet) goes to .venv/pip.log and is
+# shown only when the install fails: `make demo` prints gpuconf's output and nothing else.
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+QUIET := >> $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
+
 $(RUNTIME): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@: > $(VENV)/pip.log
+	@$(PIP) install --upgrade pip $(QUIET)
+	@$(PIP) install -e . $(QUIET)
 	@touch $@
 
 $(STAMP): $(RUNTIME)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,docs]'
+	@$(PIP) install -e '.[test,docs]' $(QUIET)
 	@touch $@
 
 demo: $(RUNTIME)  ## render the bundled reference example into ./out and print the summary
@@ -46,7 +52,7 @@ golden: $(STAMP)  ## regenerate tests/cases/*/expected-errors.txt and tests/gold
 	@GPUCONF_REGEN=1 $(BIN)/python -m pytest -q tests/test_cases.py tests/test_render.py tests/test_fleet.py -k "test_case or test_golden_tree"
 
 $(VENV)/.mutation-stamp: $(STAMP)
-	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,docs,mutation]'
+	@$(PIP) install -e '.[test,docs,mutation]' $(QUIET)
 	@touch $@
 
 mutation: $(VENV)/.mutation-stamp  ## sampled mutation run of the core modules (minutes; not part of `make test`)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from . import __version__
+from . import build_text
 from .jobsoption import jobs_option
 
 EXIT_OK = 0
@@ -99,7 +99,7 @@ _ENVIRONMENT_ERRNOS = frozenset(getattr(errno, name) for name in (
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="gpuconf")
+@click.version_option(build_text(), prog_name="gpuconf", message="%(prog)s %(version)s")
 def main() -> None:
     """Declarative, validated configuration for the NVIDIA GPU Operator.
 

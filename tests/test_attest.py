@@ -79,10 +79,11 @@ def test_unsigned_attestation_lists_every_file_and_the_inputs(run, here):
     assert deps["profiles/charts/v26.3.3.json"]["annotations"] == {"gpuconf_role": "chart-defaults"}
     catalogue = (ROOT / "profiles" / "gpus.json").read_bytes()
     assert deps["profiles/gpus.json"]["digest"]["sha256"] == hashlib.sha256(catalogue).hexdigest()
-    from gpuconf import __version__
+    from gpuconf import __commit__, __dirty__, __version__
 
-    assert doc["predicate"]["runDetails"] == {"builder": {"id": "urn:gpuconf:builder:cli",
-                                                          "version": {"gpuconf": __version__}}}
+    assert doc["predicate"]["runDetails"] == {"builder": {"id": "urn:gpuconf:builder:cli", "version": {
+        "gpuconf": __version__, **({"commit": __commit__} if __commit__ else {}),
+        **({"uncommittedChanges": "true"} if __dirty__ else {})}}}
     assert "startedOn" not in json.dumps(doc)  # no time: same inputs, same bytes
     record = (folder / ".gpuconf-files").read_text(encoding="utf-8")
     assert "  attestation.intoto.json\n" in record  # gpuconf's own file: the next render replaces it

@@ -642,7 +642,7 @@ def modules_page() -> str:
         role = _role(ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))) if init.exists() else ""
         out.append(f"## `{name}/`\n\n{role}\n\n| module | role |\n|---|---|\n")
         for path in sorted(folder.glob("*.py")):
-            if path.name == "__init__.py":
+            if path.name in ("__init__.py", "_version.py"):  # _version.py: written by a build, not committed
                 continue
             text = path.read_text(encoding="utf-8")
             out.append(f"| `{path.relative_to(ROOT).as_posix()}` | {_role(ast.get_docstring(ast.parse(text)))} |\n")

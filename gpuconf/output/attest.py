@@ -16,7 +16,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
-from .. import __version__
+from .. import __commit__, __dirty__, __version__
 from .writer import RECORD
 
 #: The attestation's file name in each cluster folder (a stand-alone envelope SHOULD end .json: DSSE envelope.md).
@@ -75,8 +75,18 @@ def statement(name: str, files: dict[str, str], command: str, inputs: list[tuple
     if chart_versions:
         build["internalParameters"] = {"chartVersions": sorted(set(chart_versions))}
     return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": PREDICATE_TYPE,
-            "predicate": {"buildDefinition": build,
-                          "runDetails": {"builder": {"id": BUILDER_ID, "version": {"gpuconf": __version__}}}}}
+            "predicate": {"buildDefinition": build, "runDetails": {"builder": builder()}}}
+
+
+def builder() -> dict:
+    """runDetails.builder: gpuconf, by the version it was built as and the commit it was built from (both from git:
+    setuptools-scm at build time; docs/getting-started/install.md)."""
+    version = {"gpuconf": __version__}
+    if __commit__:
+        version["commit"] = __commit__
+    if __dirty__:
+        version["uncommittedChanges"] = "true"
+    return {"id": BUILDER_ID, "version": version}
 
 
 def serialise(document: dict) -> str:

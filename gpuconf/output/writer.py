@@ -30,8 +30,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .. import __version__
-
 #: The record of what gpuconf wrote into a folder, inside that folder (`sha256sum -c .gpuconf-files` checks it).
 RECORD = ".gpuconf-files"
 #: The lock file in the output folder, only where its file system cannot lock the folder itself, and only while a
@@ -63,8 +61,8 @@ def environment_error(path: str | Path, exc: OSError) -> OutputError:
 
 def with_record(files: dict[str, str]) -> dict[str, str]:
     """A tree's files plus the record of them: exactly what its folder holds after a write."""
-    lines = [f"# gpuconf {__version__} wrote the files below (sha256sum format); it replaces only folders whose "
-             "every file is listed here, and never deletes others.\n"]
+    lines = ["# gpuconf wrote the files below (sha256sum format); it replaces only folders whose every file is listed "
+             "here, and never deletes others.\n"]
     lines += [f"{hashlib.sha256(text.encode('utf-8')).hexdigest()}  {rel}\n" for rel, text in sorted(files.items())]
     return {**files, RECORD: "".join(lines)}
 
@@ -88,7 +86,8 @@ def _generated(rel: str, head: bytes) -> bool:
             generated = json.loads(head).get("generated", {})
         except (ValueError, AttributeError):
             return False
-        return isinstance(generated, dict) and str(generated.get("by", "")).startswith("gpuconf ")
+        by = str(generated.get("by", "")) if isinstance(generated, dict) else ""
+        return by == "gpuconf" or by.startswith("gpuconf ")
     return False
 
 

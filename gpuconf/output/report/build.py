@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ... import __version__
 from ... import plan as P
 from .acceptance import acceptance_facts
 from .admission import admission_facts
@@ -35,7 +34,7 @@ def build_report(plan: P.Plan, values, command, files: Iterable[str] = ()) -> di
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "generated": {"by": f"gpuconf {__version__}", "from": file, "command": regenerate(plan, command)},
+        "generated": {"by": "gpuconf", "from": file, "command": regenerate(plan, command)},
         "cluster": {
             "name": plan.name, "chartVersion": plan.chart_version, "namespace": plan.namespace,
             "kubernetesVersion": spec.cluster.kubernetes_version, "distribution": spec.cluster.distribution,
