@@ -254,6 +254,20 @@ def use_chart_folder(folder: Path | None) -> None:
         cached.cache_clear()
 
 
+def chart_facts_file(version: str) -> tuple[str, str, bool] | None:
+    """(how an attestation names it, its text, whether gpuconf ships it) of the facts of a chart version:
+    profiles/charts/<version>.json, or the facts file `gpuconf chart add` wrote under gpuconf-charts/ (named
+    relative to its repository). None when gpuconf has no facts for the version."""
+    text = _chart_text(version)
+    if text is None:
+        return None
+    if version in _USER_CHARTS:
+        from .repository import relative_name
+
+        return relative_name(_USER_CHARTS[version][0]), text, False
+    return f"profiles/charts/{version}.json", text, True
+
+
 def user_values_schema(version: str) -> Mapping[str, Any] | None:
     """The values schema `gpuconf chart add` derived for a chart it added, or None for a shipped release."""
     if version not in _USER_CHARTS:

@@ -199,29 +199,33 @@ def _key(path: str, private: bool):
 @main.command()
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--key", "key_file", type=click.Path(dir_okay=False), metavar="PUBLIC",
-              help="The public key (PEM) the envelope must be signed with (needs gpuconf[sign]); without it the "
-                   "signature is not checked.")
-def verify(folder: str, key_file: str | None) -> None:
-    """Check a rendered cluster FOLDER against its attestation.intoto.json: every file matches its digest, no file
-    is missing or unlisted (gpuconf's file record aside), and with --key the signature verifies.
+              help="The public key (PEM) the envelope must be signed with (needs gpuconf[sign]): from a CI secret, or "
+                   "pinned with --key-fingerprint; a key inside FOLDER's repository is refused without the pin.")
+@click.option("--key-fingerprint", "fingerprint", metavar="SHA256:HEX",
+              help="The sha256 of --key's DER public key (openssl pkey -pubin -in KEY -outform DER | sha256sum).")
+@click.option("--skip-signature", is_flag=True,
+              help="Check the digests only: accept an unsigned statement, or an envelope whose signature is then "
+                   "not checked (the verdict says which).")
+@click.option("--intent", "intent", type=click.Path(dir_okay=False), metavar="INPUT",
+              help="The intent or fleet file FOLDER must have been rendered from: the statement must name exactly "
+                   "its files (and image lock) with their digests, so an older render (a rollback) fails.")
+def verify(folder: str, key_file: str | None, fingerprint: str | None, skip_signature: bool,
+           intent: str | None) -> None:
+    """Check a rendered cluster FOLDER against its attestation.intoto.json: every file (the file record included)
+    matches its digest, none is missing or unlisted, the statement is of FOLDER's cluster, and the signature
+    verifies with --key. Every verdict says "signature checked", "signature not checked" or "unsigned".
 
-    Exit 0 verified; 1 naming each file or check that fails; 2 for a folder without an attestation, or a key that
-    cannot be read.
+    Exit 0 verified; 1 naming each problem (a signed or unsigned attestation without --key is one, unless
+    --skip-signature); 2 for a folder without an attestation, or a key that cannot be used.
     """
-    from .output.attest import NoAttestation, verdict_lines, verify_folder
+    from .pipeline import UsageProblem
+    from .verifycmd import verify as run_verify
 
-    key = _key(key_file, private=False) if key_file is not None else None
     try:
-        verdict = verify_folder(folder, key)
-    except NoAttestation as exc:
-        click.echo(f"gpuconf: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
-    lines = verdict_lines(verdict)
-    click.echo("\n".join(lines[:-1]) + "\n" if len(lines) > 1 else "", nl=False)
-    for note in verdict.notes:
-        click.echo(f"gpuconf: note: {note}", err=True)
-    click.echo(lines[-1], err=True)
-    sys.exit(EXIT_OK if verdict.ok else EXIT_FINDINGS)
+        outcome = run_verify(folder, key_file, fingerprint, skip_signature, intent)
+    except UsageProblem as exc:
+        raise click.UsageError(str(exc)) from None
+    _finish(outcome)
 
 
 _NODES_HELP = "A NodeList: the output of `kubectl get nodes -o json` (`-` reads standard input)."

@@ -45,10 +45,12 @@ def display_path(path: str) -> str:
 
 
 def render_command(intent: str, out: str):
-    """The command line written into every generated file's header (a gpuconf.render.tree.Command)."""
+    """The command line written into every generated file's header (a gpuconf.render.tree.Command): the input named
+    relative to its repository's top (gpuconf/repository.py), the same from every working folder and checkout."""
     from .render.tree import Command
+    from .repository import relative_name
 
-    return Command(display_path(intent), display_path(out))
+    return Command(relative_name(intent), display_path(out))
 
 
 def render_path(path: str, out: str, deployed_for=None) -> Rendered:
@@ -110,15 +112,25 @@ def render_any(path: str, out: str, deployed_for=None, cluster: str | None = Non
 
 
 def _inputs(read, trees: list) -> dict[str, list[tuple[str, str, str]]]:
-    """Each tree's input files as (role, name, sha256): an intent; or a fleet file with the base and overlay of the
-    cluster (the fleet's own folder: with every base and overlay)."""
+    """Each tree's input files as (role, name, sha256), each named relative to its repository's top: an intent; or
+    a fleet file with the base, layers and overlay of the cluster (the fleet's own folder: with every one); then
+    the image lock the cluster's plan read, if any."""
+    from .repository import relative_name
+
+    def named(file: str) -> str:
+        return relative_name(file, read.file)
+
+    def lock(tree) -> list[tuple[str, str, str]]:
+        found = tree.plan.image_lock if tree.plan is not None else None
+        return [("image-lock", named(found.file), found.sha256)] if found is not None else []
+
     if not read.is_fleet:
-        return {tree.name: [("intent", read.file, read.digests[read.file])] for tree in trees}
-    fleet = [("fleet", read.file, read.digests[read.file])]
-    layers = {c.name: [(read.roles.get(f) or ("base" if i == 0 else "overlay"), f, read.digests[f])
+        return {tree.name: [("intent", named(read.file), read.digests[read.file]), *lock(tree)] for tree in trees}
+    fleet = [("fleet", named(read.file), read.digests[read.file])]
+    layers = {c.name: [(read.roles.get(f) or ("base" if i == 0 else "overlay"), named(f), read.digests[f])
                        for i, f in enumerate(c.files)] for c in read.clusters}
     every = sorted({layer for files in layers.values() for layer in files}, key=lambda layer: layer[1])
-    return {tree.name: fleet + layers.get(tree.name, every) for tree in trees}
+    return {tree.name: fleet + layers.get(tree.name, every) + lock(tree) for tree in trees}
 
 
 def render(intents: tuple[str, ...] | list[str], out: str, check: bool, delete_foreign: bool = False,
@@ -164,8 +176,9 @@ def render(intents: tuple[str, ...] | list[str], out: str, check: bool, delete_f
 def _attest(intents, rendered: list, out: str, signer) -> None:
     """Add each tree's attestation (gpuconf/output/attest.py) to its files."""
     from .output.attest import ATTESTATION, attestation_text, statement
-
+    from .output.writer import with_record
     from .render.command import regenerate
+    from .render.gitops import chart_source
 
     for intent, r in zip(intents, rendered):
         command = render_command(intent, out)
@@ -174,7 +187,8 @@ def _attest(intents, rendered: list, out: str, signer) -> None:
             # What the files name, nothing of the folder they were written to: the same inputs attest the same.
             text = regenerate(tree.plan, command, "--attest") if tree.plan is not None else \
                 f"gpuconf render {command.input} --attest"
-            doc = statement(tree.name, tree.files, text, r.inputs[tree.name], versions)
+            doc = statement(tree.name, with_record(tree.files), text, r.inputs[tree.name], versions,
+                            r.name if r.fleet else None, chart_source(tree.plan).url if tree.plan is not None else None)
             tree.files[ATTESTATION] = attestation_text(doc, signer)
 
 
@@ -184,6 +198,7 @@ def _check_trees(trees: list, out: str, stdout: str, unsigned: bool = False) -> 
     attestation is up to date when its payload is the fresh statement (the signature is `gpuconf verify`'s)."""
     from pathlib import Path
 
+    from .escape import term_text
     from .output.attest import ATTESTATION, envelope_payload
     from .output.summary import tree_diff, unchanged
     from .output.writer import RECORD, inspect, orphans, with_record
@@ -194,16 +209,17 @@ def _check_trees(trees: list, out: str, stdout: str, unsigned: bool = False) -> 
         folder = inspect(Path(out) / tree.name)
         files = tree.files
         present = folder.files.get(ATTESTATION)
-        if unsigned and present and envelope_payload(present.decode("utf-8", "replace")) == \
-                files[ATTESTATION].encode("utf-8"):
+        if unsigned and present and envelope_payload(present) == files[ATTESTATION].encode("utf-8"):
             files = {**files, ATTESTATION: present.decode("utf-8")}
+            outcome.stderr.append(f"gpuconf: note: {term_text(Path(out) / tree.name / ATTESTATION)}: its payload is "
+                                  "the fresh statement; its signature was not checked (gpuconf verify --key checks it)")
         expected = with_record(files)
         return Path(out) / tree.name, folder, expected, unchanged(folder, expected)
 
+    outcome = Outcome(stdout)
     compared = [read(tree) for tree in trees]
     stale = [c for c in compared if not c[3]]  # their diffs on the cores (--jobs), in order
     differences = iter(ordered(lambda c: tree_diff(c[1], c[2], str(c[0])), stale, CHECK_PARALLEL_FROM))
-    outcome = Outcome(stdout)
     for target, folder, expected, same in compared:
         difference = "" if same else next(differences)
         if difference:

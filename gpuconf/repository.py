@@ -48,11 +48,12 @@ def _within(path: str, root: Path) -> bool:
         return False
 
 
-def outside(file: str | Path, ref: str) -> str | None:
-    """Why the path ref, written in file, is not a file gpuconf reads; None when it is inside file's repository."""
+def outside(file: str | Path, ref: str, root: Path | None = None) -> str | None:
+    """Why the path ref, written in file, is not a file gpuconf reads; None when it is inside the repository: root,
+    or file's own (a fleet's layer names files inside the fleet's repository)."""
     if os.path.isabs(ref) or ref.startswith("\\"):
         return "is an absolute path; paths are relative to the file that names them, inside " + REPOSITORY
-    root = repository_of(file)
+    root = root if root is not None else repository_of(file)
     lexical = os.path.normpath(os.path.join(_folder_of(file), ref))
     if not _within(lexical, root):
         return "leaves " + REPOSITORY + " through `..`"
@@ -61,13 +62,14 @@ def outside(file: str | Path, ref: str) -> str | None:
     return None
 
 
-def relative_name(file: str | Path) -> str:
-    """file's path relative to the top of its repository, with `/` separators: how generated files name an input
-    (the same in every checkout, from every working folder). Standard input is `<stdin>`."""
+def relative_name(file: str | Path, input_file: str | Path | None = None) -> str:
+    """file's path relative to the top of the repository of input_file (the intent or fleet file given on the
+    command line; file itself by default), with `/` separators: how generated files name an input (the same in
+    every checkout, from every working folder). Standard input is `<stdin>`."""
     if str(file) in ("-", "<stdin>"):
         return "<stdin>"
     path = Path(os.path.abspath(file))
-    root = repository_of(path)
+    root = repository_of(input_file if input_file is not None else path)
     try:
         return path.parent.resolve().relative_to(root).joinpath(path.name).as_posix()
     except ValueError:  # not below its own repository's top: cannot happen, but never a machine's path

@@ -18,6 +18,9 @@ from conftest import ROOT
 
 SINGLE = ROOT / "examples" / "single-pool.yaml"
 FLEET = ROOT / "examples" / "fleet"
+#: What verify asks for when no signature was checked (gpuconf/output/attestcheck.py).
+GIVE_KEY = "give --key PUBLIC_KEY (from a CI secret, or pinned with --key-fingerprint), or --skip-signature to check " \
+           "the digests only"
 
 
 @pytest.fixture
@@ -61,12 +64,12 @@ def test_unsigned_attestation_lists_every_file_and_the_inputs(run, here):
     assert doc["predicateType"] == "https://slsa.dev/provenance/v1"
     written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     assert ".gpuconf-files" in written and "attestation.intoto.json" in written
-    assert [s["name"] for s in doc["subject"]] == [p for p in written
-                                                   if p not in (".gpuconf-files", "attestation.intoto.json")]
+    # Every file, the record of them included (issue 45, item 4); the attestation cannot list itself.
+    assert [s["name"] for s in doc["subject"]] == [p for p in written if p != "attestation.intoto.json"]
     for subject in doc["subject"]:
         assert subject["digest"] == {"sha256": hashlib.sha256((folder / subject["name"]).read_bytes()).hexdigest()}
     build = doc["predicate"]["buildDefinition"]
-    assert build["buildType"] == "urn:gpuconf:buildType:render:v1"
+    assert build["buildType"] == "urn:gpuconf:buildType:render:v2"
     # Nothing of the output folder: the same inputs attest the same wherever they are rendered.
     assert build["externalParameters"] == {"cluster": "lab", "command": "gpuconf render intent.yaml --attest -o DIR "
                                                                      "(DIR: the folder that holds lab/)",
@@ -76,9 +79,16 @@ def test_unsigned_attestation_lists_every_file_and_the_inputs(run, here):
     assert deps["intent.yaml"]["annotations"] == {"gpuconf_role": "intent"}
     chart = (ROOT / "profiles" / "charts" / "v26.3.3.json").read_bytes()
     assert deps["profiles/charts/v26.3.3.json"]["digest"]["sha256"] == hashlib.sha256(chart).hexdigest()
-    assert deps["profiles/charts/v26.3.3.json"]["annotations"] == {"gpuconf_role": "chart-defaults"}
+    assert deps["profiles/charts/v26.3.3.json"]["annotations"] == {"gpuconf_role": "chart-facts"}
+    # The chart archive those facts were read from, by the digest NVIDIA's Helm index records for it
+    # (shared/reference/gpu-operator/charts/SOURCES.md: v26.3.3's sha256, equal to the index digest).
+    assert deps["gpu-operator-v26.3.3.tgz"] == {
+        "name": "gpu-operator-v26.3.3.tgz", "downloadLocation": "https://helm.ngc.nvidia.com/nvidia",
+        "digest": {"sha256": "59abb5852a24b3ae0ef757bfea3051f419acbf559ee5efd72f0672d28af56a68"},
+        "annotations": {"gpuconf_role": "chart", "chartVersion": "v26.3.3"}}
     catalogue = (ROOT / "profiles" / "gpus.json").read_bytes()
     assert deps["profiles/gpus.json"]["digest"]["sha256"] == hashlib.sha256(catalogue).hexdigest()
+    assert "pkg:pypi" not in json.dumps(doc)  # no made-up package URI (gpuconf is not on PyPI)
     from gpuconf import __commit__, __dirty__, __version__
 
     assert doc["predicate"]["runDetails"] == {"builder": {"id": "urn:gpuconf:builder:cli", "version": {
@@ -86,11 +96,16 @@ def test_unsigned_attestation_lists_every_file_and_the_inputs(run, here):
         **({"uncommittedChanges": "true"} if __dirty__ else {})}}}
     assert "startedOn" not in json.dumps(doc)  # no time: same inputs, same bytes
     record = (folder / ".gpuconf-files").read_text(encoding="utf-8")
-    assert "  attestation.intoto.json\n" in record  # gpuconf's own file: the next render replaces it
-    verified = run("verify", "out/lab")
+    assert "attestation.intoto.json" not in record  # the attestation lists the record, so the record cannot list it
+    # Fail closed: an unsigned statement proves nothing about who made it.
+    result = run("verify", "out/lab")
+    assert result.exit_code == 1
+    assert result.stdout == f"out/lab/attestation.intoto.json: unsigned: nothing shows who made it; {GIVE_KEY}\n"
+    assert result.stderr == "out/lab: FAILED: 1 problem (unsigned)\n"
+    verified = run("verify", "out/lab", "--skip-signature")
     assert verified.exit_code == 0
     assert verified.stderr == f"out/lab: verified: {len(doc['subject'])} files match attestation.intoto.json " \
-                              "(an unsigned statement)\n"
+                              "(unsigned)\n"
 
 
 def test_a_render_without_attest_writes_none(run, here):
@@ -111,7 +126,7 @@ def test_signed_attestation_verifies_and_names_every_change(run, here, kind):
     first = (folder / "attestation.intoto.json").read_bytes()
     result = run("verify", "out/lab", "--key", str(public))
     assert result.exit_code == 0, result.output
-    assert result.stderr.endswith("(a signed envelope)\n") and result.stdout == ""
+    assert result.stderr.endswith("(signature checked)\n") and result.stdout == ""
     # The same inputs and key give the same bytes (Ed25519, and ECDSA made deterministic).
     assert run("render", "intent.yaml", "-o", "out", "--attest", "--sign-key", str(private)).exit_code == 0
     assert (folder / "attestation.intoto.json").read_bytes() == first
@@ -129,7 +144,7 @@ def test_signed_attestation_verifies_and_names_every_change(run, here, kind):
         "manifests/extra.yaml: not in the attestation (a file added after the render)",
         f"values.yaml: changed since the render (sha256 {changed}, attested {attested})",
     ]
-    assert result.stderr == "out/lab: FAILED: 3 problems\n"
+    assert result.stderr == "out/lab: FAILED: 3 problems (signature checked)\n"
 
 
 @pytest.mark.parametrize("kind", ["ed25519", "ecdsa"])
@@ -186,19 +201,23 @@ def test_verify_refuses_wrong_keys_forgeries_and_unsigned_statements(run, here):
     path.write_text(json.dumps(doc), encoding="utf-8")
     result = run("verify", "out/lab", "--key", str(public))
     assert result.exit_code == 1 and "the signature does not verify" in result.stdout
-    # Without --key the signature is not checked, and verify says so; the dropped subject is then an unlisted file.
+    # Without --key the signature is not checked: that alone fails, unless asked for the digests only.
     result = run("verify", "out/lab")
     assert result.exit_code == 1
-    assert result.stdout == "REPORT.md: not in the attestation (a file added after the render)\n"
-    assert "gpuconf: note: out/lab/attestation.intoto.json: the signature was not checked (give --key " \
-           "PUBLIC_KEY)\n" in result.stderr
+    assert result.stdout == f"out/lab/attestation.intoto.json: signature not checked: {GIVE_KEY}\n" \
+                            ".gpuconf-files: not in the attestation (a file added after the render)\n"
+    assert result.stderr == "out/lab: FAILED: 2 problems (signature not checked)\n"
+    result = run("verify", "out/lab", "--skip-signature")
+    assert (result.exit_code, result.stderr) == (1, "out/lab: FAILED: 1 problem (signature not checked)\n")
     assert run("render", "intent.yaml", "-o", "out", "--attest").exit_code == 0
     result = run("verify", "out/lab", "--key", str(public))
-    assert (result.exit_code, result.stdout) == (1, "out/lab/attestation.intoto.json: not signed (a plain "
-                                                    "statement, not a DSSE envelope); render it with --sign-key\n")
+    assert (result.exit_code, result.stdout) == (1, "out/lab/attestation.intoto.json: unsigned (a plain statement, "
+                                                    "not a DSSE envelope), but --key expects a signature; render it "
+                                                    "with --sign-key\n")
     path.write_text("{not json", encoding="utf-8")
     result = run("verify", "out/lab")
     assert result.exit_code == 1 and result.stdout.startswith("out/lab/attestation.intoto.json: not JSON (")
+    assert result.stderr == "out/lab: FAILED: 1 problem (attestation unreadable)\n"
 
 
 def _write_text(path: Path, text: str) -> Path:
@@ -295,22 +314,40 @@ def test_render_check_checks_the_attestation(run, here):
 
 
 def test_a_fleet_attests_each_cluster_with_its_base_and_overlay(run, tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()  # a git work tree: inputs are named relative to its top
     shutil.copytree(FLEET, tmp_path / "fleet")
+    monkeypatch.chdir(tmp_path / "fleet" / "overlays")  # from any working folder, the same names
+    assert run("render", "../fleet.yaml", "-o", "../../out", "--attest").exit_code == 0
     monkeypatch.chdir(tmp_path)
-    assert run("render", "fleet/fleet.yaml", "-o", "out", "--attest").exit_code == 0
     for name in ("eu-prod", "us-prod", "edge-lab", "ml-fleet"):
-        assert run("verify", f"out/{name}").exit_code == 0
-    deps = _statement(tmp_path / "out" / "eu-prod")["predicate"]["buildDefinition"]["resolvedDependencies"]
-    inputs = [(d["annotations"]["gpuconf_role"], d["name"]) for d in deps if "uri" not in d]
+        result = run("verify", f"out/{name}", "--skip-signature", "--intent", "fleet/fleet.yaml")
+        assert result.exit_code == 0, result.output
+        assert result.stderr.endswith("(unsigned, inputs checked)\n")
+    build = _statement(tmp_path / "out" / "eu-prod")["predicate"]["buildDefinition"]
+    assert build["externalParameters"]["fleet"] == "ml-fleet" and build["externalParameters"]["cluster"] == "eu-prod"
+    deps = build["resolvedDependencies"]
+    roles = ("fleet", "base", "layer", "overlay", "intent", "image-lock")
+    inputs = [(d["annotations"]["gpuconf_role"], d["name"]) for d in deps if d["annotations"]["gpuconf_role"] in roles]
     assert inputs == [("fleet", "fleet/fleet.yaml"), ("base", "fleet/base.yaml"),
                       ("overlay", "fleet/overlays/eu-prod.yaml")]
     for role, name in inputs:
         digest = next(d["digest"]["sha256"] for d in deps if d["name"] == name)
         assert digest == hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
     own = _statement(tmp_path / "out" / "ml-fleet")["predicate"]["buildDefinition"]["resolvedDependencies"]
-    assert [d["name"] for d in own if "uri" not in d] == [
+    assert [d["name"] for d in own if d["annotations"]["gpuconf_role"] in roles] == [
         "fleet/fleet.yaml", "fleet/base.yaml", "fleet/overlays/edge-lab.yaml", "fleet/overlays/eu-prod.yaml",
         "fleet/overlays/us-prod.yaml"]
+    # Another cluster's input is not this folder's: an overlay changed since is an older render.
+    overlay = tmp_path / "fleet" / "overlays" / "eu-prod.yaml"
+    overlay.write_text(overlay.read_text(encoding="utf-8") + "# reviewed since\n", encoding="utf-8")
+    result = run("verify", "out/eu-prod", "--skip-signature", "--intent", "fleet/fleet.yaml")
+    assert result.exit_code == 1
+    recorded = next(d["digest"]["sha256"] for d in deps if d["name"] == "fleet/overlays/eu-prod.yaml")
+    now = hashlib.sha256(overlay.read_bytes()).hexdigest()
+    assert result.stdout == f"out/eu-prod/attestation.intoto.json: fleet/overlays/eu-prod.yaml (overlay): the " \
+                            f"statement was made from sha256 {recorded}, the given file is sha256 {now} (an older or " \
+                            "a newer render)\n"
+    assert run("verify", "out/us-prod", "--skip-signature", "--intent", "fleet/fleet.yaml").exit_code == 0
 
 
 def test_diff_against_an_attested_folder_sees_no_change(run, here):

@@ -59,6 +59,7 @@ def test_the_installed_package_renders_an_example_like_the_golden_tree(venv, tmp
                            cwd=tmp_path, capture_output=True, text=True, env=_clean_env(), check=True).stdout.strip()
     assert Path(where).resolve().is_relative_to(venv.resolve()), where
     example = "heterogeneous"
+    (tmp_path / ".git").mkdir()  # a repository: the input is named relative to its top, as in this checkout
     (tmp_path / "examples").mkdir()
     shutil.copy2(ROOT / "examples" / f"{example}.yaml", tmp_path / "examples" / f"{example}.yaml")
     gpuconf = str(venv / "bin" / "gpuconf")

@@ -338,8 +338,13 @@ def test_render_cli_writes_atomically_and_check_detects_staleness(run, tmp_path)
     assert check.exit_code == 1
     assert f"stale: {out}/ml-prod/values.yaml (edited after gpuconf wrote it)" in check.stdout
     assert "+# edited" not in check.stdout and "-# edited" in check.stdout
-    # A render replaces the edited file, which is gpuconf's.
-    assert run("render", example, "-o", str(out)).exit_code == 0
+    # A render refuses to replace the edited file, no longer what gpuconf wrote; --delete-foreign replaces it.
+    refused = run("render", example, "-o", str(out))
+    assert refused.exit_code == 2
+    assert f"gpuconf: {out}/ml-prod/ holds what gpuconf did not write: values.yaml (changed since gpuconf wrote " \
+           "it)\n" in refused.stderr
+    assert stale.read_text(encoding="utf-8").endswith("# edited\n")
+    assert run("render", example, "-o", str(out), "--delete-foreign").exit_code == 0
     assert run("render", example, "-o", str(out), "--check").exit_code == 0
 
 

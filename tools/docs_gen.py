@@ -592,6 +592,7 @@ def session_outputs(files: list, steps: list) -> dict[str, str]:
     here = os.getcwd()
     shown: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as scratch:
+        (Path(scratch) / ".git").mkdir()  # the scratch folder stands for the user's repository, a git work tree
         for item in files:
             source, target = item if isinstance(item, tuple) else (item, item)
             (Path(scratch) / target).parent.mkdir(parents=True, exist_ok=True)

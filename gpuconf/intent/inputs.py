@@ -108,6 +108,7 @@ def needs_one(file: str, names: list, why: str) -> SelectionError:
 def read_input(path: str, display: str | None = None, deployed_for=None) -> Input:
     """Read an intent or a fleet file once (`-` is standard input; a pipe can be read only once) and validate each
     of its clusters. deployed_for (cluster name -> its folder as deployed, or None) adds the transition rules."""
+    from ..repository import relative_name
     from .validate import bounded, check_document, validate_document
 
     name = display or path
@@ -120,7 +121,8 @@ def read_input(path: str, display: str | None = None, deployed_for=None) -> Inpu
         return Input(exc.finding.file, findings=[exc.finding])
     if not is_fleet(doc):
         validation = validate_document(doc, deployed_for)
-        return Input(doc.file, clusters=[Cluster(_intent_name(validation, doc), validation, doc.file, (doc.file,))],
+        return Input(doc.file, clusters=[Cluster(_intent_name(validation, doc), validation, relative_name(doc.file),
+                                                 (doc.file,))],
                      digests={doc.file: doc.digest})
     from .fleet import merge_fleet
 
@@ -130,7 +132,8 @@ def read_input(path: str, display: str | None = None, deployed_for=None) -> Inpu
                  stages=list(merged.stages))
     for cluster in merged.clusters:
         document = cluster.document
-        source = f"{doc.file}, cluster {cluster.name} ({' + '.join(cluster.sources)})"
+        source = f"{relative_name(doc.file)}, cluster {cluster.name} " \
+                 f"({' + '.join(relative_name(file, doc.file) for file in cluster.sources)})"
         if document is None:  # its overlay could not be read: the fleet's findings say so
             read.clusters.append(Cluster(cluster.name, Validation(f"{doc.file}[{cluster.name}]"), source))
             continue

@@ -126,6 +126,19 @@ def load_public_key(path: str):
     return SSlibKey.from_crypto(key)
 
 
+def fingerprint_of(path: str) -> str:
+    """The sha256 (hex) of the public key's DER SubjectPublicKeyInfo in path: what `openssl pkey -pubin -in KEY
+    -outform DER | sha256sum` prints, and `verify --key-fingerprint` pins. Raises KeyProblem."""
+    import hashlib
+
+    from cryptography.hazmat.primitives import serialization
+
+    load_public_key(path)  # the same checks and messages
+    key = serialization.load_pem_public_key(_read(path))
+    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return hashlib.sha256(der).hexdigest()
+
+
 def envelope(payload: bytes, payload_type: str, signer) -> dict:
     """The DSSE envelope of payload signed by signer: {payload, payloadType, signatures[{keyid, sig}]}."""
     from securesystemslib.dsse import Envelope

@@ -149,7 +149,7 @@ def tree_diff(folder, new: dict[str, str], root: str) -> str:
         return f"foreign: {root} ({what}; gpuconf writes real folders only and does not replace this)\n"
     old = folder.files
     expected = {path: text.encode("utf-8") for path, text in new.items()}
-    foreign = set(folder.foreign)
+    foreign = set(folder.foreign) - folder.changed  # a file gpuconf wrote and someone changed is stale, not foreign
     out = []
     for path in sorted(set(old) | set(expected) | foreign):
         if path in foreign:

@@ -32,6 +32,9 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 #: The record of what gpuconf wrote into a folder, inside that folder (`sha256sum -c .gpuconf-files` checks it).
 RECORD = ".gpuconf-files"
+#: The attestation of a folder (`render --attest`; gpuconf/output/attest.py). It lists the record among its subjects,
+#: so the record cannot list it: it is gpuconf's by its name.
+ATTESTATION = "attestation.intoto.json"
 #: The lock file in the output folder, only where its file system cannot lock the folder itself, and only while a
 #: write holds it (earlier gpuconf builds left it behind for good; it can be deleted).
 LOCK = ".gpuconf.lock"
@@ -59,12 +62,18 @@ def environment_error(path: str | Path, exc: OSError) -> OutputError:
 # --- the record ----------------------------------------------------------------------------------------------------
 
 
+def record_text(files: dict[str, str]) -> str:
+    """The record of a tree's files (the attestation aside, which lists the record)."""
+    lines = ["# gpuconf wrote the files below (sha256sum format); it replaces only folders whose every file is "
+             "listed here with its content unchanged, and never deletes others.\n"]
+    lines += [f"{hashlib.sha256(text.encode('utf-8')).hexdigest()}  {rel}\n" for rel, text in sorted(files.items())
+              if rel != ATTESTATION]
+    return "".join(lines)
+
+
 def with_record(files: dict[str, str]) -> dict[str, str]:
     """A tree's files plus the record of them: exactly what its folder holds after a write."""
-    lines = ["# gpuconf wrote the files below (sha256sum format); it replaces only folders whose every file is listed "
-             "here, and never deletes others.\n"]
-    lines += [f"{hashlib.sha256(text.encode('utf-8')).hexdigest()}  {rel}\n" for rel, text in sorted(files.items())]
-    return {**files, RECORD: "".join(lines)}
+    return {**files, RECORD: record_text(files)}
 
 
 def _parse_record(data: bytes) -> dict[str, str]:
@@ -104,6 +113,7 @@ class Folder:
     others: list[str] = field(default_factory=list)  # symbolic links, sockets, FIFOs, empty folders
     record: dict[str, str] | None = None  # the record gpuconf left, if any
     owned: set[str] = field(default_factory=set)
+    changed: set[str] = field(default_factory=set)  # recorded, but their content is no longer what gpuconf wrote
 
     @property
     def foreign(self) -> list[str]:
@@ -120,7 +130,8 @@ class Folder:
             top, sep, rest = rel.partition("/")
             if sep and rest and top not in mine:
                 groups[top] = groups.get(top, 0) + 1
-        shown = {rel for rel in self.foreign if rel.partition("/")[0] not in groups}
+        shown = {rel + (" (changed since gpuconf wrote it)" if rel in self.changed else "")
+                 for rel in self.foreign if rel.partition("/")[0] not in groups}
         shown |= {f"{top}/ ({n} file{'s' if n != 1 else ''})" for top, n in groups.items()}
         return sorted(shown)
 
@@ -181,9 +192,60 @@ def inspect(path: str | Path, contents: bool = True) -> Folder:
         if legacy:
             folder.owned.add(rel)
     if not legacy:
-        folder.record = _parse_record(folder.files[RECORD] or b"")
-        folder.owned = {rel for rel in folder.files if rel in folder.record} | {RECORD}
+        # A file is gpuconf's when the record lists it with its digest: a line added to the record for a file gpuconf
+        # did not write, or a file changed since, does not make it gpuconf's to replace (issue 45, item 4).
+        record = folder.record = _parse_record(folder.files[RECORD] or b"")
+        attested = _attested(root, folder.files[RECORD] or b"") if ATTESTATION in folder.files else None
+        if attested is not None:  # the record is not the one the attestation lists: its subjects decide
+            record = folder.record = attested
+        folder.owned = {RECORD} | ({ATTESTATION} & folder.files.keys())
+        for rel, where in found:
+            if rel in record and rel not in folder.owned:
+                content = folder.files[rel]
+                digest = hashlib.sha256(content).hexdigest() if content is not None else file_sha256(where)
+                (folder.owned if digest == record[rel] else folder.changed).add(rel)
     return folder
+
+
+def _attested(root: Path, record: bytes) -> dict[str, str] | None:
+    """The subjects (path -> sha256) of the folder's attestation when it lists a record other than this one (a line
+    added to the record since); None when it lists this record, or cannot be read (bounded: jsonbound)."""
+    import base64
+    import binascii
+
+    from .jsonbound import MAX_ATTESTATION_BYTES, Unreadable, bounded_json
+
+    try:
+        doc = bounded_json(_read(str(root / ATTESTATION), MAX_ATTESTATION_BYTES + 1))
+        if isinstance(doc, dict) and isinstance(doc.get("payload"), str):
+            doc = bounded_json(base64.b64decode(doc["payload"].replace("-", "+").replace("_", "/"), validate=True))
+    except (Unreadable, ValueError, binascii.Error):
+        return None
+    subjects = doc.get("subject") if isinstance(doc, dict) else None
+    found = {}
+    for subject in subjects if isinstance(subjects, list) else []:
+        digest = subject.get("digest") if isinstance(subject, dict) else None
+        if isinstance(digest, dict) and isinstance(subject.get("name"), str) and isinstance(digest.get("sha256"), str):
+            found[subject["name"]] = digest["sha256"]
+    if RECORD not in found or found[RECORD] == hashlib.sha256(record).hexdigest():
+        return None
+    return {rel: digest for rel, digest in found.items() if rel != RECORD}
+
+
+#: How much of a file is hashed at a time: a file of any size is hashed in this much memory.
+CHUNK = 1 << 20
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 (hex) of a file's bytes, read a chunk at a time; raises OutputError."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(CHUNK):
+                digest.update(chunk)
+    except OSError as exc:
+        raise environment_error(path, exc) from None
+    return digest.hexdigest()
 
 
 def _read(path: str, size: int | None) -> bytes:

@@ -40,6 +40,7 @@ class Lock:
 
     file: str
     digests: Mapping[str, str]
+    sha256: str = ""  # of the file's bytes: what `render --attest` records as the lock's digest
 
     def driver_variants(self, reference: str) -> dict[str, str]:
         """OS tag -> digest of the lock's entries for a driver image `reference-<osTag>`."""
@@ -57,11 +58,11 @@ def lock_path(intent, document) -> str | None:
         return None
     if document is None:
         raise AssertionError("the image lock is read relative to the intent: give its document")
-    from ..repository import outside
+    from ..repository import outside, repository_of
 
     source = getattr(document, "source", None)
     declaring = source(LOCK_LOC) if source is not None else document.file
-    why = outside(declaring, ref)
+    why = outside(declaring, ref, repository_of(document.file))  # a fleet's: the fleet file's repository
     if why is not None:
         line, column = document.position(LOCK_LOC)
         raise LockError(f"{declaring}:{line}:{column}: spec.operator.imageLock: {ref!r} {why} (keep the lock in the "
@@ -98,7 +99,7 @@ def read_lock(path: str) -> Lock:
             raise LockError(f"{path}:{line}:{column}: {key}: {shown} is not a digest (sha256: and 64 lower-case hex "
                             "digits, as `skopeo inspect --format '{{.Digest}}'` prints it)")
         digests[key] = value
-    return Lock(path, digests)
+    return Lock(path, digests, doc.digest)
 
 
 def _is_reference(key: str) -> bool:
