@@ -138,11 +138,14 @@ FENCE = re.compile(r"^( *)```(\w+)[^\n]*\n(.*?)^\1```", re.M | re.S)
 
 
 def _blocks(language: str) -> list[tuple[str, int, str]]:
-    """(page, line, text) of every fenced block of a language in the hand-written pages."""
+    """(page, line, text) of every fenced block of a language in the hand-written pages, but the blocks make
+    docs-gen fills from a file (test_generated_blocks_are_current holds those to their files)."""
     out = []
     for page in _written_pages():
         text = page.read_text(encoding="utf-8")
         for match in FENCE.finditer(text):
+            if text[:match.start()].endswith("by `make docs-gen`: do not edit the block below -->\n"):
+                continue
             if match.group(2) == language:
                 body = "".join(line[len(match.group(1)):] + "\n" for line in match.group(3).splitlines())
                 out.append((_shown(page), text[:match.start()].count("\n") + 1, body))
@@ -161,8 +164,6 @@ def _intent_snippets() -> list[tuple[str, int, str]]:
     """The YAML blocks that are intents (apiVersion gpuconf.dev/...) or fragments of one (a top-level spec:)."""
     out = []
     for page, line, text in _blocks("yaml"):
-        if text.startswith("--8<-- "):  # an included example: tests/test_examples.py and test_fleet.py check those
-            continue
         data = YAML(typ="safe").load(text)
         if isinstance(data, dict) and (str(data.get("apiVersion", "")).startswith("gpuconf.dev/")
                                        or set(data) == {"spec"}):
@@ -233,13 +234,35 @@ def test_command_outputs_come_from_real_runs():
     assert shown == [], "include the output from docs/snippets/ (tools/docs_gen.py OUTPUTS) instead"
 
 
-def test_included_snippets_exist_and_every_generated_output_is_shown():
-    included = set()
+def test_generated_blocks_name_files_that_exist_and_every_generated_output_is_shown():
+    """Issue 45, item 8: a page shows a snippet's text itself, between make docs-gen's marker and the end of the
+    block, so GitHub shows what MkDocs shows; no `--8<--` include is left (GitHub shows that line as text).
+    test_generated_pages_are_current holds each block to its file."""
+    marker = _docs_gen().SNIPPET
+    shown = set()
     for page in _written_pages():
-        for name in re.findall(r'--8<-- "([^":]+)(?::\d+:\d+)?"', page.read_text(encoding="utf-8")):
+        text = page.read_text(encoding="utf-8")
+        assert "--8<--" not in text, _shown(page)
+        for match in marker.finditer(text):
+            name = match["name"]
             assert (DOCS / "snippets" / name).is_file() or (ROOT / name).is_file(), (page, name)
-            included.add(name)
-    assert sorted(p.name for p in (DOCS / "snippets").iterdir() if p.name not in included) == []
+            assert match["body"], (page, name)
+            shown.add(name)
+        # Every marker starts a block the pattern reads (a marker before anything else would be left unfilled).
+        assert text.count("by `make docs-gen`: do not edit the block below -->") == len(marker.findall(text))
+    assert len(shown) >= 20
+    assert sorted(p.name for p in (DOCS / "snippets").iterdir() if p.name not in shown) == []
+
+
+def test_a_stale_generated_block_is_refilled_from_its_file():
+    gen = _docs_gen()
+    page = ("Before.\n\n<!-- generated from examples/fleet/overlays/edge-lab.yaml lines 2-3 by `make docs-gen`: do "
+            "not edit the block below -->\n```yaml\nold text\n```\n\nAfter.\n")
+    lines = (ROOT / "examples" / "fleet" / "overlays" / "edge-lab.yaml").read_text(encoding="utf-8").splitlines()
+    assert gen.inline_snippets(page, {}) == page.replace("old text\n", f"{lines[1]}\n{lines[2]}\n")
+    fenced = gen.inline_snippets(page.replace("examples/fleet/overlays/edge-lab.yaml lines 2-3", "x.md"),
+                                 {"snippets/x.md": "a\n```\nb\n"})
+    assert "\n````yaml\na\n```\nb\n````\n" in fenced  # a longer fence: the text's own cannot end the block
 
 
 # --- the Kustomize overlay how-to ----------------------------------------------------------------------------
