@@ -344,6 +344,28 @@ def gke_time_slicing():
     return _pair("gke.yaml", edit)
 
 
+def team_namespace_removed():
+    return _pair("heterogeneous.yaml", lambda spec: spec["teams"][0].update(namespaces=["research"]))
+
+
+def _override(path: str, value):
+    return lambda spec: spec.setdefault("overrides", []).append(
+        {"path": path, "value": value, "why": "the platform team decided this change"})
+
+
+def vm_passthrough():
+    return _pair("single-pool.yaml", _override("sandboxWorkloads", {"enabled": True, "defaultWorkload": "vm-passthrough"}))
+
+
+def device_plugin_off():
+    return _pair("single-pool.yaml", _override("devicePlugin.enabled", False))
+
+
+def new_repository():
+    return _pair("heterogeneous.yaml", lambda spec: spec["delivery"].update(
+        repoURL="https://git.attacker.example/gitops.git", targetRevision="HEAD"))
+
+
 ALL3 = ["train-h100", "infer-a100", "notebooks-l4"]
 PROBES = ("probe-run", "none", ["infer-a100", "notebooks-l4", "train-h100"], None, [])
 MIG = ["nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb"]
@@ -408,6 +430,15 @@ CASES = {
         ("compute-domains", "pending", ["nvl72"], None, []),
         ("probe-run", "none", ["infer-b200", "nvl72"], None, []), ("object-change", "none", [], None, [])],
         {"compute-domains": "ComputeDomain(s) training/gpuconf-nvl72 are deleted: their IMEX daemons stop"}),
+    "object-removed: a team's namespace": (team_namespace_removed, [
+        ("object-removed", "disruptive", [], None, []), PROBES],
+        {"object-removed": "Namespace research-batch is deleted by the sync (Argo CD prunes what leaves the folder)"}),
+    "workload-mode-change": (vm_passthrough, [("workload-mode-change", "disruptive", ["l40s"], 3, [])],
+                             {"workload-mode-change": "moves from container to vm-passthrough workloads"}),
+    "operand-switch": (device_plugin_off, [("operand-switch", "disruptive", ["l40s"], 3, [])],
+                       {"operand-switch": "devicePlugin.enabled: true -> false: the operator deletes the device plugin"}),
+    "delivery-source": (new_repository, [("delivery-source", "disruptive", ALL3, None, []), PROBES],
+                        {"delivery-source": "from the next sync the cluster runs whatever that source holds"}),
     "driver-mode-switch": (waves_first_time, [
         ("driver-mode-switch", "disruptive", ALL3, 26, []), PROBES,
         ("object-change", "none", [], None, [])],

@@ -9,7 +9,8 @@ chart move) and `clusterset` (the folders of the deployed output as a set: a fol
 
 Consumers, one module each, predict how one part of the cluster reacts: `driver` (the operator and its driver upgrade
 controller), `deviceplugin` (the device plugin and the MIG manager), `nodes` (node labels and taints), `nodepools`
-(Karpenter and the platforms' node pools), `quotas` (Kueue and quotas), `workloads` (pods and Jobs). The `planner`
+(Karpenter and the platforms' node pools), `quotas` (Kueue and quotas), `workloads` (pods and Jobs), `switches` (the
+chart's on/off switches and workload mode, the delivery's source, objects the sync deletes). The `planner`
 runs them over one `Change` into one `ImpactPlan`; `report` prints it as text or Markdown (`ImpactPlan.as_list` is
 the JSON form).
 
@@ -21,8 +22,9 @@ Adding an impact kind (issue 22's allocation-stack switch, say): in its consumer
 Change) -> list[Impact]`, decorate it with `@impact_kind("my-kind", "one line: what it detects")`, give it its place
 in planner.ORDER, let each Impact name the changed documents it explains (`change.documents(...)` finds them) and, for
 values.yaml, the value paths it explains (`change.values_paths(...)`). What no kind explains falls to the planner's
-fallbacks: `operand-restart` (chart values), `object-change` (objects applied in place: RBAC, namespaces, queues,
-...) and, for anything else, `unclassified`, which is a gpuconf bug that the tests catch. Add a before/after intent
+fallbacks: `operand-restart` (chart values), `object-change` (objects added or applied in place: RBAC, namespaces,
+queues, ...; never a removed one, which `object-removed` deletes) and, for anything else, `unclassified` (pending:
+it fails closed), which is a gpuconf bug that the tests catch. Add a before/after intent
 pair with the exact expected impacts to tests/test_impact.py, and a row to docs/how-to/ci-impact-plan.md.
 """
 

@@ -53,6 +53,7 @@ def _device_plugin_restart(change: Change) -> list[Impact]:
         after = (change.new.pools[name].get("labels") or {}).get(PLUGIN_LABEL)
         if before != after and _labelled_by(change.new.pools[name]) == "nfd":
             pools.append(name)
+    claimed = set(change.values_claimed)  # an earlier kind's claims (operand-switch's devicePlugin.enabled) stay
     docs = change.values_paths("devicePlugin.")
     impacts = []
     for name in pools:
@@ -70,7 +71,7 @@ def _device_plugin_restart(change: Change) -> list[Impact]:
                                   ["ConfigMap"], where=_plugin_configmap(change)) + docs))
     if docs and not pools:
         change.values_claimed.difference_update(
-            c.path for d in docs for c in d.changes if c.path.startswith("devicePlugin."))
+            c.path for d in docs for c in d.changes if c.path.startswith("devicePlugin.") and c.path not in claimed)
     return impacts
 
 

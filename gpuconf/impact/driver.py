@@ -187,5 +187,6 @@ def _driver_upgrade(change: Change) -> list[Impact]:
                 safe += ("; do not declare upgrade waves in this change (that moves the driver to per-pool "
                          "NVIDIADrivers, which reinstalls it once more)")
         impacts.append(Impact("driver-upgrade", "disruptive", pools, what, safe, nodes=change.pools_nodes(pools),
-                              documents=docs, minutes=None if manual else minutes))
+                              documents=docs, minutes=None if manual else minutes,
+                              window=None if manual else (policy, owner == "NVIDIADriver")))
     return impacts

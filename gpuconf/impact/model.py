@@ -46,6 +46,9 @@ class Impact:
     drafted: bool = False
     #: the maintenance window this impact needs, by the roll-out formula (a driver upgrade), or None
     minutes: int | None = None
+    #: how minutes was reckoned (the upgrade policy, per object or over all nodes), for the counted nodes to reckon
+    #: it again (impact.workloads.count_live)
+    window: tuple[dict, bool] | None = None
 
     def as_dict(self) -> dict:
         """The JSON form: nodes and pods are the totals, nodeNames and podNames the first NAMES_LISTED of them."""

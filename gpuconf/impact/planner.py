@@ -9,14 +9,15 @@ from __future__ import annotations
 from typing import Callable
 
 from ..output.treediff import DocumentDiff, TreeDiff
-from . import deviceplugin, driver, fabric, hazards, nodepools, nodes, quotas, workloads  # noqa: F401 (each registers kinds)
+from . import deviceplugin, driver, fabric, hazards, nodepools, nodes, quotas, switches, workloads  # noqa: F401 (kinds)
 from .chart import advise, chart_section
 from .model import KINDS, SEVERITIES, Change, Impact, ImpactPlan, _names
 
 #: The impact kinds in the order they are looked for (a kind sees what the earlier ones explained).
-ORDER = ("operator-upgrade", "allocation-switch", "driver-mode-switch", "driver-upgrade", "hazard",
-         "device-plugin-restart", "resource-rename", "mig-repartition", "config-key-removed", "node-replacement",
-         "taint-change", "pool-selection", "compute-domains", "capacity-change", "probe-run")
+ORDER = ("operator-upgrade", "delivery-source", "allocation-switch", "workload-mode-change", "operand-switch",
+         "driver-mode-switch", "driver-upgrade", "hazard", "device-plugin-restart", "resource-rename", "mig-repartition",
+         "config-key-removed", "node-replacement", "taint-change", "pool-selection", "compute-domains", "capacity-change",
+         "probe-run", "object-removed")
 
 
 #: Kinds applied in place that stop or restart nothing on a GPU node: RBAC, namespaces, priorities, monitoring
@@ -47,7 +48,8 @@ def _operand_restart(change: Change) -> list[Impact]:
 
 def _object_change(change: Change) -> list[Impact]:
     covered = {id(d) for i in change.impacts for d in i.documents}
-    quiet = [d for d in change.diff.documents if id(d) not in covered and (
+    # A removed object is deleted, never "updated in place": object-removed's, or unclassified's.
+    quiet = [d for d in change.diff.documents if id(d) not in covered and d.status != "removed" and (
         d.kind in QUIET_KINDS or d.kind == "document" and d.file.endswith("kustomization.yaml"))]
     if not quiet:
         return []
@@ -66,9 +68,11 @@ def _unclassified(change: Change) -> list[Impact]:
     left = [d for d in change.diff.documents if id(d) not in covered]
     if not left:
         return []
-    return [Impact("unclassified", "restart", sorted({p for d in left if (p := change.pool_data(d))}),
-                   f"gpuconf cannot tell what changing {_names(_title(d) for d in left)} does to the cluster (a gap in "
-                   "gpuconf: please report it)", "review the document diff below by hand", documents=left)]
+    # Fails closed: what gpuconf cannot classify may take running things with it, so it is at least pending.
+    return [Impact("unclassified", "pending", sorted({p for d in left if (p := change.pool_data(d))}),
+                   f"unclassified: gpuconf cannot tell what {_names(f'{d.status} {_title(d)}' for d in left)} does to "
+                   "the cluster (a gap in gpuconf: please report it)", "review the document diff below by hand before "
+                   "merging", documents=left)]
 
 
 #: Run after the kinds, in this order, on what they left.

@@ -102,6 +102,18 @@ def _probe_run(change: Change) -> list[Impact]:
 GPU_PREFIX = "nvidia.com/"
 
 
+def _retime(impact: Impact, counts: list[int]) -> None:
+    """The maintenance window of an impact reckoned again on the nodes counted in the cluster, pool by pool."""
+    from .driver import upgrade_window_minutes
+
+    policy, per_object = impact.window  # type: ignore[misc]
+    minutes = upgrade_window_minutes(policy, counts, per_object)
+    old, new = f"about {impact.minutes} minutes", f"about {minutes} minutes"
+    said = f"{new} for the {sum(counts)} node(s) counted in the cluster"
+    impact.message, impact.safe = impact.message.replace(old, said), impact.safe.replace(old, new)
+    impact.minutes = minutes
+
+
 def count_live(plan: ImpactPlan, nodes: Iterable[dict], pods: Iterable[dict] | None, nodes_source: str,
                pods_source: str | None) -> None:
     """Replace the declared node counts by the nodes that carry each impact's pool label, and count the pods with
@@ -147,6 +159,8 @@ def count_live(plan: ImpactPlan, nodes: Iterable[dict], pods: Iterable[dict] | N
         names = set().union(*(by_pool.get(p, set()) for p in impact.pools))
         impact.nodes, impact.nodes_from = len(names), "cluster"
         impact.node_names = heapq.nsmallest(NAMES_LISTED, names)
+        if impact.window is not None and impact.minutes is not None:
+            _retime(impact, [len(by_pool.get(p, ())) for p in impact.pools])
         if pods is not None:
             wanted = set(impact.resources) if impact.kind == "resource-rename" else None
             counted = {name for node in names for asks, name in on_node.get(node, ())
