@@ -427,6 +427,7 @@ CASES = {
     "compute-domains: a rack dropped": (nvlink_rack_removed, [
         ("compute-domains", "disruptive", ["nvl72"], None, []),
         ("compute-domains", "disruptive", ["nvl72"], None, []),
+        ("object-removed", "disruptive", [], None, []),  # the release's namespace, and what runs in it
         ("compute-domains", "pending", ["nvl72"], None, []),
         ("probe-run", "none", ["infer-b200", "nvl72"], None, []), ("object-change", "none", [], None, [])],
         {"compute-domains": "ComputeDomain(s) training/gpuconf-nvl72 are deleted: their IMEX daemons stop"}),

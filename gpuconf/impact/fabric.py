@@ -26,15 +26,27 @@ def _linked(change: Change) -> list[str]:
 def _compute_domains(change: Change) -> list[Impact]:
     out: list[Impact] = []
     pools = _linked(change)
+    from ..render.nvlink import RELEASE_LABEL
+
+    def labelled(doc) -> bool:
+        data = change.new.data(doc) or change.old.data(doc)
+        meta = data.get("metadata") if isinstance(data, dict) else None
+        return isinstance(meta, dict) and isinstance(meta.get("labels"), dict) and RELEASE_LABEL in meta["labels"]
+
+    # The release's delivery objects (its Argo CD Application, or Flux source, HelmRelease and Kustomization) come
+    # and go with it; a change of where they deliver from is delivery-source's.
+    wrappers = change.documents(where=lambda d: d.status != "changed" and labelled(d))
     for doc in change.documents(["release-values"]):
         if doc.status == "added":
             out.append(Impact("compute-domains", "none", pools, "the DRA driver's release is installed beside the "
                               "operator's: its ComputeDomain controller and kubelet plugin start on the NVLink pools; "
-                              "nothing running restarts", "nothing to drain", documents=[doc]))
+                              "nothing running restarts", "nothing to drain",
+                              documents=[doc, *(w for w in wrappers if w.status == "added")]))
         elif doc.status == "removed":
             out.append(Impact("compute-domains", "disruptive", pools, "the DRA driver's release is pruned with its "
                               "ComputeDomain CRD: every ComputeDomain goes, and with it the IMEX domain of every "
-                              "running multi-node job", DRAIN, documents=[doc]))
+                              "running multi-node job", DRAIN,
+                              documents=[doc, *(w for w in wrappers if w.status == "removed")]))
         else:
             out.append(Impact("compute-domains", "restart", pools, "the DRA driver's values change "
                               f"({_names(sorted({c.path.split('.')[0] for c in doc.changes}))}): its kubelet plugin "

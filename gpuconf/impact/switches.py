@@ -168,9 +168,25 @@ def _sources(side) -> dict[tuple, Any]:
     return out
 
 
+def _release_part(side, key: tuple) -> bool:
+    """Whether a delivery object belongs to the DRA driver's release (render/nvlink.py labels them)."""
+    from ..render.nvlink import RELEASE_LABEL
+
+    for kind, name, namespace, data in side.docs.values():
+        if (kind, namespace, name) == key and isinstance(data, dict):
+            labels = (data.get("metadata") or {}).get("labels") if isinstance(data.get("metadata"), dict) else None
+            return isinstance(labels, dict) and RELEASE_LABEL in labels
+    return False
+
+
 @impact_kind("delivery-source", "the repository, revision, path or chart repository GitOps delivers from changes")
 def _delivery_source(change: Change) -> list[Impact]:
     old, new = _sources(change.old), _sources(change.new)
+    # The DRA driver's release coming or going whole is compute-domains' (impact/fabric.py); a source of it that
+    # moves is this kind's.
+    for side, other, deployed in ((old, new, change.old), (new, old, change.new)):
+        for key in [k for k in side if k not in other and _release_part(deployed, k)]:
+            del side[key]
     if not old or old == new or sorted(map(str, old.values())) == sorted(map(str, new.values())):
         return []
     moved = sorted({f"{kind} {ns + '/' if ns else ''}{name}" for (kind, ns, name) in set(old) | set(new)

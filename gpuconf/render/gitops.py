@@ -431,7 +431,7 @@ def dra_argocd_files(plan: P.Plan, project: str, revision: str, folder: str) -> 
     Feature Discovery its plugin needs, before the manifests, whose ComputeDomains need its CRD)."""
     delivery = plan.intent.spec.delivery
     repo = nvlink.chart_repository(plan).removeprefix("oci://")
-    meta = metadata(plan, object_name(plan.name, nvlink.CHART), namespace_of(plan))
+    meta = metadata(plan, object_name(plan.name, nvlink.CHART), namespace_of(plan), {nvlink.RELEASE_LABEL: nvlink.CHART})
     meta["annotations"] = {"argocd.argoproj.io/sync-wave": "1",
                            "argocd.argoproj.io/compare-options": "ServerSideDiff=true"}
     app = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta, "spec": {
@@ -463,15 +463,16 @@ def dra_flux_files(plan: P.Plan, release_kustomization: dict, folder: str) -> tu
     """The Flux Kustomization of the DRA driver release (dependsOn the operator's), and its folder: the chart's
     OCIRepository, the HelmRelease, the values ConfigMap."""
     ns = namespace_of(plan)
+    part = {nvlink.RELEASE_LABEL: nvlink.CHART}
     name = f"{nvlink.CHART}-chart"
     source = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
-              "metadata": metadata(plan, name, ns),
+              "metadata": metadata(plan, name, ns, part),
               "spec": {"interval": "12h", "url": f"{nvlink.chart_repository(plan)}/{nvlink.CHART}",
                        "ref": {"tag": nvlink.settings(plan).chart_version},
                        "layerSelector": {"mediaType": HELM_CHART_MEDIA_TYPE, "operation": "copy"}}}
     values_map = f"{nvlink.CHART}-values"
     helm_release = {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-                    "metadata": metadata(plan, nvlink.RELEASE_NAME, ns),
+                    "metadata": metadata(plan, nvlink.RELEASE_NAME, ns, part),
                     "spec": {"chartRef": {"kind": "OCIRepository", "name": name, "namespace": ns},
                              "interval": "10m", "releaseName": nvlink.RELEASE_NAME,
                              "targetNamespace": nvlink.namespace(plan), "storageNamespace": nvlink.namespace(plan),
@@ -481,7 +482,7 @@ def dra_flux_files(plan: P.Plan, release_kustomization: dict, folder: str) -> tu
                              "upgrade": {"crds": "CreateReplace",
                                          "remediation": {"retries": 0, "remediateLastFailure": False}}}}
     kustomization = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-                     "metadata": metadata(plan, object_name(plan.name, nvlink.CHART), ns),
+                     "metadata": metadata(plan, object_name(plan.name, nvlink.CHART), ns, part),
                      "spec": {"dependsOn": [{"name": release_kustomization["metadata"]["name"]}],
                               "interval": "10m", "retryInterval": "2m", "timeout": f"{10 + SLACK_MINUTES}m",
                               "path": f"./{folder}/gitops/dra-driver", "prune": True, "wait": True,

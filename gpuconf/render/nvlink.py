@@ -52,6 +52,8 @@ CHANNEL_RESOURCE = "compute-domain.nvidia.com/channels"
 CD_API = "resource.nvidia.com/v1beta1"
 TOPOLOGY = "gpuconf-nvlink"
 VALUES_FILE = "dra-driver/values.yaml"
+#: The label of the release's delivery objects (Argo CD Application, Flux source, HelmRelease, Kustomization).
+RELEASE_LABEL = "gpuconf.dev/release"
 #: The driver container's root on the host, where the operator installs the driver (DRV values.yaml comment).
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 #: The chart's own kubelet-plugin toleration, kept when the list is replaced (DRV v0.4.1 values.yaml).
