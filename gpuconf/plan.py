@@ -62,14 +62,25 @@ def mig_layout(profile: SharingProfile | None, model: catalog.GpuModel | None) -
     return None
 
 
+#: The last intent mig_pools read and its answer: a rule asks for every pool's capacity, and each asked for the MIG
+#: strategy, which reads every pool (a 1,000-pool intent spent 30 s of its validation here). Intents are frozen;
+#: held weakly, so a cached intent is still forgotten with its last user.
+_LAST_MIG: list = [lambda: None, None]
+
+
 def mig_pools(intent: ClusterIntent) -> list[tuple[Pool, dict[str, int]]]:
     """Pools that partition their GPUs with MIG, with their resolved layouts."""
+    if _LAST_MIG[0]() is intent:
+        return list(_LAST_MIG[1])
     out = []
     for pool in intent.spec.pools:
         layout = mig_layout(pool_profile(intent, pool), gpu_model(intent, pool.gpu))
         if layout:
             out.append((pool, layout))
-    return out
+    import weakref
+
+    _LAST_MIG[:] = [weakref.ref(intent), out]
+    return list(out)
 
 
 def derived_mig_strategy(intent: ClusterIntent) -> str | None:

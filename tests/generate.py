@@ -61,3 +61,19 @@ def big_intent_text(pools: int) -> str:
     buf = io.StringIO()
     yaml.dump(big_intent(pools), buf)
     return buf.getvalue()
+
+
+def hostname_intent_text(pools: int, pattern: str = "^gpu-{i:04d}-") -> str:
+    """An intent of `pools` whole-GPU L4 pools told apart by their hostname patterns alone (pattern.format(i=...)):
+    every pair is one GPU model with no node label, so GC303 compares every pair's patterns (tools/bench.py)."""
+    from ruamel.yaml import YAML
+
+    data = {"apiVersion": "gpuconf.dev/v1alpha1", "kind": "ClusterIntent", "metadata": {"name": f"hosts-{pools}"},
+            "spec": {"cluster": {"kubernetesVersion": "1.33"}, "operator": {"chartVersion": "v26.7.0"},
+                     "pools": [{"name": f"pool-{i:04d}", "gpu": "L4", "gpusPerNode": 4, "nodes": 1,
+                                "match": {"hostname": pattern.format(i=i)}} for i in range(pools)]}}
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    buf = io.StringIO()
+    yaml.dump(data, buf)
+    return buf.getvalue()

@@ -66,3 +66,64 @@ def test_rendering_many_pools_renders_the_node_templates_a_fixed_number_of_times
     result = _validate(big_intent_text(200))
     render_tree(P.build(result.intent, "big.yaml", result.document), Command("big.yaml", "out"))
     assert 1 <= len(calls) <= 3
+
+
+# --- issue 46, item 3: GC303 does bounded work on hostile hostname patterns --------------------------------------
+
+
+def test_a_thousand_pools_told_apart_by_hostname_prefixes_compare_no_pair_by_automata(monkeypatch):
+    """On 156dcf4 GC303 compared all 499,500 pairs of 1,000 distinct hostname patterns as automata (over 120 s). The
+    patterns' literal prefixes are sorted now: no pair reaches an automaton, and only pairs whose prefixes nest are
+    compared at all (here none)."""
+    from generate import hostname_intent_text
+
+    from gpuconf.intent import hostnames
+    from gpuconf.intent.rules import selection
+
+    compared, automata = [], []
+    real = selection._could_overlap
+    monkeypatch.setattr(selection, "_could_overlap", lambda *a, **k: compared.append(1) or real(*a, **k))
+    monkeypatch.setattr(hostnames, "_intersects", lambda *a: automata.append(a))
+    for pattern in ("^gpu-{i:04d}-", "node-{i:04d}$", "^rack{i}-gpu[0-9]+$"):
+        result = _validate(hostname_intent_text(1000, pattern))
+        assert [f.code for f in result.findings] == [], pattern
+    assert automata == [] and len(compared) == 0
+
+
+def test_nested_prefixes_are_still_compared_and_found():
+    from generate import hostname_intent_text
+
+    text = hostname_intent_text(3, "^gpu-{i}").replace("^gpu-2", "^gpu-1[0-9]")
+    findings = _validate(text).findings
+    assert [(f.code, f.severity, f.path) for f in findings] == [("GC303", "error", "spec.pools[2].match")]
+    assert "'pool-0001' and 'pool-0002' could select the same node" in findings[0].message
+
+
+HOSTILE = "^(a|b)*a(a|b){18}" + "c" * 380 + "$"
+
+
+def test_patterns_too_complex_to_compare_are_a_could_overlap_warning_within_the_budget():
+    """Two ~400-byte patterns whose automata have 2^18 states took over 120 s on 156dcf4; the automaton stops at
+    hostnames.STATES states and GC303 says the pools could overlap (a warning), in about a second."""
+    import time
+
+    from generate import hostname_intent_text
+
+    text = hostname_intent_text(2, "{i}").replace("'0'", repr(HOSTILE)).replace("'1'", repr(HOSTILE.replace(
+        "a(a|b){18}", "b(a|b){18}")))
+    start = time.perf_counter()
+    findings = _validate(text).findings
+    assert time.perf_counter() - start < 30
+    assert [(f.code, f.severity, f.path) for f in findings] == [("GC303", "warning", "spec.pools[1].match")]
+    assert findings[0].message == ("pools 'pool-0000' and 'pool-0001' could select the same node: their hostname "
+                                   "patterns are too complex to compare within gpuconf's budget")
+
+
+def test_the_cheap_tests_decide_what_they_can_and_agree_with_the_automata():
+    from gpuconf.intent.hostnames import _cheap, _intersects, Budget
+
+    cases = [("^gpu-a-", "^gpu-b-", False), ("gpu", "node", True), ("x$", "y$", False), ("^a[0-9]+$", "^b", False),
+             ("^a.$", "^.b$", None), ("^gpu-", "^gpu-h100-", None), ("^a|^b", "^c", False), ("a$", "^b", True)]
+    for a, b, cheap in cases:
+        assert _cheap(*sorted((a, b))) is cheap, (a, b)
+        assert _intersects(*sorted((a, b)), Budget()) is (cheap if cheap is not None else True), (a, b)

@@ -1,7 +1,8 @@
 """Benchmarks: a whole render of the largest example against bare Python and `helm template` (`--chart DIR`, with the
 helm `make bench-helm` installs, `--helm PATH` or helm on PATH), start-up cost of the CLI, validation time of generated large intents, and the audit of generated
-clusters of 1,000 and 10,000 nodes, and the impact plan of a driver change on 5,200 nodes with 200,000 pods (`make
-bench`; `--render-only` for the first alone, `--impact-only NODES:PODS` for the last).
+clusters of 1,000, 10,000 and 100,000 nodes, GC303 on 1,000 pools told apart by hostname patterns, and the impact
+plan of a driver change on 5,200 nodes with 200,000 pods (`make bench`; `--render-only` for the first alone,
+`--impact-only NODES:PODS` for the last, `--gc303-only` and `--audit-scale-only 100000` for those parts).
 
 Every whole process runs gpuconf as installed: a wheel of this checkout in a fresh environment (tools/installed.py),
 not the checkout's editable install, whose import hook costs every process about 15 ms (`--python PATH` times
@@ -323,6 +324,10 @@ def main() -> None:
                         help="only `gpuconf import --values` of an umbrella chart's values and of 2,000 unknown keys")
     parser.add_argument("--audit-only", metavar="NODES", type=int,
                         help="only the audit of a generated cluster of that many nodes with its operator pods")
+    parser.add_argument("--gc303-only", action="store_true",
+                        help="only validation (GC303) of 1,000 pools told apart by hostname patterns")
+    parser.add_argument("--audit-scale-only", metavar="NODES", type=int,
+                        help="only `gpuconf audit` of a generated cluster of that many nodes (e.g. 100000)")
     parser.add_argument("--python", help="time gpuconf under this Python (e.g. the checkout's .venv/bin/python) "
                                          "instead of a wheel of the checkout installed in a fresh environment")
     args = parser.parse_args()
@@ -345,6 +350,12 @@ def _benchmarks(args: argparse.Namespace) -> None:
         return
     if args.audit_only:
         audit_operands_bench(args.audit_only, args.runs)
+        return
+    if args.gc303_only:
+        gc303_bench(args.runs)
+        return
+    if args.audit_scale_only:
+        audit_bench(3, (args.audit_scale_only,))
         return
     if args.startup_only:
         startup_bench(args.runs)
@@ -385,12 +396,14 @@ def _benchmarks(args: argparse.Namespace) -> None:
             whole = _wall([*gpuconf, "validate", str(path)], 3)
             print(f"{f'validate {pools:>4}-pool intent ({len(text) // 1024} KiB)':<44} {in_process * 1000:8.1f} ms  "
                   f"in process, {whole * 1000:.0f} ms whole process")
+        gc303_bench(args.runs)
         _render_benchmarks(gpuconf, tmp, args.runs, big_intent_text)
         impact_bench(tmp, args.runs)
     fleet_bench(100, 3, args.chart, args.helm)
     impact_scale_bench(5_200, 200_000, 3)
     import_bench(args.runs)
     audit_bench(7)
+    audit_bench(3, (100_000,))
     audit_operands_bench(5_000, 5)
 
 
@@ -651,8 +664,30 @@ def impact_scale_bench(nodes: int, pods: int, runs: int) -> None:
               f"{pod_size / 1e6:.0f} MB of JSON")
 
 
-def audit_bench(runs: int) -> None:
-    """`gpuconf audit` of generated clusters of 1,000 and 10,000 nodes (kubectl's JSON layout, realistic labels)."""
+def gc303_bench(runs: int) -> None:
+    """Validation of 1,000 pools of one GPU model told apart by hostname patterns alone, so GC303 weighs all 499,500
+    pairs (issue 46: over 120 s on 156dcf4): distinct literal prefixes, distinct suffixes, and prefixes with a
+    character class after them."""
+    from generate import hostname_intent_text
+
+    from gpuconf.intent.loader import load_text
+    from gpuconf.intent.validate import validate_document
+
+    for pattern in ("^gpu-{i:04d}-", "node-{i:04d}$", "^rack{i}-gpu[0-9]+$"):
+        text = hostname_intent_text(1000, pattern)
+        samples = []
+        for _ in range(max(3, runs // 2)):
+            start = time.perf_counter()
+            result = validate_document(load_text(text, "hostnames.yaml"))
+            samples.append(time.perf_counter() - start)
+        assert result.ok, result.findings[:3]
+        label = f"validate 1,000 pools by hostname {pattern.format(i=7)!r}"
+        print(f"{label:<44} {statistics.median(samples) * 1000:8.1f} ms  in process (GC303 on 499,500 pairs)")
+
+
+def audit_bench(runs: int, totals: tuple[int, ...] = (1_000, 10_000)) -> None:
+    """`gpuconf audit` of generated clusters of 1,000 and 10,000 nodes (kubectl's JSON layout, realistic labels), or
+    of the given sizes (100,000 nodes: issue 46 asks for under 3 s)."""
     import nodelists
 
     from gpuconf import plan as P
@@ -661,7 +696,7 @@ def audit_bench(runs: int) -> None:
     from gpuconf.intent.validate import validate_path
 
     with tempfile.TemporaryDirectory() as tmp:
-        for total in (1_000, 10_000):
+        for total in totals:
             gpu_nodes = total - 3  # plus three system nodes
             counts = {"train-h100": gpu_nodes * 6 // 10, "infer-a100": gpu_nodes // 5}
             counts["notebooks-l4"] = gpu_nodes - sum(counts.values())
@@ -672,7 +707,8 @@ def audit_bench(runs: int) -> None:
             nodes = Path(tmp) / f"nodes-{total}.json"
             size = nodelists.write_nodelist(nodes, plan, images=25)
             parse, whole = [], []
-            for _ in range(max(3, runs // 2)):
+            rounds = 1 if total >= 100_000 else max(3, runs // 2)  # 100,000 nodes are 2.6 GB of JSON
+            for _ in range(rounds):
                 start = time.process_time()
                 for _node in read_nodes_file(str(nodes)):
                     pass
@@ -681,7 +717,7 @@ def audit_bench(runs: int) -> None:
                 report = audit(plan, read_nodes_file(str(nodes)), str(nodes))
                 whole.append(time.process_time() - start)
             assert report.nodes_seen == total and report.healthy == gpu_nodes, report.summary()
-            wall, rss = _audit_process(intent, nodes, 3)
+            wall, rss = _audit_process(intent, nodes, 1 if total >= 100_000 else 3)
             label = f"audit {total:>6,} nodes ({size / 1e6:.0f} MB of JSON)"
             print(f"{label:<44} {wall * 1000:8.1f} ms  whole process, peak RSS {rss / 1024:.0f} MiB; in process "
                   f"{statistics.median(whole) * 1000:.0f} ms CPU, of which reading and parsing "

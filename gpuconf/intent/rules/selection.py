@@ -4,7 +4,6 @@ well, pool selectors are disjoint, labels, selectors and taints are well formed 
 from __future__ import annotations
 
 import types
-from itertools import combinations
 from typing import Iterator, Sequence
 
 from ... import catalog, plan
@@ -190,11 +189,26 @@ def pools_disjoint(ctx: Context) -> Iterator[Finding]:
     """Two pools' selectors could match the same node (GPU model, node labels, hostname pattern, DMI product are
     all considered). Hostname patterns overlap when some node name matches both as NFD matches them (Go's RE2,
     anywhere in the name unless anchored): their automata intersect."""
+    from ..hostnames import Budget, OverBudget
+
     pools = ctx.intent.spec.pools
     models = [plan.gpu_model(ctx.intent, pool.gpu) for pool in pools]
-    for i, j in sorted(_overlap_candidates(pools, models)):
+    budget = Budget()  # the automata of this validation's hostname patterns, all pairs together
+    for i, j in sorted(set(_overlap_candidates(pools, models))):
         a, b = pools[i], pools[j]
-        if a.name != b.name and _could_overlap(a, b, models[i], models[j]):  # same names are GC302's business
+        if a.name == b.name:
+            continue  # same names are GC302's business
+        try:
+            overlap = _could_overlap(a, b, models[i], models[j], budget)
+        except OverBudget:
+            yield ctx.finding("GC303", pool_loc(j, "match"),
+                              f"pools {a.name!r} and {b.name!r} could select the same node: their hostname patterns "
+                              "are too complex to compare within gpuconf's budget",
+                              "give their hostname patterns different literal prefixes after ^ (^gpu-a-, ^gpu-b-), "
+                              "which gpuconf compares without automata, or tell the pools apart by a node label",
+                              severity=WARNING)
+            continue
+        if overlap:
             yield ctx.finding("GC303", pool_loc(j, "match"),
                               f"pools {a.name!r} and {b.name!r} could select the same node",
                               "give one of them a node label with a different value, a disjoint hostname prefix or a "
@@ -226,14 +240,46 @@ def _overlap_candidates(pools: Sequence[Pool], models: Sequence[catalog.GpuModel
             value = pools[i].match.node_labels.get(key) if key else None
             (buckets.setdefault(value, []) if value is not None else unlabelled).append(i)
         for bucket in buckets.values():
-            yield from combinations(bucket, 2)
-        for n, i in enumerate(unlabelled):
-            yield from ((min(i, j), max(i, j)) for j in unlabelled[n + 1:])
-            for bucket in buckets.values():
-                yield from ((min(i, j), max(i, j)) for j in bucket)
+            yield from _hostname_pairs(pools, bucket)
+        yield from _hostname_pairs(pools, unlabelled)
+        lone = set(unlabelled)
+        for bucket in buckets.values():
+            yield from ((i, j) for i, j in _hostname_pairs(pools, unlabelled + bucket) if (i in lone) != (j in lone))
 
 
-def _could_overlap(a: Pool, b: Pool, ma: catalog.GpuModel | None, mb: catalog.GpuModel | None) -> bool:
+def _hostname_pairs(pools: Sequence[Pool], members: list[int]) -> Iterator[tuple[int, int]]:
+    """The pairs of members (i < j) whose hostname patterns could share a name by their literal text alone: two
+    patterns anchored at their start (one branch each) need one literal prefix to begin the other, two anchored at
+    their end one suffix to end the other. Sorted, the patterns whose prefix begins with p follow p's own place, so
+    distinct prefixes cost a sort, not a comparison per pair; a pattern without such text is paired with all."""
+    from ..hostnames import literal_ends
+
+    heads: list[tuple[str, int]] = []
+    tails: list[tuple[str, int]] = []
+    rest: list[int] = []
+    for i in members:
+        ends = literal_ends(pools[i].match.hostname) if pools[i].match.hostname else None
+        if ends is not None and ends[0]:
+            heads.append((ends[0], i))
+        elif ends is not None and ends[1]:
+            tails.append((ends[1][::-1], i))
+        else:
+            rest.append(i)
+    for keyed in (sorted(heads), sorted(tails)):
+        for k, (text, i) in enumerate(keyed):
+            for other, j in keyed[k + 1:]:
+                if not other.startswith(text):
+                    break
+                yield min(i, j), max(i, j)
+    for i, j in ((i, j) for _, i in heads for _, j in tails):
+        yield min(i, j), max(i, j)
+    for n, i in enumerate(rest):
+        for j in [*rest[n + 1:], *(x for _, x in heads), *(x for _, x in tails)]:
+            yield min(i, j), max(i, j)
+
+
+def _could_overlap(a: Pool, b: Pool, ma: catalog.GpuModel | None, mb: catalog.GpuModel | None,
+                   budget=None) -> bool:
     """False only when no node can satisfy both pools' criteria (GPU model included)."""
     if ma is not None and mb is not None and ma.disjoint_from(mb):
         return False  # a node's GPUs are one model; drift from that is the audit's business
@@ -246,7 +292,7 @@ def _could_overlap(a: Pool, b: Pool, ma: catalog.GpuModel | None, mb: catalog.Gp
 
     if any(p and re2_error(p) for p in (a.match.hostname, b.match.hostname)):
         return False  # a pattern NFD cannot compile selects nothing; GC320 says so
-    shared = could_share_a_name(a.match.hostname, b.match.hostname)
+    shared = could_share_a_name(a.match.hostname, b.match.hostname, budget)
     if shared is not None:
         return shared  # NFD's RE2 patterns as automata: some node name matches both, or none does
     pa, pb = _literal_prefix(a.match.hostname), _literal_prefix(b.match.hostname)
