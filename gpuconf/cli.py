@@ -721,7 +721,11 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
         adopted.notes.extend(draft.notes)  # the node draft's pools selected by name: stderr and the report
     for line in adopted.summary():
         click.echo(line, err=True)
-    first = _first_sync(adopted.text, draft, values, sets, set_strings, configmaps, cluster)
+    try:
+        first = _first_sync(adopted.text, draft, values, sets, set_strings, configmaps, cluster)
+    except InputError as exc:  # values no chart renders (`driver: 3`): nothing is written
+        _error(f"gpuconf: {exc}; nothing was written")
+        sys.exit(EXIT_USAGE)
     if first is not None:
         from .impact.installation import equivalent
 

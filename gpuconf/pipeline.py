@@ -442,11 +442,16 @@ def deployed_reader(against: str):
         from .impact import Deployed
         from .output.writer import OutputError, read_tree
 
+        from .output.foldercheck import report_problem
+
         folder = Path(against) / name
         try:
-            return Deployed(read_tree(folder)) if folder.is_dir() else None
+            files = read_tree(folder) if folder.is_dir() else None
         except (OutputError, OSError):
             return None  # _diff_against says why the folder cannot be read
+        if files is None or report_problem(files) is not None:
+            return None  # a report.json gpuconf did not write (`pools: 7`): _diff_against says so, exit 2
+        return Deployed(files)
 
     return read
 

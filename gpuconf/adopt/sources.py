@@ -5,6 +5,7 @@ and scalars replace, null deletes a chart default); each leaf remembers the file
 from __future__ import annotations
 
 import base64
+import json
 import datetime
 import math
 from dataclasses import dataclass, field
@@ -312,6 +313,39 @@ def _claim(sources: dict[Path, str], index: PathIndex, path: Path, where: str) -
         index.remove(other)
     sources[path] = where
     index.add(path, where)
+
+
+def check_sections(values: dict, defaults: dict, inputs: list[ValuesInput]) -> None:
+    """InputError for the first value that is not a map where the chart's defaults have a map (`driver: 3`,
+    `devicePlugin: x`): Helm keeps it and the chart's templates fail on it (`.Values.driver.enabled` of a number),
+    so no installation runs with such values; the input that gave it is named."""
+    todo: list[tuple[Path, Any, Any]] = [((), values, defaults)]
+    while todo:
+        path, given, default = todo.pop()
+        for key in sorted(given, key=str):
+            value, base = given[key], default.get(key)
+            if not isinstance(base, dict) or value is None:
+                continue
+            if isinstance(value, dict):
+                todo.append(((*path, key), value, base))
+                continue
+            where = next((i.where((*path, key)) for i in reversed(inputs) if _holds(i.tree, (*path, key))),
+                         inputs[-1].name if inputs else "the values")
+            from ..escape import term_text
+
+            shown = term_text(json.dumps(value, default=str)[:80])
+            name = term_text(".".join(map(str, (*path, key))))
+            raise InputError(f"{term_text(where)}: {name} is {shown}, not a map: the chart's {term_text(key)} is a "
+                             "section of values, which its templates read key by key (Helm fails to render it), so "
+                             "no installation runs with these values")
+
+
+def _holds(tree: Any, path: Path) -> bool:
+    for key in path:
+        if not isinstance(tree, dict) or key not in tree:
+            return False
+        tree = tree[key]
+    return True
 
 
 def unwrapped(values: dict, defaults: dict) -> dict:

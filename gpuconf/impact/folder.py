@@ -19,7 +19,9 @@ class Deployed:
             report = {}
         self.report: dict = report if isinstance(report, dict) else {}
         self._docs = documents
-        self.pools: dict[str, dict] = {p["name"]: p for p in self.report.get("pools", []) if isinstance(p, dict)}
+        pools = self.report.get("pools")
+        self.pools: dict[str, dict] = {p["name"]: p for p in (pools if isinstance(pools, list) else [])
+                                       if isinstance(p, dict) and isinstance(p.get("name"), str)}
 
     @property
     def docs(self) -> dict[tuple, tuple]:

@@ -409,6 +409,7 @@ def read_installation(tree, values: Iterable[Any], configmaps: Iterable[Any], in
     old_defaults = old.shared_defaults if old is not None else defaults
     user, _ = S.merge_inputs(values) if values else ({}, {})
     user = S.unwrapped(user, old_defaults)
+    S.check_sections(user, old_defaults, values)
     live = S.coalesce(old_defaults, user)
     rows = M.differing(live, S.coalesce(defaults, tree.values.overrides())) if values else None
     mig_name = ((live.get("migManager") or {}).get("config") or {}).get("name")

@@ -1,0 +1,68 @@
+"""Hostile input, round five (issue 46, items 4 and 5): no exit 3 on a values section that is a scalar or a deployed
+report.json of the wrong shape, paths printed through one escaping (escape.show_path), large node lists bounded,
+and an unreadable device-plugin config said in the draft and the summary."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import ROOT
+
+NODES = str(ROOT / "tests" / "fixtures" / "nodes" / "airgapped-drift.json")
+
+
+def _problem(where: str, key: str, shown: str) -> str:
+    return (f"gpuconf: {where}: {key} is {shown}, not a map: the chart's {key.split('.')[-1]} is a section of values, "
+            "which its templates read key by key (Helm fails to render it), so no installation runs with these values")
+
+
+@pytest.mark.parametrize("text, key, shown", [("driver: 3\n", "driver", "3"), ("devicePlugin: x\n", "devicePlugin",
+                                                                              '"x"')])
+def test_a_scalar_values_section_in_import_with_nodes_is_exit_2_and_writes_nothing(run, tmp_path, text, key, shown):
+    """Exit 3 on 156dcf4 (AttributeError in the first-sync plan)."""
+    values = tmp_path / "values.yaml"
+    values.write_text(text, encoding="utf-8")
+    result = run("import", "--values", str(values), "--nodes", NODES, "-o", str(tmp_path / "intent.yaml"), "--report",
+                 str(tmp_path / "report.json"))
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.splitlines()[-1] == _problem(f"{values}:1", key, shown) + "; nothing was written"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["values.yaml"]
+
+
+def test_a_scalar_values_section_in_diff_against_installation_is_exit_2(run, tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text("devicePlugin: x\n", encoding="utf-8")
+    result = run("diff", str(ROOT / "examples" / "airgapped.yaml"), "--against-installation", "--values", str(values),
+                 "--nodes", NODES)
+    assert (result.exit_code, result.stderr) == (2, _problem(f"{values}:1", "devicePlugin", '"x"') + "\n")
+
+
+def test_a_hostile_api_servers_release_with_a_scalar_section_is_exit_2(run, tmp_path):
+    from test_adopt import _cluster, _release_secret
+
+    objects = {"/api/v1/secrets": {"kind": "SecretList", "apiVersion": "v1", "metadata": {},
+                                   "items": [_release_secret({"driver": 3})]}}
+    api, kubeconfig = _cluster(tmp_path, objects)
+    with api:
+        result = run("import", "--kubeconfig", kubeconfig(), "-o", str(tmp_path / "intent.yaml"))
+    source = "Secret gpu-operator/sh.helm.release.v1.gpu-operator.v2 (release gpu-operator revision 2)"
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.splitlines()[-1] == _problem(source, "driver", "3") + "; nothing was written"
+    assert not (tmp_path / "intent.yaml").exists()
+
+
+def test_a_deployed_report_json_whose_pools_are_a_number_is_exit_2(run, tmp_path, monkeypatch):
+    """Exit 3 on 156dcf4: the transition rules read the deployed folder before diff checked its report.json."""
+    monkeypatch.chdir(tmp_path)
+    example = str(ROOT / "examples" / "single-pool.yaml")
+    assert run("render", example, "-o", "out").exit_code == 0
+    report = tmp_path / "out" / "lab" / "report.json"
+    data = json.loads(report.read_text(encoding="utf-8"))
+    data["pools"] = 7
+    report.write_text(json.dumps(data), encoding="utf-8")
+    result = run("diff", example, "--against", "out")
+    assert (result.exit_code, result.stderr) == (
+        2, "gpuconf: out/lab: report.json: pools is a list: not what gpuconf wrote there (edited by hand?); restore "
+           "the folder or render it again\n")
