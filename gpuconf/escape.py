@@ -4,7 +4,8 @@
 - a POSIX shell word (the platform scripts, the commands REPORT.md and the notes print): shell_word;
 - Markdown, REPORT.md and every Markdown a command prints (diff --format markdown, the impact plan's table):
   md_text for free text, md_code for inline code, md_comment inside an HTML comment;
-- a terminal or a CI log (stdout and stderr of every command): term_text.
+- a terminal or a CI log (stdout and stderr of every command): term_text;
+- a path, in any of these: show_path, the single entry point every printed file or folder name goes through.
 
 Values come from files a stranger may write (a pull request's intent, values files, a folder diff --against reads,
 an API server's answers): each helper makes sure that what it is given shows as typed in its medium and starts or
@@ -155,3 +156,17 @@ def term_lines(text: str) -> str:
     if "::" not in text and "##" not in text:
         return text
     return "\n".join(term_text(line) if _LOG_COMMAND.match(line) else line for line in text.split("\n"))
+
+
+def show_path(path: Any, medium: str = "log") -> str:
+    """The one way a path is printed: a file or folder name gpuconf read or wrote (a folder's entries, a render's
+    files, a foreign file, a verified file), which anyone who can write into the folder chooses.
+
+    medium "log" (a terminal or a CI log, stdout or stderr): term_text, so a name with a line break and
+    `::error title=...::` in it stays on its line and starts no workflow command; "md" (Markdown outside a table)
+    and "md-table" (a table cell): md_code, inline code that nothing in the name closes."""
+    if medium == "log":
+        return term_text(path)
+    if medium in ("md", "md-table"):
+        return md_code(path, table=medium == "md-table")
+    raise ValueError(f"unknown medium {medium!r}")

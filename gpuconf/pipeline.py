@@ -238,6 +238,7 @@ def _check_trees(trees: list, out: str, stdout: str, unsigned: bool = False) -> 
 
 def _write_trees(trees: list, out: str, stdout: str, delete_foreign: bool) -> Outcome:
     """render: every folder replaced under the output folder's lock; the summary of what was written."""
+    from .escape import show_path
     from .output.summary import render_summary
     from .output.writer import entries, write_trees
 
@@ -245,7 +246,7 @@ def _write_trees(trees: list, out: str, stdout: str, delete_foreign: bool) -> Ou
     written = write_trees(out, [(tree.name, tree.files) for tree in trees], delete_foreign)
     for tree, done in zip(trees, written):
         if done.deleted:
-            outcome.stderr.append(f"gpuconf: deleted from {done.path}/ what gpuconf had not written "
+            outcome.stderr.append(f"gpuconf: deleted from {show_path(done.path)}/ what gpuconf had not written "
                                   f"(--delete-foreign): {entries(done.deleted)}")
         outcome.stdout += render_summary(tree, str(done.path))
     return outcome
@@ -257,6 +258,7 @@ SHOWN_FOREIGN = 20
 
 def _foreign_lines(exc: Exception) -> list[str]:
     """The folders that hold files gpuconf did not write, each with those files (folders of them collapsed)."""
+    from .escape import show_path
     from .output.writer import ForeignFiles, entries
 
     if not isinstance(exc, ForeignFiles):
@@ -264,10 +266,11 @@ def _foreign_lines(exc: Exception) -> list[str]:
     lines = []
     for folder, foreign in sorted(exc.foreign.items()):
         if foreign == [""]:
-            lines.append(f"gpuconf: {folder} is not a folder gpuconf wrote")
+            lines.append(f"gpuconf: {show_path(folder)} is not a folder gpuconf wrote")
             continue
         more = f" and {len(foreign) - SHOWN_FOREIGN} more" if len(foreign) > SHOWN_FOREIGN else ""
-        lines.append(f"gpuconf: {folder}/ holds what gpuconf did not write: {entries(foreign[:SHOWN_FOREIGN])}{more}")
+        lines.append(f"gpuconf: {show_path(folder)}/ holds what gpuconf did not write: "
+                     f"{entries(foreign[:SHOWN_FOREIGN])}{more}")
     lines.append("gpuconf: move those files out of the cluster folder (gpuconf replaces it whole), or pass "
                  "--delete-foreign to delete them")
     return lines

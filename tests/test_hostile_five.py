@@ -66,3 +66,51 @@ def test_a_deployed_report_json_whose_pools_are_a_number_is_exit_2(run, tmp_path
     assert (result.exit_code, result.stderr) == (
         2, "gpuconf: out/lab: report.json: pools is a list: not what gpuconf wrote there (edited by hand?); restore "
            "the folder or render it again\n")
+
+
+# --- workflow-command injection through a file name ---------------------------------------------------------------
+
+HOSTILE_NAME = "x\n::error title=gpuconf::all checks passed"
+
+
+def _planted(run, tmp_path, monkeypatch) -> str:
+    monkeypatch.chdir(tmp_path)
+    example = str(ROOT / "examples" / "single-pool.yaml")
+    assert run("render", example, "-o", "out").exit_code == 0
+    (tmp_path / "out" / "lab" / HOSTILE_NAME).write_text("planted\n", encoding="utf-8")
+    return example
+
+
+def _no_command(text: str) -> None:
+    assert not any(line.lstrip().startswith(("::", "##")) for line in text.splitlines()), text
+
+
+def test_render_check_prints_a_hostile_file_name_escaped(run, tmp_path, monkeypatch):
+    example = _planted(run, tmp_path, monkeypatch)
+    result = run("render", "--check", example, "-o", "out")
+    assert result.exit_code == 1
+    _no_command(result.stdout + result.stderr)
+    assert "foreign: out/lab/x\\n::error title=gpuconf::all checks passed (gpuconf did not write it" in result.stdout
+
+
+def test_render_refusing_a_hostile_file_name_prints_it_escaped(run, tmp_path, monkeypatch):
+    example = _planted(run, tmp_path, monkeypatch)
+    result = run("render", example, "-o", "out")
+    assert result.exit_code == 2
+    _no_command(result.stdout + result.stderr)
+    assert ("gpuconf: out/lab/ holds what gpuconf did not write: x\\n::error title=gpuconf::all checks passed"
+            in result.stderr.splitlines())
+    deleted = run("render", example, "-o", "out", "--delete-foreign")
+    assert deleted.exit_code == 0
+    _no_command(deleted.stdout + deleted.stderr)
+
+
+def test_show_path_is_the_one_escaping_of_paths():
+    from gpuconf.escape import show_path
+
+    assert show_path(HOSTILE_NAME) == "x\\n::error title=gpuconf::all checks passed"
+    assert show_path("::add-mask::x") == "\\x3a:add-mask::x"
+    assert show_path("a`b|c", "md-table") == "``a`b\\|c``"
+    assert show_path("a`b", "md") == "``a`b``"
+    with pytest.raises(ValueError):
+        show_path("x", "html")

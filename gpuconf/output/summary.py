@@ -132,10 +132,12 @@ def render_summary(tree, target: str) -> str:
     """What a render wrote: the intent summary (a cluster's), then the files, the record of them included."""
     from .writer import with_record
 
+    from ..escape import show_path
+
     files = sorted(with_record(tree.files))
     lines = [summarise(tree.plan.intent, tree.plan.source).rstrip("\n")] if tree.plan is not None else []
-    lines.append(f"wrote {len(files)} files to {target}/:")
-    lines += [f"  {path}" for path in files]
+    lines.append(f"wrote {len(files)} files to {show_path(target)}/:")
+    lines += [f"  {show_path(path)}" for path in files]
     return "\n".join(lines) + "\n"
 
 
@@ -144,22 +146,25 @@ def tree_diff(folder, new: dict[str, str], root: str) -> str:
     with a unified diff of the files gpuconf owns."""
     import difflib
 
+    from ..escape import show_path
+
     if folder.kind in ("symlink", "file"):
         what = "a symbolic link" if folder.kind == "symlink" else "not a folder"
-        return f"foreign: {root} ({what}; gpuconf writes real folders only and does not replace this)\n"
+        return f"foreign: {show_path(root)} ({what}; gpuconf writes real folders only and does not replace this)\n"
     old = folder.files
     expected = {path: text.encode("utf-8") for path, text in new.items()}
     foreign = set(folder.foreign) - folder.changed  # a file gpuconf wrote and someone changed is stale, not foreign
     out = []
     for path in sorted(set(old) | set(expected) | foreign):
+        shown = show_path(f"{root}/{path}")
         if path in foreign:
-            out.append(f"foreign: {root}/{path} (gpuconf did not write it: a render refuses to delete it)")
+            out.append(f"foreign: {shown} (gpuconf did not write it: a render refuses to delete it)")
         elif path not in old:
-            out.append(f"missing: {root}/{path}")
+            out.append(f"missing: {shown}")
         elif path not in expected:
-            out.append(f"extra: {root}/{path}")
+            out.append(f"extra: {shown}")
         elif old[path] != expected[path]:
-            out.append(f"stale: {root}/{path}{_why_stale(folder, path, expected[path])}")
+            out.append(f"stale: {shown}{_why_stale(folder, path, expected[path])}")
     if not out:
         return ""
     text = "\n".join(out) + "\n"
@@ -167,7 +172,8 @@ def tree_diff(folder, new: dict[str, str], root: str) -> str:
         if old.get(path) != expected.get(path):
             text += "".join(difflib.unified_diff(
                 _shown_lines(old.get(path)), _shown_lines(expected.get(path)),
-                fromfile=f"{root}/{path} (committed)", tofile=f"{root}/{path} (rendered)"))
+                fromfile=f"{show_path(f'{root}/{path}')} (committed)",
+                tofile=f"{show_path(f'{root}/{path}')} (rendered)"))
     return text
 
 

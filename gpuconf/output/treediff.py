@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..escape import md_code, md_fence, md_html, md_text, term_text
+from ..escape import md_code, md_fence, md_html, md_text, show_path, term_text
 from ..findings import dotted
 from .attest import ATTESTATION
 from .writer import RECORD
@@ -210,10 +210,10 @@ def diff_text(diff: TreeDiff) -> str:
     terminal or a CI log (term_text)."""
     lines = []
     for doc in diff.documents:
-        lines.append(f"{doc.status} {term_text(doc.file)}: {term_text(doc.title)}")
+        lines.append(f"{doc.status} {show_path(doc.file)}: {term_text(doc.title)}")
         lines += [f"  {term_text(c.text())}" for c in doc.changes]
     if diff.comments_only:
-        lines.append(f"comments only (headers, `# via` lines): {', '.join(map(term_text, diff.comments_only))}")
+        lines.append(f"comments only (headers, `# via` lines): {', '.join(map(show_path, diff.comments_only))}")
     counts = {s: sum(1 for d in diff.documents if d.status == s) for s in ("added", "removed", "changed")}
     if diff.equal:
         lines.append(f"{term_text(diff.old_root)}: no document differs from a fresh render of "
@@ -234,11 +234,11 @@ def diff_markdown(diff: TreeDiff, folded: bool = False) -> str:
     if diff.equal:
         lines.append(f"No document differs from a fresh render of {md_code(diff.new_source, table=False)}.")
     for doc in diff.documents:
-        lines.append(f"- **{doc.status}** {md_code(doc.file, table=False)}: {md_text(doc.title)}")
+        lines.append(f"- **{doc.status}** {show_path(doc.file, 'md')}: {md_text(doc.title)}")
         lines += [f"  - {md_code(c.text(), table=False)}" for c in doc.changes]
     if diff.comments_only:
         lines.append("- comments only (headers, `# via` lines): "
-                     + ", ".join(md_code(p, table=False) for p in diff.comments_only))
+                     + ", ".join(show_path(p, "md") for p in diff.comments_only))
     if diff.unified:
         fence = md_fence(diff.unified)
         lines += ["", f"{fence}diff", diff.unified.rstrip("\n"), fence]

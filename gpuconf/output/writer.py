@@ -617,5 +617,8 @@ def _unlink(path: Path) -> None:
 
 
 def entries(paths: Iterable[str]) -> str:
-    """Folder entries for a message: sorted, comma-separated, the folder itself shown as `.`."""
-    return ", ".join(p or "." for p in sorted(paths))
+    """Folder entries for a message on a terminal or a CI log: sorted, comma-separated, the folder itself shown as
+    `.`, each escaped (escape.show_path)."""
+    from ..escape import show_path
+
+    return ", ".join(show_path(p) if p else "." for p in sorted(paths))
