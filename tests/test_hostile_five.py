@@ -114,3 +114,24 @@ def test_show_path_is_the_one_escaping_of_paths():
     assert show_path("a`b", "md") == "``a`b``"
     with pytest.raises(ValueError):
         show_path("x", "html")
+
+
+# --- item 5: a device-plugin config that cannot be read -----------------------------------------------------------
+
+
+def test_a_5000_deep_device_plugin_config_is_said_unreadable_in_the_draft_and_the_summary(run, tmp_path):
+    """On 156dcf4 the draft said "no sharing config in the values: whole GPUs" (the values name one: it could not be
+    read), and only --report said why."""
+    values = tmp_path / "values.yaml"
+    values.write_text("devicePlugin:\n  config:\n    name: deep\n", encoding="utf-8")
+    configmap = tmp_path / "configmap.yaml"
+    configmap.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: deep, namespace: gpu-operator}\ndata:\n"
+                         f"  any: {json.dumps('[' * 5000 + ']' * 5000)}\n", encoding="utf-8")
+    result = run("import", "--values", str(values), "--configmap", str(configmap))
+    assert result.exit_code == 0, result.stderr
+    why = "not expressible as a sharing profile (not YAML that gpuconf reads: nested too deep)"
+    assert (f"gpuconf: note: device-plugin config 'any' ({configmap}: ConfigMap/deep key any) could not be read: "
+            f"{why}: its nodes get whole GPUs unless you declare the sharing yourself") in result.stderr.splitlines()
+    assert "no sharing config in the values" not in result.stdout
+    assert (f"# the values name device-plugin config(s) that could not be read ('any': {why}): their sharing is "
+            "unknown, so this pool shares nothing until you declare it.") in result.stdout

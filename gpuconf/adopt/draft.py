@@ -318,6 +318,9 @@ class Adopter:
             else:
                 row["why"] = (f"not expressible as a sharing profile ({pc.why}): its nodes get whole GPUs unless you "
                               "declare the sharing yourself")
+                # Said on stderr too, not only in --report: the draft's whole GPUs are gpuconf's fallback, not the
+                # installation's sharing.
+                self.notes.append(f"device-plugin config {key!r} ({pc.source}) could not be read: {row['why']}")
             self.configs.append(row)
         what = ", ".join(f"{r['config']} -> {r['profile']}" for r in self.configs if r["profile"])
         for s in self.settings:
@@ -414,9 +417,16 @@ class Adopter:
         self._mig_pools(names, gpu_comment)
         if not self.pools:
             named = getattr(self, "values_config_name", None)
-            why = (f"the values name the device-plugin ConfigMap {named!r}, which was not given (--configmap FILE): "
-                   "its sharing is unknown, so this pool shares nothing until you import it" if named and
-                   not self.plugin_configs else "no sharing config in the values: whole GPUs")
+            unread = [r for r in self.configs if r["profile"] is None]
+            if named and not self.plugin_configs:
+                why = (f"the values name the device-plugin ConfigMap {named!r}, which was not given (--configmap "
+                       "FILE): its sharing is unknown, so this pool shares nothing until you import it")
+            elif unread:
+                why = ("the values name device-plugin config(s) that could not be read ("
+                       + "; ".join(f"{r['config']!r}: {r['why'].split(': its nodes')[0]}" for r in unread)
+                       + "): their sharing is unknown, so this pool shares nothing until you declare it")
+            else:
+                why = "no sharing config in the values: whole GPUs"
             self._pool("gpu-nodes", {"pciDevice": True}, "exclusive", names, f"{why}. " + gpu_comment)
 
     def _pool(self, name: str, match: dict, profile: str | None, names: set, note: str) -> None:
