@@ -135,3 +135,37 @@ def test_a_5000_deep_device_plugin_config_is_said_unreadable_in_the_draft_and_th
     assert "no sharing config in the values" not in result.stdout
     assert (f"# the values name device-plugin config(s) that could not be read ('any': {why}): their sharing is "
             "unknown, so this pool shares nothing until you declare it.") in result.stdout
+
+
+# --- large node lists -----------------------------------------------------------------------------------------------
+
+
+def test_import_keeps_only_what_the_first_sync_reads_of_each_gpu_node(monkeypatch):
+    """On 156dcf4 import kept every GPU Node whole (its image list is half its size): a 1 GB NodeList took 4 GB."""
+    from gpuconf.cluster import importer
+
+    items = json.loads(open(NODES, encoding="utf-8").read())["items"]
+    for item in items:
+        item.setdefault("status", {})["images"] = [{"names": ["nvcr.io/nvidia/k8s-device-plugin:v0.17.1"],
+                                                    "sizeBytes": 1}]
+        item["metadata"]["managedFields"] = [{"manager": "kubelet"}]
+    draft = importer.draft_intent(iter(items), "nodes.json")
+    assert draft.gpu_node_objects
+    for kept in draft.gpu_node_objects:
+        assert "images" not in kept["status"] and "managedFields" not in kept["metadata"]
+        assert set(kept["metadata"]) >= {"name", "labels"} and "allocatable" in kept["status"]
+
+
+def test_import_of_more_gpu_nodes_than_its_bound_is_exit_2_and_writes_nothing(run, tmp_path, monkeypatch):
+    from gpuconf.cluster import importer
+
+    monkeypatch.setattr(importer, "MAX_GPU_NODES", 2)
+    gpu = sum(1 for n in json.loads(open(NODES, encoding="utf-8").read())["items"]
+              if any(k.startswith("nvidia.com/gpu") for k in (n["status"].get("capacity") or {})))
+    assert gpu > 2
+    result = run("import", "--nodes", NODES, "-o", str(tmp_path / "intent.yaml"))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"gpuconf: {NODES}: more than 2 GPU nodes: import drafts an intent for one cluster, and keeps each GPU node's "
+        "facts for its first-sync plan; split the list by node group (kubectl get nodes -l ...) and import each")
+    assert not (tmp_path / "intent.yaml").exists()

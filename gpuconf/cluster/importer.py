@@ -150,7 +150,13 @@ class Importer:
         if not node.gpu:
             return
         self.gpu_nodes += 1
-        self.raw.append(raw)  # for the plan of the draft's first sync (gpuconf/impact/installation.py)
+        if self.gpu_nodes > MAX_GPU_NODES:
+            from .nodesource import NodeSourceError
+
+            raise NodeSourceError(f"{self.source}: more than {MAX_GPU_NODES:,} GPU nodes: import drafts an intent for "
+                                  "one cluster, and keeps each GPU node's facts for its first-sync plan; split the "
+                                  "list by node group (kubectl get nodes -l ...) and import each")
+        self.raw.append(_slim(raw))  # for the plan of the draft's first sync (gpuconf/impact/installation.py)
         self.operator_images.update(_operator_images(raw))
         labels = node.labels
         self.amis[_eks_ami(raw)] += 1
@@ -777,6 +783,22 @@ def _own_driver(group: Group) -> bool:
 def operator_image_tags(raw: Mapping[str, Any]) -> set[str]:
     """The tags of the gpu-operator images a node pulled: the chart release its validator came with."""
     return {tag for _, tag in _operator_images(raw)}
+
+
+#: The most GPU nodes one import reads (docs/reference/limits.md): it keeps each one's facts for the first-sync plan,
+#: about 4 KB apiece once slimmed (_slim), where the whole Node, its image list above all, is 10-100 KB.
+MAX_GPU_NODES = 100_000
+
+
+def _slim(raw: Mapping[str, Any]) -> dict:
+    """The fields of a Node that the first-sync plan reads (nodefacts.facts): name, labels, annotations, taints and
+    unschedulable, capacity, allocatable, conditions and nodeInfo; not its images or managedFields."""
+    def part(value: Any, keys: tuple[str, ...]) -> dict:
+        return {k: value[k] for k in keys if k in value} if isinstance(value, Mapping) else {}
+
+    return {"kind": "Node", "metadata": part(raw.get("metadata"), ("name", "labels", "annotations")),
+            "spec": part(raw.get("spec"), ("taints", "unschedulable")),
+            "status": part(raw.get("status"), ("capacity", "allocatable", "conditions", "nodeInfo"))}
 
 
 def _operator_images(raw: Mapping[str, Any]) -> set[tuple[str, str]]:
