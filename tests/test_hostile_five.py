@@ -169,3 +169,16 @@ def test_import_of_more_gpu_nodes_than_its_bound_is_exit_2_and_writes_nothing(ru
         f"gpuconf: {NODES}: more than 2 GPU nodes: import drafts an intent for one cluster, and keeps each GPU node's "
         "facts for its first-sync plan; split the list by node group (kubectl get nodes -l ...) and import each")
     assert not (tmp_path / "intent.yaml").exists()
+
+
+def test_a_hand_edit_with_an_integer_past_pythons_digit_limit_is_shown_not_exit_3(run, tmp_path, monkeypatch):
+    """Found by the fuzz test once it had issue 46's seeds: `a: 0xfff...` (3,700 hex digits) in kustomization.yaml
+    gave exit 3 when the document diff printed the value (int to str past 4,300 digits)."""
+    monkeypatch.chdir(tmp_path)
+    example = str(ROOT / "examples" / "single-pool.yaml")
+    assert run("render", example, "-o", "out").exit_code == 0
+    (tmp_path / "out" / "lab" / "kustomization.yaml").write_text("a: 0x" + "f" * 3700 + "\n", encoding="utf-8")
+    for fmt in ("text", "markdown"):
+        result = run("diff", example, "--against", "out", "--format", fmt)
+        assert result.exit_code in (1, 2) and "internal error" not in result.stderr, result.stderr
+    assert "<an integer of 14800 bits>" in run("diff", example, "--against", "out").stdout

@@ -97,7 +97,32 @@ class TreeDiff:
 
 
 def _show(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except ValueError:  # an integer past Python's 4,300 digits (a hand edit's `a: 0xfff...`): not printed whole
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str,
+                          cls=_BigInts) if isinstance(value, (dict, list)) else _big(value)
+
+
+def _big(value: Any) -> str:
+    return f"<an integer of {value.bit_length()} bits>" if isinstance(value, int) else repr(type(value))
+
+
+class _BigInts(json.JSONEncoder):
+    """JSON whose integers past Python's digit limit show as <an integer of N bits>."""
+
+    def iterencode(self, o: Any, _one_shot: bool = False):  # noqa: D102 - json API
+        return super().iterencode(_shrunk(o), _one_shot)
+
+
+def _shrunk(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _shrunk(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_shrunk(v) for v in node]
+    if isinstance(node, int) and not isinstance(node, bool) and node.bit_length() > 14_000:
+        return _big(node)
+    return node
 
 
 def _load_all(text: str) -> list:
