@@ -188,7 +188,8 @@ def _product_label_claims(ctx: Context, loc: tuple, model: catalog.GpuModel,
 def pools_disjoint(ctx: Context) -> Iterator[Finding]:
     """Two pools' selectors could match the same node (GPU model, node labels, hostname pattern, DMI product are
     all considered). Hostname patterns overlap when some node name matches both as NFD matches them (Go's RE2,
-    anywhere in the name unless anchored): their automata intersect."""
+    anywhere in the name unless anchored): their automata intersect. (warning) Two patterns too complex to compare
+    within the budget (docs/reference/limits.md: 20,000 automaton states, 2 s) could select the same node."""
     from ..hostnames import Budget, OverBudget
 
     pools = ctx.intent.spec.pools
