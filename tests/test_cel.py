@@ -106,3 +106,45 @@ def test_the_rules_catch_what_the_api_server_refuses():
         "EC2NodeClass.spec.amiSelectorTerms: 'alias' is mutually exclusive, cannot be set with a combination of "
         "other amiSelectorTerms",
         "EC2NodeClass.spec.blockDeviceMappings: must have only one blockDeviceMappings with rootVolume"]
+
+
+# --- Flux: the objects of gitops/ -----------------------------------------------------------------------------
+
+FLUX_KINDS = {("helm.toolkit.fluxcd.io/v2", "HelmRelease"), ("kustomize.toolkit.fluxcd.io/v1", "Kustomization"),
+              ("source.toolkit.fluxcd.io/v1", "OCIRepository"), ("source.toolkit.fluxcd.io/v1", "HelmRepository")}
+
+
+def _flux_rendered() -> list[dict]:
+    """The Flux objects of every golden tree."""
+    out = []
+    for path in sorted((ROOT / "tests" / "golden").glob("*/*/gitops/**/*.yaml")):
+        out += [d for d in YAML11.load_all(path.read_text(encoding="utf-8"))
+                if isinstance(d, dict) and (d.get("apiVersion"), d.get("kind")) in FLUX_KINDS]
+    return out
+
+
+def test_the_flux_schemas_keep_their_cel_rules():
+    # The CRDs of ../shared/reference/crds (helm-controller v1.6.3, kustomize-controller v1.9.4, source-controller
+    # v1.9.1): the HelmRelease has 5 rules, the Kustomization 2, the sources none (their schema is all there is).
+    counts = {kind: rule_count(schema(api, kind)) for api, kind in FLUX_KINDS}
+    assert counts == {"HelmRelease": 5, "Kustomization": 2, "OCIRepository": 0, "HelmRepository": 0}, counts
+
+
+@pytest.mark.parametrize("doc", _flux_rendered(), ids=lambda d: f"{d['kind']}/{d['metadata']['name']}")
+def test_every_rendered_flux_object_passes_its_cel_rules(doc):
+    assert violations(doc) == []
+
+
+def test_the_flux_rules_catch_what_the_api_server_refuses():
+    [release] = [copy.deepcopy(d) for d in _flux_rendered() if d["kind"] == "HelmRelease"][:1]
+    release["spec"]["chartRef"] = {"kind": "OCIRepository", "name": "x"}
+    release["spec"]["chart"] = {"spec": {"chart": "x", "sourceRef": {"kind": "HelmRepository", "name": "x"}}}
+    release["spec"]["upgrade"]["strategy"] = {"name": "RemediateOnFailure", "retryInterval": "1m"}
+    assert violations(release) == [
+        "HelmRelease.spec: either chart or chartRef must be set",
+        "HelmRelease.spec.upgrade.strategy: .retryInterval can only be set when .name is 'RetryOnFailure'"]
+    [kustomization] = [copy.deepcopy(d) for d in _flux_rendered() if d["kind"] == "Kustomization"][:1]
+    kustomization["spec"]["kubeConfig"] = {}
+    assert violations(kustomization) == [
+        "Kustomization.spec.kubeConfig: exactly one of spec.kubeConfig.configMapRef or spec.kubeConfig.secretRef must "
+        "be specified"]

@@ -227,7 +227,7 @@ EXPECTED_KINDS = {
     "nvidia.com/v1alpha1/GPUCluster", "resource.nvidia.com/v1beta1/ComputeDomain",
     "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule", "karpenter.sh/v1/NodePool",
     "karpenter.sh/v1alpha1/NodeOverlay", "karpenter.k8s.aws/v1/EC2NodeClass",
-    "argoproj.io/v1alpha1/Application", "argoproj.io/v1alpha1/ApplicationSet",
+    "argoproj.io/v1alpha1/Application", "argoproj.io/v1alpha1/ApplicationSet", "argoproj.io/v1alpha1/AppProject",
     "helm.toolkit.fluxcd.io/v2/HelmRelease", "source.toolkit.fluxcd.io/v1/HelmRepository",
     "source.toolkit.fluxcd.io/v1/OCIRepository", "kustomize.toolkit.fluxcd.io/v1/Kustomization",
     *(f"kueue.x-k8s.io/{v}/{k}" for v in ("v1beta1", "v1beta2")

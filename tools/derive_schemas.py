@@ -63,6 +63,9 @@ CRD_INPUTS = (
     "crds/karpenter.k8s.aws/karpenter.k8s.aws_ec2nodeclasses.yaml",
     "crds/argoproj.io/application-crd.yaml",
     "crds/argoproj.io/applicationset-crd.yaml",
+    # The AppProject gpuconf renders when spec.delivery.signedCommits asks Argo CD to sync signed commits only
+    # (crds/SOURCES.md: argo-cd v3.5.1 manifests/crds/appproject-crd.yaml; it has no CEL rules).
+    "crds/argoproj.io/appproject-crd.yaml",
     "crds/helm.toolkit.fluxcd.io/helm.toolkit.fluxcd.io_helmreleases.yaml",
     "crds/source.toolkit.fluxcd.io/source.toolkit.fluxcd.io_helmrepositories.yaml",
     "crds/source.toolkit.fluxcd.io/source.toolkit.fluxcd.io_ocirepositories.yaml",

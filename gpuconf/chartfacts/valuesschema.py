@@ -42,8 +42,11 @@ _LATE_FLAGS = re.compile(r"^\^\(\?([a-zA-Z]+)\)")
 LIST_MAP_KEYS = "x-kubernetes-list-map-keys"
 # The CRDs whose CEL rules (`x-kubernetes-validations`, rule and message) stay in the converted schema, where JSON
 # Schema ignores them and tests/cel.py evaluates them: Karpenter's, whose rules carry facts the schema lacks (the
-# restricted label domains, one of role/instanceProfile, alias terms).
-CEL_KEPT_GROUPS = frozenset({"karpenter.sh", "karpenter.k8s.aws"})
+# restricted label domains, one of role/instanceProfile, alias terms), and Flux's, whose objects gitops/ holds
+# (HelmRelease: chart or chartRef, the retry strategies; Kustomization: one kubeConfig reference; OCIRepository has
+# none, so its schema is the whole of what the API server checks).
+CEL_KEPT_GROUPS = frozenset({"karpenter.sh", "karpenter.k8s.aws", "helm.toolkit.fluxcd.io",
+                             "kustomize.toolkit.fluxcd.io", "source.toolkit.fluxcd.io"})
 CEL_RULES = "x-kubernetes-validations"
 
 
