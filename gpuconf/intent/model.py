@@ -14,7 +14,9 @@ from pydantic_core import PydanticCustomError
 
 from .. import quantity
 from .fabric import ComputeDomains, NvLink
+from .fieldtypes import K8sLabelName, K8sObjectName, NonEmpty
 from .kept import KeptNames
+from .security import Security
 from .strict import Strict
 
 API_VERSION = "gpuconf.dev/v1alpha1"
@@ -33,7 +35,6 @@ MAX_TEAM_NAMESPACES = 1000  # namespaces of all teams together (each becomes a N
 MAX_LABELS = 64  # node labels, taints, Prometheus selector labels, metadata labels, pull secrets, MIG layout entries
 
 Name = Annotated[str, Field(min_length=1, max_length=63, description="A DNS-1123 label: lower-case alphanumerics and '-'.")]
-NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 #: The integer types of the fields gpuconf's values end up in (issue 29, item 7): an intent's number is refused
 #: where its consumer could not hold it, instead of rendering an object the API server or the controller refuses.
 #: Kubernetes counts (an IntOrString's int, replicas, a node count) are int32; Go's `int` fields of the operator's
@@ -61,13 +62,6 @@ Subject = Annotated[str, Field(
     description="An RBAC subject: group:NAME, user:NAME or serviceaccount:NAMESPACE:NAME.",
     examples=["group:gpu-platform", "user:alice@example.com", "serviceaccount:ci:deployer"],
 )]
-
-
-K8sLabelName = Annotated[str, Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-                                    description="A DNS-1123 label: lower-case alphanumerics and '-'.")]
-K8sObjectName = Annotated[str, Field(
-    min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
-    description="A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.'.")]
 
 
 # --- cluster, operator, driver ---------------------------------------------------------------------------------
@@ -832,15 +826,6 @@ class Queueing(Strict):
     """How GPU workloads wait for quota. Without it, ResourceQuotas alone limit the teams."""
 
     kueue: Optional[Kueue] = Field(None, description="Queue the teams' Jobs with Kueue.")
-
-
-class Security(Strict):
-    """Supply-chain controls rendered with the cluster's files."""
-
-    admission: Optional[Literal["kyverno"]] = Field(
-        None, description="Render a Kyverno Policy (kyverno.io/v1) that admits, in the operator's namespace, only "
-                          "Pods whose images come from operator.registry, or exactly the images of operator.imageLock "
-                          "pinned by digest when a lock is given.", examples=["kyverno"])
 
 
 class Spec(Strict):
