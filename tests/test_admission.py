@@ -156,3 +156,67 @@ def test_an_admission_policy_needs_a_mirror_or_a_lock(run, tmp_path, monkeypatch
     result = run("render", "intent.yaml", "-o", "out")
     assert result.exit_code == 1 and "GC452" in result.stdout
     assert not (tmp_path / "out").exists()
+
+
+# --- where the policy applies ----------------------------------------------------------------------------------
+
+def test_the_policy_covers_every_namespace_the_render_runs_pods_in(tmp_path, monkeypatch):
+    """Every pod-making object the render writes (the probe Jobs), and the chart's release namespace, have a Policy
+    in their namespace, and REPORT.md names those namespaces and what Kyverno skips."""
+    from gpuconf.pipeline import render_path
+    from gpuconf.render import admission
+
+    intent = _with_admission(AIRGAPPED, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    tree = render_path(intent.name, "out").tree
+    policies = {d["metadata"]["namespace"] for d in tree.documents[admission.FILE]}
+    pods = {d["metadata"]["namespace"] for path, docs in tree.documents.items() if path.startswith("manifests/")
+            for d in docs if d["kind"] in ("Job", "Deployment", "DaemonSet", "Pod")}
+    [release] = [d for d in tree.documents["gitops/release/helm-release.yaml"] if d["kind"] == "HelmRelease"]
+    assert pods and policies == pods | {release["spec"]["targetNamespace"]} == {"nvidia-gpu-operator"}
+    report = tree.files["REPORT.md"]
+    assert ("(`kyverno.io/v1`, namespaced) in `nvidia-gpu-operator`, every namespace this folder runs Pods in"
+            in report)
+    assert ("its chart's defaults skip every resource in `kube-node-lease`, `kube-public`, `kube-system`, `kyverno` "
+            in report)
+    assert json.loads(tree.files["report.json"])["admission"]["skipped"] == [
+        "kube-node-lease", "kube-public", "kube-system", "kyverno"]
+
+
+def test_a_pod_making_object_outside_the_policys_namespaces_is_a_verification_problem(tmp_path, monkeypatch):
+    from gpuconf.pipeline import render_path
+    from gpuconf.render import admission
+
+    intent = _with_admission(AIRGAPPED, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    tree = render_path(intent.name, "out").tree
+    documents = json.loads(json.dumps(tree.documents))
+    assert admission.problems(tree.plan, documents) == []
+    documents["manifests/probes.yaml"][0]["metadata"]["namespace"] = "elsewhere"
+    documents[admission.FILE].append(json.loads(json.dumps(documents[admission.FILE][0])))
+    documents[admission.FILE][-1]["metadata"]["namespace"] = "kube-system"
+    assert admission.problems(tree.plan, documents) == [
+        "manifests/admission.yaml: no Policy in namespace elsewhere, where the render runs Pods",
+        "manifests/admission.yaml: a Policy in namespace kube-system, which Kyverno skips"]
+
+
+@pytest.mark.parametrize("namespace, kyverno, where, expected", [
+    ("kube-public", None, "spec.operator.namespace", "Kyverno's default resourceFilters skip every resource there "
+                                                     "([*/*,kube-public,*])"),
+    ("kube-node-lease", None, "spec.operator.namespace", "([*/*,kube-node-lease,*])"),
+    ("policy-engine", "policy-engine", "spec.operator.namespace", "it is Kyverno's own namespace"),
+    (None, "gpu-operator", "spec.security.kyvernoNamespace", "it is Kyverno's own namespace"),
+])
+def test_namespaces_kyverno_skips_are_refused_where_they_are_set(run, tmp_path, namespace, kyverno, where, expected):
+    text = (ROOT / "tests" / "cases" / "admission-kube-system" / "intent.yaml").read_text(encoding="utf-8")
+    text = text.replace("    namespace: kube-system\n", f"    namespace: {namespace}\n" if namespace else "")
+    if kyverno:
+        text = text.replace("    admission: kyverno\n", f"    admission: kyverno\n    kyvernoNamespace: {kyverno}\n")
+    (tmp_path / "intent.yaml").write_text(text, encoding="utf-8")
+    result = run("validate", str(tmp_path / "intent.yaml"))
+    assert result.exit_code == 1
+    [line] = [line for line in result.stdout.splitlines() if " GC453 " in line]
+    assert f" GC453 {where}: admission: kyverno would enforce nothing in the operator's namespace " in line
+    assert expected in line
+    (tmp_path / "intent.yaml").write_text(text.replace("    admission: kyverno\n", ""), encoding="utf-8")
+    assert run("validate", str(tmp_path / "intent.yaml")).exit_code == 0  # without the policy, any namespace

@@ -6,6 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import Field
 
+from .fieldtypes import K8sLabelName
 from .strict import Strict
 
 
@@ -16,3 +17,7 @@ class Security(Strict):
         None, description="Render a Kyverno Policy (kyverno.io/v1) that admits, in the operator's namespace, only "
                           "Pods whose images come from operator.registry, or exactly the images of operator.imageLock "
                           "pinned by digest when a lock is given.", examples=["kyverno"])
+    kyverno_namespace: K8sLabelName = Field(
+        "kyverno", description="The namespace Kyverno runs in (its chart's README installs it into kyverno). Kyverno "
+                               "skips its own namespace, so the operator's namespace may not be this one.",
+        examples=["kyverno"])

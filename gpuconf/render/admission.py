@@ -1,5 +1,5 @@
-"""spec.security.admission: kyverno: a Kyverno Policy that admits, in the operator's namespace, only the images the
-installation is meant to pull.
+"""spec.security.admission: kyverno: a Kyverno Policy that admits, in each namespace the installation runs Pods in,
+only the images the installation is meant to pull.
 
 Shape (kyverno/kyverno v1.19.0; shared/reference/provenance/facts.md §9): a namespaced `kyverno.io/v1` Policy applies
 only in its own namespace; `validate.failureAction: Enforce` refuses what the pattern does not match; the pattern
@@ -8,6 +8,17 @@ Pod has them (test/conformance/chainsaw/validate/clusterpolicy/cornercases/ephem
 pattern string `|` separates alternatives and `*` matches any run of characters, `/` included (ext/wildcard). With
 operator.imageLock the alternatives are exactly the images the render pulls, each `<reference>@sha256:<digest>` (a
 tag or another digest of the same image is refused); without one, anything under the mirror, `<registry>/*`.
+
+Where Kyverno does not look (kyverno/kyverno v1.19.0 charts/kyverno/values.yaml, the defaults of its Helm chart):
+`config.resourceFilters` skips every resource in kube-system, kube-public and kube-node-lease, and with
+`config.excludeKyvernoNamespace: true` the chart prepends its own namespace to those filters and leaves it out of
+its webhooks' namespaceSelector (templates/config/_helpers.tpl, templates/config/configmap.yaml). A Policy there
+enforces nothing, so validation refuses such an operator namespace (GC453).
+
+Every namespace the render runs Pods in has its Policy: the chart's release namespace (the operator, its operands,
+NFD) and the namespace of every pod-making object under manifests/ (the probe Jobs); `problems` checks it on every
+render. Kyverno applies a Pod rule to the Deployments, DaemonSets and Jobs that make the Pods as well (its autogen
+rules), so a refused image stops the object that would create the Pod.
 
 Kyverno deprecates the kyverno.io Policy kinds in favour of policies.kyverno.io (planned removal in 1.20); the
 Policy is what its v1.19.0 CRD still serves, and what gpuconf checks against (schemas/crds/kyverno.io_policy_v1.json).
@@ -19,6 +30,30 @@ from .. import plan as P
 
 POLICY_NAME = "gpuconf-operator-images"
 RULE_NAME = "images-from-the-mirror"
+FILE = "manifests/admission.yaml"
+#: Namespaces Kyverno's Helm chart filters out by default (config.resourceFilters, kyverno v1.19.0); its own
+#: namespace (spec.security.kyvernoNamespace) is the fourth.
+SKIPPED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+#: Kinds whose objects make Pods (Kyverno's autogen covers them with the Pod rule).
+POD_KINDS = frozenset({"Pod", "Job", "CronJob", "Deployment", "DaemonSet", "StatefulSet", "ReplicaSet"})
+
+
+def skipped_namespaces(plan_or_intent) -> dict[str, str]:
+    """namespace -> why Kyverno skips it by default, for the intent's Kyverno namespace."""
+    intent = getattr(plan_or_intent, "intent", plan_or_intent)
+    security = intent.spec.security
+    kyverno = security.kyverno_namespace if security is not None else "kyverno"
+    why = {ns: f"Kyverno's default resourceFilters skip every resource there ([*/*,{ns},*])" for ns in SKIPPED_NAMESPACES}
+    why[kyverno] = ("it is Kyverno's own namespace (spec.security.kyvernoNamespace), which Kyverno's chart adds to its "
+                    "resourceFilters and leaves out of its webhooks (excludeKyvernoNamespace, default true)")
+    return why
+
+
+def namespaces(plan: P.Plan) -> list[str]:
+    """The namespaces the render runs Pods in: the chart's release namespace and the probe Jobs' (one, today)."""
+    from . import probes
+
+    return sorted({plan.namespace, *(d["metadata"]["namespace"] for d in probes.render(plan) if d["kind"] in POD_KINDS)})
 
 
 def allowed_images(plan: P.Plan) -> list[str]:
@@ -35,7 +70,8 @@ def allowed_images(plan: P.Plan) -> list[str]:
 
 
 def render(plan: P.Plan) -> list[dict]:
-    """The Policy, when spec.security.admission is kyverno (validation makes sure a mirror or a lock is set)."""
+    """One Policy per namespace the render runs Pods in, when spec.security.admission is kyverno (validation makes
+    sure a mirror or a lock is set, and that Kyverno acts in those namespaces)."""
     if plan.intent.spec.admission != "kyverno":
         return []
     from . import metadata
@@ -47,17 +83,31 @@ def render(plan: P.Plan) -> list[dict]:
     return [{
         "apiVersion": "kyverno.io/v1",
         "kind": "Policy",
-        "metadata": metadata(plan, POLICY_NAME, plan.namespace),
+        "metadata": metadata(plan, POLICY_NAME, namespace),
         "spec": {
             "rules": [{
                 "name": RULE_NAME,
                 "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
                 "validate": {
                     "failureAction": "Enforce",
-                    "message": f"gpuconf admits only the GPU Operator's images {what} in namespace {plan.namespace}",
+                    "message": f"gpuconf admits only the GPU Operator's images {what} in namespace {namespace}",
                     "pattern": {"spec": {"containers": containers, "=(initContainers)": containers,
                                          "=(ephemeralContainers)": containers}},
                 },
             }],
         },
-    }]
+    } for namespace in namespaces(plan)]
+
+
+def problems(plan: P.Plan, documents: dict[str, list[dict]]) -> list[str]:
+    """What the admission policy must cover and does not: a namespace of the render's Pods (the chart's release
+    namespace, a pod-making object under manifests/) without its Policy, or a Policy where Kyverno does not look."""
+    if plan.intent.spec.admission != "kyverno":
+        return []
+    covered = {d["metadata"]["namespace"] for d in documents.get(FILE, []) if d["kind"] == "Policy"}
+    running = {plan.namespace} | {d["metadata"]["namespace"] for path, docs in documents.items()
+                                  if path.startswith("manifests/") for d in docs if d["kind"] in POD_KINDS}
+    out = [f"{FILE}: no Policy in namespace {ns}, where the render runs Pods" for ns in sorted(running - covered)]
+    skipped = skipped_namespaces(plan)
+    out += [f"{FILE}: a Policy in namespace {ns}, which Kyverno skips" for ns in sorted(covered & set(skipped))]
+    return out

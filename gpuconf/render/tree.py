@@ -236,6 +236,7 @@ def _verify(tree: Tree) -> None:
     problems += _referential(plan)
     if nvlink.release(plan):
         problems += nvlink.problems(plan, nvlink.values(plan))
+    problems += admission.problems(plan, tree.documents)
     problems += gitops.problems({path: docs for path, docs in tree.documents.items() if path.startswith("gitops/")})
     problems += kueue.problems([doc for path, docs in tree.documents.items() if path.startswith("manifests/")
                                 for doc in docs])

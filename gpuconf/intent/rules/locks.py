@@ -1,5 +1,5 @@
 """The image lock's rules (GC450-GC451: the lock pins every image the render pulls, and a driver digest can pin it)
-and the admission policy's (GC452: it has the images it admits).
+and the admission policy's (GC452: it has the images it admits; GC453: Kyverno acts where it applies).
 
 A lock that cannot be read, or that is not a map of image references to digests, is not a finding: it is bad input
 (gpuconf/render/imagelock.py raises LockError, exit 2 with the reason)."""
@@ -99,3 +99,28 @@ def admission_has_images(ctx: Context) -> Iterator[Finding]:
         yield ctx.finding("GC452", loc, "OLM installs the operator from its catalogue, whose images gpuconf cannot "
                           "list: the policy would refuse the operator's own pods",
                           "install with Helm (spec.cluster.openshift.install: helm), or drop the admission policy")
+
+
+@rule("GC453", "the admission policy applies where Kyverno acts")
+def admission_where_kyverno_acts(ctx: Context) -> Iterator[Finding]:
+    """`spec.security.admission: kyverno` puts its Policy in the operator's namespace, where the chart runs the
+    operator and its operands. Kyverno's Helm chart (v1.19.0) skips every resource in kube-system, kube-public and
+    kube-node-lease (its default `config.resourceFilters`) and in its own namespace (`config.excludeKyvernoNamespace`,
+    default true; `spec.security.kyvernoNamespace`, default kyverno): a Policy there enforces nothing, so the
+    operator's namespace may not be one of them."""
+    spec = ctx.intent.spec
+    if spec.admission is None:
+        return
+    from ...render.admission import SKIPPED_NAMESPACES, skipped_namespaces
+
+    why = skipped_namespaces(ctx.intent).get(spec.operator.namespace)
+    if why is None:
+        return
+    # The operator's namespace as written, else (the default) the Kyverno namespace that made it one Kyverno skips.
+    explicit = "namespace" in spec.operator.model_fields_set
+    loc = ("spec", "operator", "namespace") if explicit else ("spec", "security", "kyvernoNamespace")
+    yield ctx.finding("GC453", loc, f"admission: {spec.admission} would enforce nothing in the operator's namespace "
+                      f"{spec.operator.namespace}: {why}",
+                      "give the operator a namespace of its own (spec.operator.namespace)" + (
+                          ", or set spec.security.kyvernoNamespace to the namespace Kyverno runs in"
+                          if spec.operator.namespace not in SKIPPED_NAMESPACES else ", e.g. gpu-operator"))

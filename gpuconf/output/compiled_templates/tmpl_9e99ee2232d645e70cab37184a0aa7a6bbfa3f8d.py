@@ -40,9 +40,15 @@ def root(context, missing=missing):
         yield str(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'kind'))
         yield ' '
         yield str(t_1(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'name')))
-        yield ' (`kyverno.io/v1`, namespaced: it applies in '
-        yield str(t_1(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'namespace')))
-        yield ' only). With `failureAction: Enforce` Kyverno refuses every Pod there unless each container, init container and ephemeral container image matches '
+        yield ' (`kyverno.io/v1`, namespaced) in '
+        l_1_loop = missing
+        for l_1_ns, l_1_loop in LoopContext(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'namespaces'), undefined):
+            _loop_vars = {}
+            pass
+            yield str(t_1(l_1_ns))
+            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 5 in 'admission.md.j2' evaluated to false and no else section was defined.")))
+        l_1_loop = l_1_ns = missing
+        yield ", every namespace this folder runs Pods in (the chart's operator, operands and NFD, the probe Jobs); it applies there only. With `failureAction: Enforce` Kyverno refuses every Pod there unless each container, init container and ephemeral container image matches "
         if environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'pinned'):
             pass
             yield 'one of these '
@@ -62,7 +68,23 @@ def root(context, missing=missing):
             yield str(t_1(l_1_image))
             yield '\n'
         l_1_image = missing
-        yield '\nKyverno and its CRDs must be installed before this folder syncs, or the Policy cannot be applied. Kyverno deprecates the `kyverno.io` policy kinds in favour of `policies.kyverno.io` (removal planned for 1.20).\n\n'
+        yield "\nKyverno enforces it only where it looks: its chart's defaults skip every resource in "
+        l_1_loop = missing
+        for l_1_ns, l_1_loop in LoopContext(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'skipped'), undefined):
+            _loop_vars = {}
+            pass
+            yield str(t_1(l_1_ns))
+            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 11 in 'admission.md.j2' evaluated to false and no else section was defined.")))
+        l_1_loop = l_1_ns = missing
+        yield " (`config.resourceFilters`, and its own namespace through `config.excludeKyvernoNamespace`), which validation refuses as the operator's namespace (GC453). If your Kyverno's resourceFilters or its webhooks' namespaceSelector exclude "
+        l_1_loop = missing
+        for l_1_ns, l_1_loop in LoopContext(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'namespaces'), undefined):
+            _loop_vars = {}
+            pass
+            yield str(t_1(l_1_ns))
+            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 11 in 'admission.md.j2' evaluated to false and no else section was defined.")))
+        l_1_loop = l_1_ns = missing
+        yield ', it enforces nothing there.\n\nKyverno and its CRDs must be installed before this folder syncs, or the Policy cannot be applied. Kyverno deprecates the `kyverno.io` policy kinds in favour of `policies.kyverno.io` (removal planned for 1.20).\n\n'
 
 blocks = {}
-debug_info = '1=31&2=33&5=37&7=57&8=61'
+debug_info = '1=31&2=33&5=37&7=63&8=67&11=72'
