@@ -123,7 +123,7 @@ def test_the_policy_validates_against_kyvernos_crd_and_admits_the_mirror_only(ru
         assert not matches(pattern, _pod(used[0], ephemeral=foreign))
     report = (folder / "REPORT.md").read_text(encoding="utf-8")
     assert "## Admission policy (Kyverno)" in report
-    assert "`registry.enclave.internal/nvidia/*` (anything under the mirror; `*` also matches `/`)" in report
+    assert "anything under the mirror (`registry.enclave.internal/nvidia/*`; `*` also matches `/`)" in report
     assert json.loads((folder / "report.json").read_text())["admission"]["images"] == [
         "registry.enclave.internal/nvidia/*"]
 
@@ -220,3 +220,70 @@ def test_namespaces_kyverno_skips_are_refused_where_they_are_set(run, tmp_path, 
     assert expected in line
     (tmp_path / "intent.yaml").write_text(text.replace("    admission: kyverno\n", ""), encoding="utf-8")
     assert run("validate", str(tmp_path / "intent.yaml")).exit_code == 0  # without the policy, any namespace
+
+
+# --- OpenShift's Driver Toolkit ------------------------------------------------------------------------------
+
+#: What the operator puts into the driver DaemonSet's `openshift-driver-toolkit-ctr` container: the ImageStream
+#: openshift/driver-toolkit's tag for the node's RHCOS version, as a release payload names it (the release repository
+#: by digest, the form `oc adm release info --image-for=driver-toolkit` prints; the digest here is made up).
+DTK = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + hashlib.sha256(b"driver-toolkit").hexdigest()
+
+
+def _driver_pod(driver: str, manager: str, toolkit: str) -> dict:
+    """A Pod of the driver DaemonSet the operator makes on OpenShift with the Driver Toolkit: the driver container
+    and the toolkit beside it, the driver manager as init container."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nvidia-driver-daemonset-418.94-x"},
+            "spec": {"initContainers": [{"name": "k8s-driver-manager", "image": manager}],
+                     "containers": [{"name": "nvidia-driver-ctr", "image": driver},
+                                    {"name": "openshift-driver-toolkit-ctr", "image": toolkit}]}}
+
+
+def test_the_openshift_driver_toolkit_is_admitted_by_digest_in_the_release_repository(run, tmp_path, monkeypatch):
+    """examples/airgapped.yaml: OpenShift, the chart with operator.use_ocp_driver_toolkit; the driver DaemonSet runs
+    the toolkit image from the release payload, which is neither under the mirror nor in `gpuconf images`."""
+    intent = _with_admission(AIRGAPPED, tmp_path)
+    folder, policy = _render(run, intent, tmp_path, monkeypatch)
+    pattern = policy["spec"]["rules"][0]["validate"]["pattern"]
+    used = run("images", intent.name, "--driver-os", "rhel9.6").stdout.split()
+    [driver] = [i for i in used if "/driver:" in i]
+    [manager] = [i for i in used if "k8s-driver-manager" in i]
+    assert DTK not in used
+    assert matches(pattern, _driver_pod(driver, manager, DTK))
+    for refused in ("quay.io/openshift-release-dev/ocp-v4.0-art-dev:latest",  # a tag
+                    DTK[:-1],  # 63 characters of digest
+                    DTK.replace("ocp-v4.0-art-dev@", "ocp-v4.0-art-dev-x@"),  # another repository
+                    "quay.io/openshift/okd-content@" + DTK.split("@")[1]):  # OKD's, unless the intent names it
+        assert not matches(pattern, _driver_pod(driver, manager, refused)), refused
+    facts = json.loads((folder / "report.json").read_text())["admission"]
+    assert facts["driverToolkit"] == "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + "?" * 64
+    assert "OpenShift's Driver Toolkit, which the operator runs beside the driver" in (folder / "REPORT.md").read_text()
+
+
+def test_the_toolkit_follows_the_release_repository_and_the_lock(run, tmp_path, monkeypatch):
+    refs = run("images", str(AIRGAPPED), "--driver-os", "rhel9.6").stdout.split()
+    (tmp_path / "images.lock.yaml").write_text(yaml.safe_dump(
+        {ref: "sha256:" + hashlib.sha256(ref.encode()).hexdigest() for ref in refs}), encoding="utf-8")
+    intent = _with_admission(AIRGAPPED, tmp_path, lock=True)
+    text = intent.read_text(encoding="utf-8").replace(
+        "      install: helm\n", "      install: helm\n      releaseRepository: quay.io/openshift/okd-content\n")
+    intent.write_text(text, encoding="utf-8")
+    _, policy = _render(run, intent, tmp_path, monkeypatch)
+    pattern = policy["spec"]["rules"][0]["validate"]["pattern"]
+    pinned = run("images", intent.name).stdout.split()
+    [driver] = [i for i in pinned if "/driver:" in i]
+    [manager] = [i for i in pinned if "k8s-driver-manager" in i]
+    okd = "quay.io/openshift/okd-content@" + DTK.split("@")[1]
+    assert matches(pattern, _driver_pod(driver, manager, okd))  # the lock cannot pin it: an OpenShift update moves it
+    assert not matches(pattern, _driver_pod(driver, manager, DTK))
+
+
+def test_without_the_toolkit_nothing_of_the_release_is_admitted(run, tmp_path, monkeypatch):
+    """A cluster that is not OpenShift runs no Driver Toolkit, and its policy admits no release image."""
+    intent = _with_admission(AIRGAPPED, tmp_path)
+    text = intent.read_text(encoding="utf-8").replace("    distribution: openshift\n    openshift:\n      install: helm\n",
+                                                      "")
+    intent.write_text(text, encoding="utf-8")
+    folder, policy = _render(run, intent, tmp_path, monkeypatch)
+    assert "quay.io" not in json.dumps(policy)
+    assert json.loads((folder / "report.json").read_text())["admission"]["driverToolkit"] is None

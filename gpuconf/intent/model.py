@@ -182,6 +182,10 @@ class Openshift(Strict):
         None, description="OLM only: render the Namespace, OperatorGroup and Subscription of Red Hat's NFD Operator "
                           "(openshift-nfd), so one sync installs everything. Leave it out where the NFD Operator is "
                           "installed already: a second OperatorGroup in its namespace stops OLM.")
+    release_repository: Annotated[str, Field(pattern=r"^[a-z0-9][-a-z0-9.:]*(/[a-z0-9][-a-z0-9._]*)+$")] = Field(
+        "quay.io/openshift-release-dev/ocp-v4.0-art-dev", description="The repository of the cluster's release "
+        "images (OKD's: quay.io/openshift/okd-content): the driver toolkit image the operator runs beside the driver "
+        "comes from there by digest, and spec.security.admission admits it.")
 
 
 class Dra(Strict):

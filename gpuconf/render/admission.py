@@ -15,6 +15,22 @@ Where Kyverno does not look (kyverno/kyverno v1.19.0 charts/kyverno/values.yaml,
 its webhooks' namespaceSelector (templates/config/_helpers.tpl, templates/config/configmap.yaml). A Policy there
 enforces nothing, so validation refuses such an operator namespace (GC453).
 
+On OpenShift the operator builds the driver with the Driver Toolkit (operator.use_ocp_driver_toolkit, which gpuconf
+sets there): the driver DaemonSet gets a container `openshift-driver-toolkit-ctr` whose image is the `from.name` of
+the tag for the node's RHCOS version in the ImageStream `openshift/driver-toolkit` (NVIDIA/gpu-operator
+controllers/clusterinfo/clusterinfo.go getOpenshiftDTKImages, controllers/object_controls.go
+transformOpenShiftDriverToolkitContainer; read at a22dbf671). That ImageStream is part of the release payload: its
+manifest carries a placeholder that `oc adm release new` replaces with the payload's own reference of the image
+(openshift/driver-toolkit manifests/01-openshift-imagestream.yaml, docs/driver_toolkit_imagestream.md; b63b175),
+which is the release repository by digest, `quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:<hex>` (README.md:
+`oc adm release info ... --image-for=driver-toolkit`). A disconnected cluster pulls it through its mirror
+(ImageDigestMirrorSet), but the Pod still names the release repository, and that name is what Kyverno sees. The
+digest changes with every OpenShift update, outside gpuconf's render: the policy admits
+`<spec.cluster.openshift.releaseRepository>@sha256:` followed by 64 characters, never a tag, with or without an
+image lock (a lock that pinned it would refuse the toolkit of the next OpenShift update, and no driver would be
+built). When the tag of a node's RHCOS version is missing, the operator runs the driver image instead, which the
+policy admits already.
+
 Every namespace the render runs Pods in has its Policy: the chart's release namespace (the operator, its operands,
 NFD) and the namespace of every pod-making object under manifests/ (the probe Jobs); `problems` checks it on every
 render. Kyverno applies a Pod rule to the Deployments, DaemonSets and Jobs that make the Pods as well (its autogen
@@ -56,8 +72,25 @@ def namespaces(plan: P.Plan) -> list[str]:
     return sorted({plan.namespace, *(d["metadata"]["namespace"] for d in probes.render(plan) if d["kind"] in POD_KINDS)})
 
 
+def driver_toolkit(plan: P.Plan) -> str | None:
+    """The pattern of OpenShift's Driver Toolkit image when the operator runs it (OpenShift, a driver the operator
+    manages, operator.use_ocp_driver_toolkit on), else None: the release repository by digest."""
+    cluster = plan.intent.spec.cluster
+    if cluster.distribution != "openshift" or all(pool.driver == "preinstalled" for pool in plan.pools):
+        return None
+    from .. import hazards
+    from .values import build_values
+
+    values = hazards.planned_values(plan) or build_values(plan)
+    if not values.merged_view()["operator"].get("use_ocp_driver_toolkit"):
+        return None
+    from ..intent.model import Openshift
+
+    return f"{(cluster.openshift or Openshift()).release_repository}@sha256:{'?' * 64}"
+
+
 def allowed_images(plan: P.Plan) -> list[str]:
-    """The pattern's alternatives: every image the render pulls pinned by the lock, else the mirror's wildcard."""
+    """The images the render pulls: pinned by the lock, else the mirror's wildcard (without the Driver Toolkit)."""
     if plan.image_lock is None:
         return [f"{plan.intent.spec.operator.registry}/*"]
     from ..output.images import images
@@ -76,10 +109,13 @@ def render(plan: P.Plan) -> list[dict]:
         return []
     from . import metadata
 
-    image = " | ".join(allowed_images(plan))
+    toolkit = driver_toolkit(plan)
+    image = " | ".join([*allowed_images(plan), *([toolkit] if toolkit else [])])
     containers = [{"image": image}]
     what = "pinned by digest in the image lock" if plan.image_lock is not None else \
         f"from the mirror {plan.intent.spec.operator.registry}"
+    if toolkit:
+        what += " and OpenShift's Driver Toolkit from the cluster's release images"
     return [{
         "apiVersion": "kyverno.io/v1",
         "kind": "Policy",

@@ -48,18 +48,22 @@ def root(context, missing=missing):
             yield str(t_1(l_1_ns))
             yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 5 in 'admission.md.j2' evaluated to false and no else section was defined.")))
         l_1_loop = l_1_ns = missing
-        yield ", every namespace this folder runs Pods in (the chart's operator, operands and NFD, the probe Jobs); it applies there only. With `failureAction: Enforce` Kyverno refuses every Pod there unless each container, init container and ephemeral container image matches "
+        yield ", every namespace this folder runs Pods in (the chart's operator, operands and NFD, the probe Jobs); it applies there only. With `failureAction: Enforce` Kyverno refuses every Pod there unless each container, init container and ephemeral container image matches one of the patterns below: "
         if environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'pinned'):
             pass
-            yield 'one of these '
+            yield 'the '
             yield str(t_2(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'images')))
             yield ' images of the image lock '
             yield str(t_1(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'lock')))
             yield ', each pinned by digest (a tag alone, or another digest, is refused)'
         else:
             pass
+            yield 'anything under the mirror ('
             yield str(t_1(environment.getitem(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'images'), 0)))
-            yield ' (anything under the mirror; `*` also matches `/`)'
+            yield '; `*` also matches `/`)'
+        if environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'driverToolkit'):
+            pass
+            yield ", or OpenShift's Driver Toolkit"
         yield ':\n\n'
         for l_1_image in environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'images'):
             _loop_vars = {}
@@ -68,13 +72,18 @@ def root(context, missing=missing):
             yield str(t_1(l_1_image))
             yield '\n'
         l_1_image = missing
+        if environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'driverToolkit'):
+            pass
+            yield '- '
+            yield str(t_1(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'driverToolkit')))
+            yield ": OpenShift's Driver Toolkit, which the operator runs beside the driver to build it (the tag of the node's RHCOS version in the ImageStream `openshift/driver-toolkit`). It is one of the cluster's release images, named by digest in the release repository even where a mirror serves it; the digest changes with each OpenShift update, so the policy admits any digest there (`?` is one character), never a tag.\n"
         yield "\nKyverno enforces it only where it looks: its chart's defaults skip every resource in "
         l_1_loop = missing
         for l_1_ns, l_1_loop in LoopContext(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'skipped'), undefined):
             _loop_vars = {}
             pass
             yield str(t_1(l_1_ns))
-            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 11 in 'admission.md.j2' evaluated to false and no else section was defined.")))
+            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 14 in 'admission.md.j2' evaluated to false and no else section was defined.")))
         l_1_loop = l_1_ns = missing
         yield " (`config.resourceFilters`, and its own namespace through `config.excludeKyvernoNamespace`), which validation refuses as the operator's namespace (GC453). If your Kyverno's resourceFilters or its webhooks' namespaceSelector exclude "
         l_1_loop = missing
@@ -82,9 +91,9 @@ def root(context, missing=missing):
             _loop_vars = {}
             pass
             yield str(t_1(l_1_ns))
-            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 11 in 'admission.md.j2' evaluated to false and no else section was defined.")))
+            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 14 in 'admission.md.j2' evaluated to false and no else section was defined.")))
         l_1_loop = l_1_ns = missing
         yield ', it enforces nothing there.\n\nKyverno and its CRDs must be installed before this folder syncs, or the Policy cannot be applied. Kyverno deprecates the `kyverno.io` policy kinds in favour of `policies.kyverno.io` (removal planned for 1.20).\n\n'
 
 blocks = {}
-debug_info = '1=31&2=33&5=37&7=63&8=67&11=72'
+debug_info = '1=31&2=33&5=37&7=67&8=71&10=74&11=77&14=81'
