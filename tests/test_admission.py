@@ -15,6 +15,7 @@ refuses others, evaluated the way Kyverno's documentation says patterns work:
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 import json
 import re
 import shutil
@@ -287,3 +288,124 @@ def test_without_the_toolkit_nothing_of_the_release_is_admitted(run, tmp_path, m
     folder, policy = _render(run, intent, tmp_path, monkeypatch)
     assert "quay.io" not in json.dumps(policy)
     assert json.loads((folder / "report.json").read_text())["admission"]["driverToolkit"] is None
+
+
+# --- the Policy before the chart it guards ---------------------------------------------------------------------
+
+def _tree(intent, tmp_path, monkeypatch):
+    from gpuconf.pipeline import render_path
+
+    monkeypatch.chdir(tmp_path)
+    rendered = render_path(intent.name, "out")
+    assert rendered.tree is not None, [f.text() for f in rendered.findings]
+    return rendered.tree
+
+
+def _gitops_objects(tree) -> list[dict]:
+    return [d for path, docs in tree.documents.items() if path.startswith("gitops/") for d in docs]
+
+
+def _check_crds(tree) -> None:
+    """Every gitops/ object passes its CRD's schema and CEL rules (tests/cel.py)."""
+    import cel
+    from gpuconf.output import verify
+
+    version = tree.plan.intent.spec.cluster.kubernetes_version
+    for doc in _gitops_objects(tree):
+        assert verify.verify_object(doc, version, doc["kind"]) == [], doc["metadata"]["name"]
+        assert cel.violations(doc) == [], doc["metadata"]["name"]
+
+
+def _kustomization_files(tree, folder: str) -> list[str]:
+    """The manifest files a kustomization under gitops/ names, relative to the cluster folder."""
+    import posixpath
+
+    config = yaml.safe_load(tree.files[f"{folder}/kustomization.yaml"])
+    return [posixpath.normpath(posixpath.join(folder, ref)) for ref in config.get("resources", [])
+            if ref.startswith("../")]
+
+
+def test_flux_applies_the_policy_and_its_namespace_before_the_release_it_guards(tmp_path, monkeypatch):
+    """examples/airgapped.yaml (Flux): the admission Kustomization applies the namespaces and the Policy and waits
+    for them; the release Kustomization, which applies the HelmRelease, dependsOn it (kustomize-controller holds a
+    dependent until its dependency is Ready at the same source revision), and the manifests follow the release."""
+    tree = _tree(_with_admission(AIRGAPPED, tmp_path), tmp_path, monkeypatch)
+    _check_crds(tree)
+    kustomizations = {d["metadata"]["name"]: d for d in _gitops_objects(tree) if d["kind"] == "Kustomization"}
+    by_path = {k["spec"]["path"].rsplit("/gitops/", 1)[1]: k for k in kustomizations.values()}
+    admission_ks, release_ks, manifests_ks = by_path["admission"], by_path["release"], by_path["manifests"]
+    applies = {folder: _kustomization_files(tree, f"gitops/{folder}") for folder in by_path}
+    assert applies["admission"] == ["manifests/namespaces.yaml", "manifests/admission.yaml"]
+    assert "manifests/admission.yaml" not in applies["release"] + applies["manifests"]
+    assert "manifests/namespaces.yaml" not in applies["release"]  # one owner per object
+    assert "helm-release.yaml" in yaml.safe_load(tree.files["gitops/release/kustomization.yaml"])["resources"]
+    # The order the dependencies make: admission, then the release, then the manifests.
+    order, done = [], set()
+    while len(order) < len(kustomizations):
+        ready = sorted(name for name, k in kustomizations.items() if name not in done
+                       and all(dep["name"] in done for dep in k["spec"].get("dependsOn", [])))
+        assert ready, "a dependency cycle"
+        order.append(ready[0])
+        done.add(ready[0])
+    names = [k["metadata"]["name"] for k in (admission_ks, release_ks, manifests_ks)]
+    assert order == names == ["secure-enclave-gpu-admission", "secure-enclave-gpu-operator",
+                              "secure-enclave-gpu-manifests"]
+    assert admission_ks["spec"]["wait"] is True  # Ready only once Kyverno reports the Policy Ready
+    assert admission_ks["spec"]["sourceRef"] == release_ks["spec"]["sourceRef"]  # the same revision, each commit
+    assert "Flux applies it first: the Kustomization `secure-enclave-gpu-admission`" in tree.files["REPORT.md"]
+
+
+def _argocd_with_admission(tmp_path) -> Path:
+    text = (ROOT / "examples" / "heterogeneous.yaml").read_text(encoding="utf-8")
+    assert "    tool: argocd\n" in text
+    text = text.replace("    namespace: gpu-operator\n",
+                        "    namespace: gpu-operator\n    registry: registry.corp.example/nvidia\n", 1)
+    text = text.replace("\n  pools:\n", "\n  security:\n    admission: kyverno\n  pools:\n", 1)
+    path = tmp_path / "intent.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_argocd_applies_the_policy_in_the_chart_applications_wave_before_the_chart(tmp_path, monkeypatch):
+    """Argo CD orders sync waves within one Application's sync, and each Application syncs a new commit on its own:
+    the Policy is a source of the chart Application, in wave -1 (the chart's resources are in wave 0), and no other
+    Application applies it."""
+    import fnmatch
+
+    tree = _tree(_argocd_with_admission(tmp_path), tmp_path, monkeypatch)
+    _check_crds(tree)
+    apps = {d["metadata"]["name"]: d for d in _gitops_objects(tree) if d["kind"] == "Application"}
+    chart = apps["ml-prod-gpu-operator"]
+    directories = [s for s in chart["spec"]["sources"] if "directory" in s]
+    [source] = directories
+    assert source["repoURL"] == chart["spec"]["sources"][1]["repoURL"]
+    assert source["targetRevision"] == chart["spec"]["sources"][1]["targetRevision"]
+    # What Argo CD's directory source reads: the files of its path that match `include` (recurse off).
+    folder = source["path"].removeprefix("out/ml-prod/")
+    listed = sorted(p.removeprefix(folder + "/") for p in tree.files if p.startswith(folder + "/")
+                    and "/" not in p.removeprefix(folder + "/"))
+    assert [p for p in listed if fnmatch.fnmatch(p, source["directory"]["include"])] == ["admission.yaml"]
+    [policy] = tree.documents["manifests/admission.yaml"]
+    assert policy["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-1"
+    assert int(policy["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) < 0  # the chart's default wave
+    # The manifests Application (the folder's kustomization.yaml) does not apply it.
+    assert "manifests/admission.yaml" not in yaml.safe_load(tree.files["kustomization.yaml"])["resources"]
+    assert "CreateNamespace=true" in chart["spec"]["syncPolicy"]["syncOptions"]  # its namespace comes first
+    assert "Argo CD applies it first: it is a source of the chart Application `ml-prod-gpu-operator`" in \
+        tree.files["REPORT.md"]
+
+
+def test_by_hand_the_policy_is_applied_and_ready_before_the_chart(tmp_path, monkeypatch):
+    intent = _with_admission(AIRGAPPED, tmp_path)
+    text = intent.read_text(encoding="utf-8")
+    intent.write_text(re.sub(r"\n  delivery:.*?\n(?=  overrides:)", "\n", text, flags=re.S), encoding="utf-8")
+    tree = _tree(intent, tmp_path, monkeypatch)
+    assert tree.plan.intent.spec.delivery.tool == "none"
+    steps = json.loads(tree.files["report.json"])["acceptance"]
+    commands = [c for step in steps for c in step["commands"]]
+    policy = commands.index("kubectl apply -f manifests/namespaces.yaml -f manifests/admission.yaml")
+    wait = commands.index("kubectl -n nvidia-gpu-operator wait policies.kyverno.io/gpuconf-operator-images "
+                          "--for=condition=Ready --timeout=5m")
+    helm = next(i for i, c in enumerate(commands) if c.startswith("helm upgrade --install"))
+    assert policy < wait < helm
+    assert "manifests/admission.yaml" in yaml.safe_load(tree.files["kustomization.yaml"])["resources"]

@@ -12,6 +12,17 @@ Every choice here answers a failure GPU Operator users hit when a GitOps tool sy
   manifests Application follows (wave 1) and tolerates CRDs that are still arriving (SkipDryRunOnMissingResource,
   retries with backoff). Flux: a release Kustomization applies the namespaces, the device-plugin/MIG ConfigMaps, the
   chart source and the HelmRelease and waits for the release; the manifests Kustomization dependsOn it.
+* Admission first (spec.security.admission): the Kyverno Policy that guards the operator's namespace is applied, and
+  Ready, before the chart it guards, on every sync, so a changed image (an image lock's digests) is never refused
+  by the Policy of the commit before. Argo CD: the Policy is a source of the chart Application itself, in sync wave
+  -1 (Argo CD orders waves within one Application's sync and waits for each to be healthy; its built-in health
+  check of kyverno.io/Policy is the Policy's Ready condition, resource_customizations/kyverno.io/Policy). Separate
+  Applications would not do: after the first sync each one syncs a new commit on its own. The cluster folder's
+  kustomization.yaml then leaves the Policy out, so that the manifests Application does not manage it too. Flux:
+  an admission Kustomization applies the namespaces and the Policy and waits for them; the release Kustomization
+  dependsOn it, which kustomize-controller holds until the dependency is Ready at the same source revision
+  (checkDependencies). A namespace that moves there from the release Kustomization is not pruned by it: its
+  garbage collection deletes only objects that still carry its own owner labels (deleteObjects' Inclusions).
 * ClusterPolicy drift (A6.17): Argo CD diffs server-side (`ServerSideDiff=true`) and ignores, with
   RespectIgnoreDifferences, the fields the API server fills from CRD defaults that the chart does not render
   (SERVER_DEFAULTED).
@@ -51,6 +62,10 @@ EARLY_MANIFESTS = ("manifests/namespaces.yaml", "manifests/platform.yaml", "mani
 
 
 ARGOCD_HOOK = {"argocd.argoproj.io/hook": "PostSync", "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation"}
+#: The admission Policy's wave in the chart Application: before the chart's resources (wave 0).
+ARGOCD_POLICY_WAVE = {"argocd.argoproj.io/sync-wave": "-1"}
+#: Files the Flux admission Kustomization applies, before the release Kustomization (which then leaves them out).
+ADMISSION_MANIFESTS = ("manifests/namespaces.yaml", "manifests/admission.yaml")
 FLUX_FORCE = {"kustomize.toolkit.fluxcd.io/force": "enabled"}
 
 #: Time budget of one wave of a driver roll-out, before drain and pod-deletion timeouts: pulling the driver image,
@@ -127,11 +142,30 @@ def object_name(cluster: str, suffix: str) -> str:
 
 
 def annotate(plan: P.Plan, doc: dict) -> None:
-    """Add the delivery tool's annotations to a manifest (today: the probe Jobs)."""
+    """Add the delivery tool's annotations to a manifest: the probe Jobs, and under Argo CD the admission Policy's
+    sync wave."""
     tool = plan.intent.spec.delivery.tool
+    if doc.get("kind") == "Policy" and tool == "argocd":
+        doc["metadata"].setdefault("annotations", {}).update(ARGOCD_POLICY_WAVE)
     if doc.get("kind") != "Job" or tool == "none":
         return
     doc["metadata"].setdefault("annotations", {}).update(ARGOCD_HOOK if tool == "argocd" else FLUX_FORCE)
+
+
+def admission_first(plan: P.Plan) -> bool:
+    """True when the delivery tool applies the admission Policy ahead of the chart (an admission policy under Argo
+    CD or Flux; OpenShift's OLM route has no admission policy)."""
+    return plan.intent.spec.admission is not None and plan.intent.spec.delivery.tool in ("argocd", "flux")
+
+
+def folder_resources(plan: P.Plan, files: list[str]) -> list[str]:
+    """The cluster folder's kustomization.yaml resources: every manifest file, but under Argo CD not the admission
+    Policy, which the chart Application applies first (and two Applications must not manage one object)."""
+    from .admission import FILE
+
+    if admission_first(plan) and plan.intent.spec.delivery.tool == "argocd":
+        return [f for f in files if f != FILE]
+    return list(files)
 
 
 def render(plan: P.Plan, manifest_files: list[str], namespace_labels: dict[str, str]) -> list[GitopsFile]:
@@ -164,6 +198,8 @@ def helm_template_command(plan: P.Plan, source: ChartSource) -> str:
 
 
 def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
+    from .admission import FILE as admission_file
+
     delivery = plan.intent.spec.delivery
     source = chart_source(plan)
     namespace = namespace_of(plan)
@@ -201,6 +237,10 @@ def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
                     },
                 },
                 {"repoURL": delivery.repoURL, "targetRevision": revision, "ref": "values"},
+                # The admission Policy, in sync wave -1 of this Application: Ready before the chart's resources.
+                *([{"repoURL": delivery.repoURL, "targetRevision": revision, "path": f"{folder}/manifests",
+                    "directory": {"include": admission_file.removeprefix("manifests/")}}]
+                  if admission_first(plan) else []),
             ],
             **({"ignoreDifferences": ignore} if plan.chart.server_defaulted else {}),
             "syncPolicy": {
@@ -243,6 +283,9 @@ def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
         files = [GitopsFile("gitops/application-manifests.yaml", [manifests_app])]
     else:
         notes = [f"Argo CD renders the chart like: {helm_template_command(plan, source)}"]
+        if admission_first(plan):
+            notes.append(f"The third source is {admission_file}: Argo CD applies the Kyverno Policy in sync wave -1 "
+                         "and waits for it to be Ready before the chart.")
         if source.oci:
             notes.append(f"Register {source.argocd_repo_url} in Argo CD as a Helm repository with enableOCI: \"true\".")
         files = [
@@ -353,8 +396,9 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
             "upgrade": {"crds": "CreateReplace", "remediation": {"retries": 0, "remediateLastFailure": False}},
         },
     }
-    early = [f for f in EARLY_MANIFESTS if f in manifest_files]
-    late = [f for f in manifest_files if f not in early]
+    first = [f for f in ADMISSION_MANIFESTS if f in manifest_files] if admission_first(plan) else []
+    early = [f for f in EARLY_MANIFESTS if f in manifest_files and f not in first]
+    late = [f for f in manifest_files if f not in early and f not in first]
     release_kustomization = {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
@@ -369,6 +413,24 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
             "sourceRef": source_ref(plan),
         },
     }
+    admission_kustomization = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": metadata(plan, object_name(plan.name, "gpu-admission"), namespace),
+        "spec": {
+            "interval": "10m",
+            "retryInterval": "1m",
+            # wait: Ready once the namespaces exist and Kyverno reports the Policy Ready (in its webhook).
+            "timeout": f"{SLACK_MINUTES}m",
+            "path": f"./{folder}/gitops/admission",
+            "prune": True,
+            "wait": True,
+            "sourceRef": source_ref(plan),
+        },
+    }
+    if first:
+        release_kustomization["spec"] = {"dependsOn": [{"name": admission_kustomization["metadata"]["name"]}],
+                                         **release_kustomization["spec"]}
     manifests_kustomization = {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
@@ -406,14 +468,16 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
              f"timeout {release_minutes}m: helm-controller waits for the ClusterPolicy, i.e. for the driver roll-out "
              "(see rollout_minutes in gpuconf/render/gitops.py)."]
     extra: list[GitopsFile] = []
-    kustomizations = [release_kustomization, manifests_kustomization]
+    kustomizations = [*([admission_kustomization] if first else []), release_kustomization, manifests_kustomization]
     if nvlink.release(plan):  # the DRA driver's release after the operator's, before the manifests
         dra_kustomization, extra = dra_flux_files(plan, release_kustomization, folder)
         manifests_kustomization["spec"]["dependsOn"].append({"name": dra_kustomization["metadata"]["name"]})
-        kustomizations.insert(1, dra_kustomization)
+        kustomizations.insert(kustomizations.index(manifests_kustomization), dra_kustomization)
     return [
         GitopsFile("gitops/flux-kustomizations.yaml", kustomizations),
         GitopsFile("gitops/kustomization.yaml", config=_kustomization(["flux-kustomizations.yaml"])),
+        *([GitopsFile("gitops/admission/kustomization.yaml", config=_kustomization([f"../../{f}" for f in first]))]
+          if first else []),
         *extra,
         GitopsFile("gitops/release/chart-source.yaml", [chart_source_doc]),
         GitopsFile("gitops/release/helm-release.yaml", [release], notes=notes),

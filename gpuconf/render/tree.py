@@ -132,14 +132,15 @@ def render_tree(plan: P.Plan, command: Command) -> Tree:
     for path, job in sorted(probes.manual(plan).items()):  # applied by hand: no sync annotations, not kustomized
         tree.documents[path] = [job]
         tree.files[path] = head + dump_all([job])
+    manifest_files = sorted(by_file, key=order.index)
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
-        "resources": sorted(by_file, key=order.index),
+        "resources": gitops.folder_resources(plan, manifest_files),
     }
     tree.files["kustomization.yaml"] = head + dump(kustomization, top=True)
     namespace_labels = operator_namespace(plan)["metadata"]["labels"]
-    for file in gitops.render(plan, kustomization["resources"], namespace_labels):
+    for file in gitops.render(plan, manifest_files, namespace_labels):
         notes = header(file.notes) if file.notes else ""
         if file.documents is not None:
             tree.documents[file.path] = file.documents

@@ -93,7 +93,9 @@ def root(context, missing=missing):
             yield str(t_1(l_1_ns))
             yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 14 in 'admission.md.j2' evaluated to false and no else section was defined.")))
         l_1_loop = l_1_ns = missing
-        yield ', it enforces nothing there.\n\nKyverno and its CRDs must be installed before this folder syncs, or the Policy cannot be applied. Kyverno deprecates the `kyverno.io` policy kinds in favour of `policies.kyverno.io` (removal planned for 1.20).\n\n'
+        yield ", it enforces nothing there.\n\nThe Policy is applied before the chart it guards, so that the chart's Pods, and a changed image, meet the Policy of this render: "
+        yield str(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'order'))
+        yield ' Kyverno and its CRDs must be installed before this folder syncs, or the Policy cannot be applied and the chart waits. Kyverno deprecates the `kyverno.io` policy kinds in favour of `policies.kyverno.io` (removal planned for 1.20).\n\n'
 
 blocks = {}
-debug_info = '1=31&2=33&5=37&7=67&8=71&10=74&11=77&14=81'
+debug_info = '1=31&2=33&5=37&7=67&8=71&10=74&11=77&14=81&16=96'

@@ -70,7 +70,21 @@ def acceptance_facts(plan: P.Plan, tree_files: Iterable[str] = ()) -> list[dict]
                        + ("the NFD Operator's CSV is Succeeded and " if openshift.nfd_operator_rendered(plan) else "")
                        + "the NFD Operator's NodeFeatureDiscovery instance starts labelling nodes"})
     else:
-        if platform.PLATFORM_FILE in files:
+        from ...render import admission
+
+        policies = admission.FILE if admission.FILE in files else None
+        if policies is not None:
+            early.append(shell_word(policies))
+            waits = [f"kubectl -n {shell_word(namespace)} wait policies.kyverno.io/{admission.POLICY_NAME} "
+                     "--for=condition=Ready --timeout=5m" for namespace in admission.namespaces(plan)]
+            steps.append({"title": "Apply the namespaces" + (", the platform's objects" if platform.PLATFORM_FILE in
+                                                             files else "") + " and the admission policy before the "
+                                   "chart, on every change",
+                          "commands": ["kubectl apply " + " ".join(f"-f {path}" for path in early), *waits],
+                          "proves": "Kyverno holds the Policy (Ready) before the chart creates a Pod, so the "
+                                    "operator's first Pods are checked already, and a changed image meets the Policy "
+                                    "of this change, not the previous one's"})
+        elif platform.PLATFORM_FILE in files:
             steps.append({"title": "Apply what the platform needs before the chart",
                           "commands": ["kubectl apply " + " ".join(f"-f {path}" for path in early)],
                           "proves": "the operator namespace and the platform's objects (GKE's ResourceQuota for "
