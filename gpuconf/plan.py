@@ -261,6 +261,7 @@ class Plan:
     tolerations: tuple[dict, ...]
     document: object = None  # the loaded Document, for source positions in comments and reports
     image_lock: object = None  # gpuconf.render.imagelock.Lock: spec.operator.imageLock, read
+    previous_lock: object = None  # the same of spec.security.previousImageLock (the admission policy's transition)
 
     @functools.cached_property
     def pool_by_name(self) -> Mapping[str, PoolPlan]:
@@ -518,16 +519,17 @@ def build(intent: ClusterIntent, source: str, document: object = None) -> Plan:
         per_pool_drivers=any(p.driver not in ("cluster", "preinstalled") for p in pools),
         tolerations=tuple(tolerations[k] for k in sorted(tolerations)),
         document=document, image_lock=_image_lock(intent, document),
+        previous_lock=_image_lock(intent, document, previous=True),
     )
 
 
-def _image_lock(intent: ClusterIntent, document: object):
-    """The intent's image lock, read (raises imagelock.LockError), or None without one."""
-    if intent.spec.operator.image_lock is None:
-        return None
-    from .render.imagelock import lock_path, read_lock
+def _image_lock(intent: ClusterIntent, document: object, previous: bool = False):
+    """The intent's image lock (or the one it replaces), read (raises imagelock.LockError), or None without one."""
+    from .render.imagelock import LOCK_LOC, PREVIOUS_LOCK_LOC, lock_path, read_lock
 
-    return read_lock(lock_path(intent, document))
+    loc = PREVIOUS_LOCK_LOC if previous else LOCK_LOC
+    path = lock_path(intent, document, loc)
+    return read_lock(path, loc) if path is not None else None
 
 
 # --- team queues (Kueue): shared by the rules, the renderer and the report ----------------------------------------

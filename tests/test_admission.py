@@ -409,3 +409,114 @@ def test_by_hand_the_policy_is_applied_and_ready_before_the_chart(tmp_path, monk
     helm = next(i for i, c in enumerate(commands) if c.startswith("helm upgrade --install"))
     assert policy < wait < helm
     assert "manifests/admission.yaml" in yaml.safe_load(tree.files["kustomization.yaml"])["resources"]
+
+
+# --- a digest change: the lock it replaces, for one sync -----------------------------------------------------
+
+def _lock(refs: list[str], salt: str) -> dict[str, str]:
+    return {ref: "sha256:" + hashlib.sha256(f"{salt}:{ref}".encode()).hexdigest() for ref in refs}
+
+
+def _policy_of(folder: Path) -> dict:
+    [policy] = [d for d in yaml.safe_load_all((folder / "manifests" / "admission.yaml").read_text()) if d]
+    return policy["spec"]["rules"][0]["validate"]["pattern"]
+
+
+def test_a_digest_change_admits_the_deployed_digests_through_its_sync_and_no_longer(run, tmp_path, monkeypatch):
+    """The transition: lock A is deployed; the change to lock B keeps A as spec.security.previousImageLock, so the
+    Policy (applied before the chart) admits A's Pods that restart while the sync replaces them and B's new ones;
+    the next change drops it. `validate --against` says when the change lacks it, and when it is no longer needed."""
+    refs = run("images", str(AIRGAPPED), "--driver-os", "rhel9.6").stdout.split()
+    old, new = _lock(refs, "a"), _lock(refs, "b")
+    (tmp_path / "images.lock.yaml").write_text(yaml.safe_dump(old), encoding="utf-8")
+    intent = _with_admission(AIRGAPPED, tmp_path, lock=True)
+    monkeypatch.chdir(tmp_path)
+    assert run("render", intent.name, "-o", "out").exit_code == 0
+    deployed = tmp_path / "out" / "secure-enclave"
+    [operator] = [r for r in refs if "/gpu-operator:" in r]
+    a, b = f"{operator}@{old[operator]}", f"{operator}@{new[operator]}"
+    assert matches(_policy_of(deployed), _pod(a)) and not matches(_policy_of(deployed), _pod(b))
+
+    # The change to lock B alone: the new Policy would refuse a Pod of the deployed digests that restarts.
+    (tmp_path / "images.lock.previous.yaml").write_text(yaml.safe_dump(old), encoding="utf-8")
+    (tmp_path / "images.lock.yaml").write_text(yaml.safe_dump(new), encoding="utf-8")
+    result = run("validate", intent.name, "--against", "out")
+    assert result.exit_code == 0
+    [warning] = [line for line in result.stdout.splitlines() if " GC374 " in line]
+    assert warning.startswith("intent.yaml:") and " warning GC374 spec.operator.imageLock: the image lock moves " \
+        f"{len(refs)} image(s) the deployed folder pins to other digests (such as " in warning
+    assert "name it in spec.security.previousImageLock for this change" in warning
+
+    # With the lock it replaces: both admitted, nothing else; the Policy does not depend on the folder it is
+    # rendered over.
+    text = intent.read_text(encoding="utf-8").replace(
+        "    admission: kyverno", "    admission: kyverno\n    previousImageLock: images.lock.previous.yaml", 1)
+    intent.write_text(text, encoding="utf-8")
+    assert [line for line in run("validate", intent.name, "--against", "out").stdout.splitlines()
+            if " GC374 " in line] == []
+    assert run("render", intent.name, "-o", "fresh").exit_code == 0
+    assert run("render", intent.name, "-o", "out").exit_code == 0
+    moving = _policy_of(deployed)
+    assert (deployed / "manifests" / "admission.yaml").read_bytes() == \
+        (tmp_path / "fresh" / "secure-enclave" / "manifests" / "admission.yaml").read_bytes()
+    for image in (a, b):
+        assert matches(moving, _pod(image, init=image)), image
+    assert not matches(moving, _pod(f"{operator}@sha256:{'0' * 64}"))
+    assert not matches(moving, _pod(operator))
+    facts = json.loads((deployed / "report.json").read_text())["admission"]
+    assert facts["previousLock"] == "images.lock.previous.yaml"
+    assert facts["previous"] == sorted(f"{ref}@{digest}" for ref, digest in old.items())
+    assert facts["images"] == sorted(f"{ref}@{digest}" for ref, digest in new.items())
+    assert f"it also admits the {len(refs)} digests of `images.lock.previous.yaml`" in \
+        (deployed / "REPORT.md").read_text()
+    # The flux admission Kustomization applies this Policy before the release that moves the digests.
+    assert "../../manifests/admission.yaml" in (deployed / "gitops" / "admission" / "kustomization.yaml").read_text()
+
+    # Deployed with B: the previous lock is admitted for nothing once that sync is done.
+    result = run("validate", intent.name, "--against", "out")
+    [warning] = [line for line in result.stdout.splitlines() if " GC374 " in line]
+    assert " warning GC374 spec.security.previousImageLock: the deployed folder pins the lock's digests already: " \
+        f"once its sync is done, the {len(refs)} image(s) of images.lock.previous.yaml are admitted for nothing" \
+        in warning
+    intent.write_text(text.replace("\n    previousImageLock: images.lock.previous.yaml", ""), encoding="utf-8")
+    assert [line for line in run("validate", intent.name, "--against", "out").stdout.splitlines()
+            if " GC374 " in line] == []
+    assert run("render", intent.name, "-o", "out").exit_code == 0
+    settled = _policy_of(deployed)
+    assert matches(settled, _pod(b)) and not matches(settled, _pod(a))
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (("    imageLock: images.lock.yaml\n", ""),
+     "error GC454 spec.security.previousImageLock: previousImageLock is read only by an admission policy that pins "
+     "images, but spec.operator.imageLock is not set (hint: drop previousImageLock)"),
+    (("images.lock.previous.yaml", "./images.lock.yaml"),
+     "error GC454 spec.security.previousImageLock: previousImageLock names the image lock itself "
+     "(./images.lock.yaml) (hint: keep the lock the change replaces as a file of its own (e.g. "
+     "images.lock.previous.yaml) and name that one)"),
+])
+def test_a_previous_lock_needs_a_policy_that_pins(run, tmp_path, monkeypatch, edit, expected):
+    refs = run("images", str(AIRGAPPED), "--driver-os", "rhel9.6").stdout.split()
+    for name, salt in (("images.lock.yaml", "b"), ("images.lock.previous.yaml", "a")):
+        (tmp_path / name).write_text(yaml.safe_dump(_lock(refs, salt)), encoding="utf-8")
+    intent = _with_admission(AIRGAPPED, tmp_path, lock=True)
+    text = intent.read_text(encoding="utf-8").replace(
+        "    admission: kyverno", "    admission: kyverno\n    previousImageLock: images.lock.previous.yaml", 1)
+    intent.write_text(text.replace(*edit), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = run("validate", intent.name)
+    assert result.exit_code == 1
+    assert [line.split(": ", 1)[1] for line in result.stdout.splitlines() if " GC454 " in line] == [expected]
+
+
+def test_an_unreadable_previous_lock_is_exit_2_and_writes_nothing(run, tmp_path, monkeypatch):
+    refs = run("images", str(AIRGAPPED), "--driver-os", "rhel9.6").stdout.split()
+    (tmp_path / "images.lock.yaml").write_text(yaml.safe_dump(_lock(refs, "b")), encoding="utf-8")
+    intent = _with_admission(AIRGAPPED, tmp_path, lock=True)
+    intent.write_text(intent.read_text(encoding="utf-8").replace(
+        "    admission: kyverno", "    admission: kyverno\n    previousImageLock: gone.yaml", 1), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = run("render", intent.name, "-o", "out")
+    assert result.exit_code == 2
+    assert "gone.yaml: the image lock (spec.security.previousImageLock) does not exist or is not a file" in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr and not (tmp_path / "out").exists()

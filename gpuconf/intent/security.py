@@ -6,7 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import Field
 
-from .fieldtypes import K8sLabelName
+from .fieldtypes import K8sLabelName, NonEmpty
 from .strict import Strict
 
 
@@ -21,3 +21,8 @@ class Security(Strict):
         "kyverno", description="The namespace Kyverno runs in (its chart's README installs it into kyverno). Kyverno "
                                "skips its own namespace, so the operator's namespace may not be this one.",
         examples=["kyverno"])
+    previous_image_lock: Optional[NonEmpty] = Field(
+        None, description="The image lock this change replaces, kept as a file (relative to this one) for one sync: "
+                          "the policy admits its digests as well as operator.imageLock's, so that Pods of the "
+                          "deployed digests that restart while the sync moves them are not refused. Remove it once "
+                          "the cluster runs the new digests.", examples=["images.lock.previous.yaml"])

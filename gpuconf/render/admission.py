@@ -31,6 +31,15 @@ image lock (a lock that pinned it would refuse the toolkit of the next OpenShift
 built). When the tag of a node's RHCOS version is missing, the operator runs the driver image instead, which the
 policy admits already.
 
+A digest change (the image lock's) must not refuse what runs while the sync moves it. The Policy is applied before
+the chart (gpuconf/render/gitops.py), so the new images meet the new Policy; and with spec.security.previousImageLock
+(the lock the change replaces, a file beside the intent) the Policy admits the previous digests too, so that a Pod
+of the deployed digests that restarts before the chart replaces it (a node reboot, an eviction, a DaemonSet the old
+operator still reconciles) is not refused. The previous
+digests come from that reviewed, attested input, never from the folder being rendered over: a folder a pull request
+edits would otherwise carry any image through `render --check`. The transition rule GC374 (with a deployed folder)
+says when a change drops digests the cluster runs without it, and when it is no longer needed.
+
 Every namespace the render runs Pods in has its Policy: the chart's release namespace (the operator, its operands,
 NFD) and the namespace of every pod-making object under manifests/ (the probe Jobs); `problems` checks it on every
 render. Kyverno applies a Pod rule to the Deployments, DaemonSets and Jobs that make the Pods as well (its autogen
@@ -89,8 +98,19 @@ def driver_toolkit(plan: P.Plan) -> str | None:
     return f"{(cluster.openshift or Openshift()).release_repository}@sha256:{'?' * 64}"
 
 
+def previous_images(plan: P.Plan) -> list[str]:
+    """The images of spec.security.previousImageLock, each `<reference>@<digest>` as a render pins it, that the
+    current lock's images are not: admitted for the sync that moves them."""
+    lock = plan.previous_lock
+    if lock is None or plan.image_lock is None:
+        return []
+    current = set(allowed_images(plan))
+    return sorted({f"{ref}@{digest}" for ref, digest in lock.digests.items()} - current)
+
+
 def allowed_images(plan: P.Plan) -> list[str]:
-    """The images the render pulls: pinned by the lock, else the mirror's wildcard (without the Driver Toolkit)."""
+    """The images the render pulls: pinned by the lock, else the mirror's wildcard (without the Driver Toolkit and
+    the previous lock's)."""
     if plan.image_lock is None:
         return [f"{plan.intent.spec.operator.registry}/*"]
     from ..output.images import images
@@ -110,10 +130,12 @@ def render(plan: P.Plan) -> list[dict]:
     from . import metadata
 
     toolkit = driver_toolkit(plan)
-    image = " | ".join([*allowed_images(plan), *([toolkit] if toolkit else [])])
+    image = " | ".join([*allowed_images(plan), *previous_images(plan), *([toolkit] if toolkit else [])])
     containers = [{"image": image}]
     what = "pinned by digest in the image lock" if plan.image_lock is not None else \
         f"from the mirror {plan.intent.spec.operator.registry}"
+    if previous_images(plan):
+        what += " (and those of the lock it replaces, for the sync that moves them)"
     if toolkit:
         what += " and OpenShift's Driver Toolkit from the cluster's release images"
     return [{

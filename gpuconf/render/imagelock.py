@@ -22,6 +22,8 @@ from typing import Mapping
 #: A digest as registries print it (sha256 only: what the operator's `sha256:` checks look for).
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 LOCK_LOC = ("spec", "operator", "imageLock")
+#: The lock a change replaces, which only the admission policy reads (gpuconf/render/admission.py).
+PREVIOUS_LOCK_LOC = ("spec", "security", "previousImageLock")
 
 
 def reference(repository: str, image: str, version: str) -> str:
@@ -49,11 +51,13 @@ class Lock:
                 if ref.startswith(prefix) and "/" not in ref[len(prefix):] and ":" not in ref[len(prefix):]}
 
 
-def lock_path(intent, document) -> str | None:
-    """Where the intent's image lock is: relative to the file that declares spec.operator.imageLock (document: the
-    intent's, or a fleet cluster's merged document), and inside that file's repository (gpuconf/repository.py).
-    Raises LockError, at the field, for a path outside it (never opened) or an intent read without its document."""
-    ref = intent.spec.operator.image_lock
+def lock_path(intent, document, loc: tuple[str, ...] = LOCK_LOC) -> str | None:
+    """Where the intent's image lock (or, with PREVIOUS_LOCK_LOC, the lock it replaces) is: relative to the file that
+    declares it (document: the intent's, or a fleet cluster's merged document), and inside that file's repository
+    (gpuconf/repository.py). Raises LockError, at the field, for a path outside it (never opened) or an intent read
+    without its document."""
+    ref = intent.spec.operator.image_lock if loc == LOCK_LOC else (
+        intent.spec.security.previous_image_lock if intent.spec.security is not None else None)
     if ref is None:
         return None
     if document is None:
@@ -61,22 +65,23 @@ def lock_path(intent, document) -> str | None:
     from ..repository import outside, repository_of
 
     source = getattr(document, "source", None)
-    declaring = source(LOCK_LOC) if source is not None else document.file
+    declaring = source(loc) if source is not None else document.file
     why = outside(declaring, ref, repository_of(document.file))  # a fleet's: the fleet file's repository
     if why is not None:
-        line, column = document.position(LOCK_LOC)
-        raise LockError(f"{declaring}:{line}:{column}: spec.operator.imageLock: {ref!r} {why} (keep the lock in the "
+        line, column = document.position(loc)
+        raise LockError(f"{declaring}:{line}:{column}: {'.'.join(loc)}: {ref!r} {why} (keep the lock in the "
                         "intent's repository and name it relative to the intent)")
     return posixpath.normpath(posixpath.join(posixpath.dirname(declaring), ref))
 
 
-def read_lock(path: str) -> Lock:
+def read_lock(path: str, loc: tuple[str, ...] = LOCK_LOC) -> Lock:
     """The lock in path, through the intent loader's guards (size, UTF-8, no aliases or tags, string keys); raises
     LockError naming the file (and the entry's line and column) with the reason."""
+    from ..findings import dotted
     from ..intent.loader import CODE_NOT_MAPPING, LoadError, load_file
 
     if not os.path.isfile(path):
-        raise LockError(f"{path}: the image lock (spec.operator.imageLock) does not exist or is not a file")
+        raise LockError(f"{path}: the image lock ({dotted(loc)}) does not exist or is not a file")
     try:
         doc = load_file(path, path)
     except LoadError as exc:

@@ -1,5 +1,6 @@
 """The image lock's rules (GC450-GC451: the lock pins every image the render pulls, and a driver digest can pin it)
-and the admission policy's (GC452: it has the images it admits; GC453: Kyverno acts where it applies).
+and the admission policy's (GC452: it has the images it admits; GC453: Kyverno acts where it applies; GC454: the lock
+a change replaces is read for a policy that pins).
 
 A lock that cannot be read, or that is not a map of image references to digests, is not a finding: it is bad input
 (gpuconf/render/imagelock.py raises LockError, exit 2 with the reason)."""
@@ -124,3 +125,28 @@ def admission_where_kyverno_acts(ctx: Context) -> Iterator[Finding]:
                       "give the operator a namespace of its own (spec.operator.namespace)" + (
                           ", or set spec.security.kyvernoNamespace to the namespace Kyverno runs in"
                           if spec.operator.namespace not in SKIPPED_NAMESPACES else ", e.g. gpu-operator"))
+
+
+@rule("GC454", "a previous image lock belongs to an admission policy with an image lock")
+def previous_lock_has_a_use(ctx: Context) -> Iterator[Finding]:
+    """`spec.security.previousImageLock` names the image lock a change replaces, whose digests the admission policy
+    admits as well for the sync that moves them: it needs `spec.security.admission` and `spec.operator.imageLock`
+    (without a lock the policy admits the whole mirror, old digests included), and it must not be the lock itself."""
+    spec = ctx.intent.spec
+    previous = spec.security.previous_image_lock if spec.security is not None else None
+    if previous is None:
+        return
+    loc = ("spec", "security", "previousImageLock")
+    if spec.admission is None or spec.operator.image_lock is None:
+        missing = " and ".join(name for name, value in (("spec.security.admission", spec.admission),
+                                                         ("spec.operator.imageLock", spec.operator.image_lock))
+                               if value is None)
+        yield ctx.finding("GC454", loc, f"previousImageLock is read only by an admission policy that pins images, "
+                          f"but {missing} is not set", "drop previousImageLock")
+        return
+    from ...render.imagelock import LOCK_LOC, PREVIOUS_LOCK_LOC, lock_path
+
+    if lock_path(ctx.intent, ctx.doc, PREVIOUS_LOCK_LOC) == lock_path(ctx.intent, ctx.doc, LOCK_LOC):
+        yield ctx.finding("GC454", loc, f"previousImageLock names the image lock itself ({previous})",
+                          "keep the lock the change replaces as a file of its own (e.g. images.lock.previous.yaml) "
+                          "and name that one")

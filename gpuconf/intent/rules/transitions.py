@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...findings import WARNING, Finding
+from ...findings import ERROR, WARNING, Finding
 from .base import Context, rule
 
 
@@ -102,3 +102,41 @@ def chart_move_path(ctx: Context) -> Iterator[Finding]:
                           f"release(s): {catalog.chart_table()['upgradeRule']}",
                           f"supported path: {' -> '.join(hops)}; pin {hops[1]} first and plan each hop with "
                           f"`gpuconf diff INTENT --to-chart VERSION`")
+
+
+@rule("GC374", "an image lock's digest change is admitted through its sync, and only through it")
+def lock_transition(ctx: Context) -> Iterator[Finding]:
+    """With a deployed folder and an admission policy that pins images: the image lock moves images the deployed
+    folder pins to other digests, and the new policy no longer admits the deployed ones, so a Pod of the deployed
+    digests that restarts before the chart replaces it (a node reboot, an eviction) is refused; keep the deployed
+    lock as a file and name it in `spec.security.previousImageLock` for that change. And the other way round: the
+    deployed folder pins the lock's digests already and `previousImageLock` is still set, so once that sync is done
+    the policy admits the previous digests for nothing."""
+    spec = ctx.intent.spec
+    deployed = ctx.deployed
+    before = deployed.report.get("admission") if deployed is not None else None
+    if not isinstance(before, dict) or not before.get("pinned") or spec.admission is None or \
+            spec.operator.image_lock is None or any(f.severity == ERROR for f in ctx.found):
+        return
+    running = [i for i in before.get("images") or [] if isinstance(i, str)]
+    from ... import plan as P
+    from ...render import admission
+
+    plan = P.build(ctx.intent, ctx.doc.file, ctx.doc)
+    current = admission.allowed_images(plan)
+    dropped = sorted(set(running) - set(current) - set(admission.previous_images(plan)))
+    if dropped and set(running) != set(current):
+        yield ctx.finding("GC374", ("spec", "operator", "imageLock"),
+                          f"the image lock moves {len(dropped)} image(s) the deployed folder pins to other digests "
+                          f"(such as {dropped[0]}), and the admission policy no longer admits them: a Pod of the "
+                          "deployed digests that restarts before the chart replaces it is refused",
+                          "keep the deployed lock as a file (e.g. images.lock.previous.yaml) and name it in "
+                          "spec.security.previousImageLock for this change; remove it once the cluster runs the new "
+                          "digests", severity=WARNING)
+    previous = spec.security.previous_image_lock if spec.security is not None else None
+    if previous is not None and set(running) == set(current):
+        yield ctx.finding("GC374", ("spec", "security", "previousImageLock"),
+                          f"the deployed folder pins the lock's digests already: once its sync is done, the "
+                          f"{len(admission.previous_images(plan))} image(s) of {previous} are admitted for nothing",
+                          "drop spec.security.previousImageLock (and its file) once the cluster runs the lock's "
+                          "digests", severity=WARNING)

@@ -77,13 +77,27 @@ def root(context, missing=missing):
             yield '- '
             yield str(t_1(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'driverToolkit')))
             yield ": OpenShift's Driver Toolkit, which the operator runs beside the driver to build it (the tag of the node's RHCOS version in the ImageStream `openshift/driver-toolkit`). It is one of the cluster's release images, named by digest in the release repository even where a mirror serves it; the digest changes with each OpenShift update, so the policy admits any digest there (`?` is one character), never a tag.\n"
+        if environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'previous'):
+            pass
+            yield '\nFor the sync that moves them, it also admits the '
+            yield str(t_2(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'previous')))
+            yield ' digests of '
+            yield str(t_1(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'previousLock')))
+            yield ' (`spec.security.previousImageLock`, the lock this change replaces) that the lock does not pin, so that a Pod of the deployed digests that restarts before the chart replaces it is not refused. Remove `previousImageLock` once the cluster runs the new digests:\n\n'
+            for l_1_image in environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'previous'):
+                _loop_vars = {}
+                pass
+                yield '- '
+                yield str(t_1(l_1_image))
+                yield '\n'
+            l_1_image = missing
         yield "\nKyverno enforces it only where it looks: its chart's defaults skip every resource in "
         l_1_loop = missing
         for l_1_ns, l_1_loop in LoopContext(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'skipped'), undefined):
             _loop_vars = {}
             pass
             yield str(t_1(l_1_ns))
-            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 14 in 'admission.md.j2' evaluated to false and no else section was defined.")))
+            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 22 in 'admission.md.j2' evaluated to false and no else section was defined.")))
         l_1_loop = l_1_ns = missing
         yield " (`config.resourceFilters`, and its own namespace through `config.excludeKyvernoNamespace`), which validation refuses as the operator's namespace (GC453). If your Kyverno's resourceFilters or its webhooks' namespaceSelector exclude "
         l_1_loop = missing
@@ -91,11 +105,11 @@ def root(context, missing=missing):
             _loop_vars = {}
             pass
             yield str(t_1(l_1_ns))
-            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 14 in 'admission.md.j2' evaluated to false and no else section was defined.")))
+            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 22 in 'admission.md.j2' evaluated to false and no else section was defined.")))
         l_1_loop = l_1_ns = missing
         yield ", it enforces nothing there.\n\nThe Policy is applied before the chart it guards, so that the chart's Pods, and a changed image, meet the Policy of this render: "
         yield str(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'order'))
         yield ' Kyverno and its CRDs must be installed before this folder syncs, or the Policy cannot be applied and the chart waits. Kyverno deprecates the `kyverno.io` policy kinds in favour of `policies.kyverno.io` (removal planned for 1.20).\n\n'
 
 blocks = {}
-debug_info = '1=31&2=33&5=37&7=67&8=71&10=74&11=77&14=81&16=96'
+debug_info = '1=31&2=33&5=37&7=67&8=71&10=74&11=77&13=79&15=82&17=86&18=90&22=95&24=110'

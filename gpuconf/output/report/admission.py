@@ -13,6 +13,8 @@ def admission_facts(plan: P.Plan) -> dict:
     return {"kind": "Policy", "name": admission.POLICY_NAME, "namespace": plan.namespace,
             "namespaces": admission.namespaces(plan), "file": admission.FILE,
             "images": admission.allowed_images(plan), "driverToolkit": admission.driver_toolkit(plan),
+            "previous": admission.previous_images(plan),
+            "previousLock": plan.previous_lock.file if plan.previous_lock is not None else None,
             "pinned": plan.image_lock is not None,
             "lock": plan.image_lock.file if plan.image_lock is not None else None,
             "skipped": sorted(admission.skipped_namespaces(plan)), "order": _order(plan)}
