@@ -16,7 +16,7 @@ from .. import quantity
 from .fabric import ComputeDomains, NvLink
 from .fieldtypes import K8sLabelName, K8sObjectName, NonEmpty
 from .kept import KeptNames
-from .security import Security
+from .security import OciArtifact, Security, SignedCommits
 from .strict import Strict
 
 API_VERSION = "gpuconf.dev/v1alpha1"
@@ -684,8 +684,8 @@ class FluxSourceRef(Strict):
 
 
 _ARGOCD_ONLY = {"repoURL": "repoURL", "target_revision": "targetRevision", "project": "project",
-                "destination": "destination"}
-_FLUX_ONLY = {"source_ref": "sourceRef"}
+                "destination": "destination", "signed_commits": "signedCommits"}
+_FLUX_ONLY = {"source_ref": "sourceRef", "oci_artifact": "ociArtifact"}
 
 
 class Delivery(Strict):
@@ -720,6 +720,10 @@ class Delivery(Strict):
     destination: Optional[ArgoDestination] = Field(None, description="Argo CD: the target cluster; default in-cluster.")
     source_ref: Optional[FluxSourceRef] = Field(None, description="Flux: the source holding the rendered output; "
                                                                   "default GitRepository flux-system.")
+    signed_commits: Optional[SignedCommits] = Field(None, description="Argo CD: sync only Git commits signed with "
+        "these keys, through an AppProject of the cluster's own (<cluster>-gpu; project is then left out).")
+    oci_artifact: Optional[OciArtifact] = Field(None, description="Flux: pull the cluster's folder as an OCI artifact "
+        "whose cosign signature Flux verifies before applying anything (sourceRef is then left out).")
 
     @field_validator("path", "repoURL")
     @classmethod
@@ -735,7 +739,7 @@ class Delivery(Strict):
             raise PydanticCustomError("repo_path", "path must stay inside the repository (no '..')")
         return value
 
-    @field_validator("target_revision", "project", "destination", "source_ref")
+    @field_validator("target_revision", "project", "destination", "source_ref", "signed_commits", "oci_artifact")
     @classmethod
     def _belongs_to_tool(cls, value: Any, info: ValidationInfo) -> Any:
         tool = info.data.get("tool")
@@ -747,6 +751,12 @@ class Delivery(Strict):
         if info.field_name in _FLUX_ONLY and tool != "flux":
             raise PydanticCustomError("delivery_tool", f"{_FLUX_ONLY[info.field_name]} is a Flux setting, "
                                                        f"but tool is {tool}")
+        taken = {"signed_commits": ("project", "signedCommits renders the cluster's own AppProject (<cluster>-gpu), "
+                                               "which the Applications use: leave project out"),
+                 "oci_artifact": ("source_ref", "ociArtifact is the source of the rendered folder: leave sourceRef "
+                                                "out")}.get(info.field_name)
+        if taken is not None and info.data.get(taken[0]) is not None:
+            raise PydanticCustomError("delivery_tool", taken[1])
         return value
 
 

@@ -100,9 +100,17 @@ def render_fleet_tree(fleet: Fleet, plans: list, fleet_file: str, command, trees
                             "itself (prune on); an Application it selects in no step is never synced."])
         tree.documents["applicationset.yaml"] = [appset]
         tree.files["applicationset.yaml"] = head + notes + dump_all([appset])
+        # The AppProjects of the clusters that sync signed commits only (spec.delivery.signedCommits), which the
+        # Applications the ApplicationSet generates name.
+        projects = [d for p in argocd for d in trees[p.name].documents.get("gitops/appproject.yaml", [])]
+        if projects:
+            tree.documents["appprojects.yaml"] = projects
+            tree.files["appprojects.yaml"] = head + header([
+                "The AppProjects of the clusters whose Applications sync signed commits only; apply them from a "
+                "source whose commits need the same keys, or once by hand."]) + dump_all(projects)
         tree.files["kustomization.yaml"] = head + dump(
             {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-             "resources": ["applicationset.yaml"]}, top=True)
+             "resources": [*(["appprojects.yaml"] if projects else []), "applicationset.yaml"]}, top=True)
         if stages:
             settings = rollout.argocd_settings(argocd, trees, labels)
             tree.documents["argocd-config.yaml"] = settings

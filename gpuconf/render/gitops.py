@@ -23,6 +23,14 @@ Every choice here answers a failure GPU Operator users hit when a GitOps tool sy
   dependsOn it, which kustomize-controller holds until the dependency is Ready at the same source revision
   (checkDependencies). A namespace that moves there from the release Kustomization is not pruned by it: its
   garbage collection deletes only objects that still carry its own owner labels (deleteObjects' Inclusions).
+* Verification at sync (spec.delivery.signedCommits, spec.delivery.ociArtifact; shared/reference/provenance
+  facts.md §6). Argo CD: an AppProject of the cluster's own (<cluster>-gpu) that the Applications use, limited to
+  the repositories and destinations they need, requiring GnuPG-signed commits of the Git sources: `signatureKeys`
+  (mode head, Argo CD's legacy field, which v3.5 turns into a head policy for every repository) or
+  `sourceIntegrity.git.policies` (mode strict, v3.5). Helm and OCI sources are never verified (the chart). Flux:
+  an OCIRepository that pulls the cluster's folder as an OCI artifact (`flux push artifact`) and verifies its
+  cosign signature with the public keys of a Secret (`verify.provider: cosign`, `secretRef`) before the
+  Kustomizations, whose source it becomes, apply anything; their paths are then relative to the folder.
 * ClusterPolicy drift (A6.17): Argo CD diffs server-side (`ServerSideDiff=true`) and ignores, with
   RespectIgnoreDifferences, the fields the API server fills from CRD defaults that the chart does not render
   (SERVER_DEFAULTED).
@@ -168,11 +176,13 @@ def folder_resources(plan: P.Plan, files: list[str]) -> list[str]:
     return list(files)
 
 
-def render(plan: P.Plan, manifest_files: list[str], namespace_labels: dict[str, str]) -> list[GitopsFile]:
-    """The gitops/ files of the intent's delivery tool (none for `tool: none`)."""
+def render(plan: P.Plan, manifest_files: list[str], namespace_labels: dict[str, str],
+           namespaces: list[str] = ()) -> list[GitopsFile]:
+    """The gitops/ files of the intent's delivery tool (none for `tool: none`); namespaces: those the manifests
+    and the chart deploy into (an AppProject's destinations)."""
     tool = plan.intent.spec.delivery.tool
     if tool == "argocd":
-        return _argocd(plan, namespace_labels)
+        return _argocd(plan, namespace_labels, list(namespaces))
     if tool == "flux":
         return _flux(plan, manifest_files)
     return []
@@ -197,14 +207,14 @@ def helm_template_command(plan: P.Plan, source: ChartSource) -> str:
             f"--kube-version {plan.intent.spec.cluster.kubernetes_version} --include-crds -f values.yaml")
 
 
-def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
+def _argocd(plan: P.Plan, namespace_labels: dict[str, str], namespaces: list[str]) -> list[GitopsFile]:
     from .admission import FILE as admission_file
 
     delivery = plan.intent.spec.delivery
     source = chart_source(plan)
     namespace = namespace_of(plan)
     revision = delivery.target_revision or "HEAD"
-    project = delivery.project or "default"
+    project = project_name(plan)
     folder = repo_folder(plan)
     ignore = [{"group": "nvidia.com", "kind": "ClusterPolicy",
                # ClusterPolicy fields the API server fills from the CRD's `default:` although the chart renders no
@@ -295,6 +305,8 @@ def _argocd(plan: P.Plan, namespace_labels: dict[str, str]) -> list[GitopsFile]:
     if nvlink.release(plan):  # the DRA driver's release beside the operator's: after it, before the manifests
         manifests_meta["annotations"]["argocd.argoproj.io/sync-wave"] = "2"
         files[-1:-1] = dra_argocd_files(plan, project, revision, folder)
+    if delivery.signed_commits is not None:
+        files.insert(0, _appproject(plan, source, namespaces))
     files.append(GitopsFile("gitops/kustomization.yaml", config=_kustomization([f.path.removeprefix("gitops/")
                                                                                for f in files])))
     return files
@@ -341,7 +353,8 @@ def rollout_minutes(plan: P.Plan) -> int:
 
 
 def source_ref(plan: P.Plan) -> dict:
-    """The Flux source of the rendered output: the intent's sourceRef, or the GitRepository flux bootstrap makes."""
+    """The Flux source of the rendered output: the intent's sourceRef, or the GitRepository flux bootstrap makes.
+    gitops/ itself (the entry point) is applied from there."""
     ref = plan.intent.spec.delivery.source_ref
     out = {"kind": ref.kind if ref else "GitRepository", "name": ref.name if ref else "flux-system"}
     if ref is not None and ref.namespace:
@@ -349,10 +362,100 @@ def source_ref(plan: P.Plan) -> dict:
     return out
 
 
+def folder_source(plan: P.Plan) -> dict:
+    """The source the Flux Kustomizations read the cluster's folder from: the verified OCIRepository of
+    spec.delivery.ociArtifact, else source_ref."""
+    if plan.intent.spec.delivery.oci_artifact is not None:
+        return {"kind": "OCIRepository", "name": object_name(plan.name, "gpu-folder")}
+    return source_ref(plan)
+
+
+def _flux_path(plan: P.Plan, sub: str) -> str:
+    """A Kustomization's path: in the Git repository (./<path>/<cluster>/<sub>), or in the artifact, which holds
+    the cluster's folder alone (./<sub>)."""
+    if plan.intent.spec.delivery.oci_artifact is not None:
+        return f"./{sub}"
+    return f"./{repo_folder(plan)}/{sub}"
+
+
+def _oci_folder(plan: P.Plan) -> GitopsFile:
+    """The OCIRepository of spec.delivery.ociArtifact: the cluster's folder, verified with cosign's public keys."""
+    from ..emit import shell_word
+
+    artifact = plan.intent.spec.delivery.oci_artifact
+    doc = {
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "OCIRepository",
+        "metadata": metadata(plan, object_name(plan.name, "gpu-folder"), namespace_of(plan)),
+        "spec": {
+            "interval": "10m",
+            "url": artifact.url,
+            "ref": {"tag": artifact.tag},
+            **({"secretRef": {"name": artifact.pull_secret}} if artifact.pull_secret else {}),
+            "verify": {"provider": "cosign", "secretRef": {"name": artifact.cosign_key_secret}},
+        },
+    }
+    folder = shell_word(repo_folder(plan))
+    notes = ["CI pushes this cluster's folder and signs the artifact, after `gpuconf render --check` (and verify):",
+             f"  flux push artifact {shell_word(f'{artifact.url}:{artifact.tag}')} --path={folder} "
+             '--source="$REPO_URL" --revision="$BRANCH@sha1:$COMMIT" --reproducible --output json | '
+             """jq -r '.repository + "@" + .digest' | xargs cosign sign --key cosign.key""",
+             f"Flux verifies the signature with the .pub keys of Secret {artifact.cosign_key_secret} before the "
+             "Kustomizations apply anything (condition SourceVerified); apply this file from a source you trust (the "
+             "Flux bootstrap repository), as it says which keys count."]
+    return GitopsFile("gitops/oci-repository.yaml", [doc], notes=notes)
+
+
+def project_name(plan: P.Plan) -> str:
+    """The Argo CD project of the Applications: the cluster's own with signed commits, else the intent's, else
+    default."""
+    delivery = plan.intent.spec.delivery
+    if delivery.signed_commits is not None:
+        return object_name(plan.name, "gpu")
+    return delivery.project or "default"
+
+
+def _appproject(plan: P.Plan, source: ChartSource, namespaces: list[str]) -> GitopsFile:
+    """The AppProject of spec.delivery.signedCommits: the repositories and destinations the cluster's Applications
+    use, and the GnuPG keys their Git sources' commits must be signed with."""
+    delivery = plan.intent.spec.delivery
+    signed = delivery.signed_commits
+    meta = metadata(plan, project_name(plan), namespace_of(plan))
+    meta["annotations"] = {"argocd.argoproj.io/sync-wave": "-1"}  # before the Applications that use it
+    where = {k: v for k, v in _destination(plan, None).items()}
+    if signed.mode == "head":
+        integrity = {"signatureKeys": [{"keyID": key} for key in signed.keys]}
+    else:
+        integrity = {"sourceIntegrity": {"git": {"policies": [
+            {"repos": [{"url": delivery.repoURL}], "gpg": {"mode": signed.mode, "keys": list(signed.keys)}}]}}}
+    doc = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "AppProject",
+        "metadata": meta,
+        "spec": {
+            "description": f"gpuconf: the GPU stack of cluster {plan.name}, synced from commits signed by CI"[:255],
+            "sourceRepos": sorted({delivery.repoURL, source.argocd_repo_url,
+                                   *([nvlink.chart_repository(plan).removeprefix("oci://")]
+                                     if nvlink.release(plan) else [])}),
+            # The namespaces the Applications deploy into; the manifests Application's own destination has none.
+            "destinations": [where, *({**where, "namespace": ns} for ns in namespaces)],
+            # The chart brings CRDs, cluster roles and the ClusterPolicy; the project limits where, not what.
+            "clusterResourceWhitelist": [{"group": "*", "kind": "*"}],
+            **integrity,
+        },
+    }
+    keys = ", ".join(signed.keys)
+    notes = [f"Argo CD syncs the Git sources of this cluster's Applications only at commits signed with {keys} "
+             f"({'the synced commit' if signed.mode == 'head' else 'the synced commit and its history, back to a seal commit'}); "
+             "their public keys go into the ConfigMap argocd-gpg-keys-cm. The chart (a Helm source) is not verified.",
+             "Apply this file from a source whose commits need the same keys, or once by hand: whoever can change "
+             "it can drop the requirement."]
+    return GitopsFile("gitops/appproject.yaml", [doc], notes=notes)
+
+
 def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
     source = chart_source(plan)
     namespace = namespace_of(plan)
-    folder = repo_folder(plan)
     release_minutes = rollout_minutes(plan)
     labels = common_labels(plan)
     if source.oci:
@@ -407,10 +510,10 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
             "interval": "10m",
             "retryInterval": "2m",
             "timeout": f"{release_minutes + SLACK_MINUTES}m",
-            "path": f"./{folder}/gitops/release",
+            "path": _flux_path(plan, "gitops/release"),
             "prune": True,
             "wait": True,
-            "sourceRef": source_ref(plan),
+            "sourceRef": folder_source(plan),
         },
     }
     admission_kustomization = {
@@ -422,10 +525,10 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
             "retryInterval": "1m",
             # wait: Ready once the namespaces exist and Kyverno reports the Policy Ready (in its webhook).
             "timeout": f"{SLACK_MINUTES}m",
-            "path": f"./{folder}/gitops/admission",
+            "path": _flux_path(plan, "gitops/admission"),
             "prune": True,
             "wait": True,
-            "sourceRef": source_ref(plan),
+            "sourceRef": folder_source(plan),
         },
     }
     if first:
@@ -441,10 +544,10 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
             "retryInterval": "2m",
             # wait: ready once every probe Job has proven its pool (they give up after DEADLINE_SECONDS).
             "timeout": f"{math.ceil(probes.DEADLINE_SECONDS / 60) + SLACK_MINUTES}m",
-            "path": f"./{folder}/gitops/manifests",
+            "path": _flux_path(plan, "gitops/manifests"),
             "prune": True,
             "wait": True,
-            "sourceRef": source_ref(plan),
+            "sourceRef": folder_source(plan),
         },
     }
     release_config = _kustomization(
@@ -470,12 +573,15 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
     extra: list[GitopsFile] = []
     kustomizations = [*([admission_kustomization] if first else []), release_kustomization, manifests_kustomization]
     if nvlink.release(plan):  # the DRA driver's release after the operator's, before the manifests
-        dra_kustomization, extra = dra_flux_files(plan, release_kustomization, folder)
+        dra_kustomization, extra = dra_flux_files(plan, release_kustomization)
         manifests_kustomization["spec"]["dependsOn"].append({"name": dra_kustomization["metadata"]["name"]})
         kustomizations.insert(kustomizations.index(manifests_kustomization), dra_kustomization)
+    verified = [_oci_folder(plan)] if plan.intent.spec.delivery.oci_artifact is not None else []
     return [
+        *verified,
         GitopsFile("gitops/flux-kustomizations.yaml", kustomizations),
-        GitopsFile("gitops/kustomization.yaml", config=_kustomization(["flux-kustomizations.yaml"])),
+        GitopsFile("gitops/kustomization.yaml", config=_kustomization(
+            [f.path.removeprefix("gitops/") for f in verified] + ["flux-kustomizations.yaml"])),
         *([GitopsFile("gitops/admission/kustomization.yaml", config=_kustomization([f"../../{f}" for f in first]))]
           if first else []),
         *extra,
@@ -523,7 +629,7 @@ def dra_argocd_files(plan: P.Plan, project: str, revision: str, folder: str) -> 
     return [GitopsFile("gitops/application-dra-driver.yaml", [app], notes=notes)]
 
 
-def dra_flux_files(plan: P.Plan, release_kustomization: dict, folder: str) -> tuple[dict, list]:
+def dra_flux_files(plan: P.Plan, release_kustomization: dict) -> tuple[dict, list]:
     """The Flux Kustomization of the DRA driver release (dependsOn the operator's), and its folder: the chart's
     OCIRepository, the HelmRelease, the values ConfigMap."""
     ns = namespace_of(plan)
@@ -549,8 +655,8 @@ def dra_flux_files(plan: P.Plan, release_kustomization: dict, folder: str) -> tu
                      "metadata": metadata(plan, object_name(plan.name, nvlink.CHART), ns, part),
                      "spec": {"dependsOn": [{"name": release_kustomization["metadata"]["name"]}],
                               "interval": "10m", "retryInterval": "2m", "timeout": f"{10 + SLACK_MINUTES}m",
-                              "path": f"./{folder}/gitops/dra-driver", "prune": True, "wait": True,
-                              "sourceRef": source_ref(plan)}}
+                              "path": _flux_path(plan, "gitops/dra-driver"), "prune": True, "wait": True,
+                              "sourceRef": folder_source(plan)}}
     config = _kustomization(["chart-source.yaml", "helm-release.yaml"], configMapGenerator=[{
         "name": values_map, "namespace": ns, "files": ["values.yaml=../../dra-driver/values.yaml"],
         "options": {"labels": common_labels(plan)}}], configurations=["kustomizeconfig.yaml"])
@@ -575,7 +681,7 @@ def _kustomization(resources: list[str], **extra: object) -> dict:
 
 def problems(documents: dict[str, list[dict]]) -> list[str]:
     """The CEL rules of the Flux CRDs that JSON Schema cannot express, and gpuconf's own promises (path -> docs)."""
-    out = []
+    out = _project_problems(documents)
     for path, docs in documents.items():
         for doc in docs:
             spec = doc.get("spec", {})
@@ -587,4 +693,32 @@ def problems(documents: dict[str, list[dict]]) -> list[str]:
                     out.append(f"{where}: a failed upgrade must not be rolled back (A6.20)")
             if doc["kind"] == "Application" and "ServerSideApply=true" not in spec["syncPolicy"]["syncOptions"]:
                 out.append(f"{where}: Applications apply server-side (A6.18)")
+    return out
+
+
+def _project_problems(documents: dict[str, list[dict]]) -> list[str]:
+    """An AppProject gpuconf renders admits every Application that names it, as Argo CD decides (argo-cd v3.5.1
+    app_project_types.go: ValidateProject refuses repeated destinations and repositories; IsSourcePermitted and
+    isDestinationMatched match each source's repoURL and the destination's server or name and namespace): gpuconf
+    writes exact values, no globs, so each must be listed as it is."""
+    projects = {d["metadata"]["name"]: (path, d) for path, docs in documents.items() for d in docs
+                if d["kind"] == "AppProject"}
+    out = []
+    for name, (path, project) in projects.items():
+        spec = project["spec"]
+        keys = [(d.get("server") or d.get("name"), d.get("namespace", "")) for d in spec["destinations"]]
+        if len(set(keys)) != len(keys) or len(set(spec["sourceRepos"])) != len(spec["sourceRepos"]):
+            out.append(f"{path}: AppProject/{name}: a destination or repository is listed twice")
+    for path, docs in documents.items():
+        for app in docs:
+            if app["kind"] != "Application" or app["spec"]["project"] not in projects:
+                continue
+            where = f"{path}: Application/{app['metadata']['name']}"
+            spec = projects[app["spec"]["project"]][1]["spec"]
+            sources = app["spec"].get("sources") or [app["spec"]["source"]]
+            out += [f"{where}: project {app['spec']['project']} does not admit repository {s['repoURL']}"
+                    for s in sources if s["repoURL"] not in spec["sourceRepos"]]
+            dest = app["spec"]["destination"]
+            if {k: v for k, v in dest.items()} not in spec["destinations"]:
+                out.append(f"{where}: project {app['spec']['project']} does not admit destination {dest}")
     return out

@@ -140,7 +140,10 @@ def render_tree(plan: P.Plan, command: Command) -> Tree:
     }
     tree.files["kustomization.yaml"] = head + dump(kustomization, top=True)
     namespace_labels = operator_namespace(plan)["metadata"]["labels"]
-    for file in gitops.render(plan, manifest_files, namespace_labels):
+    namespaces = sorted({plan.namespace, *([nvlink.namespace(plan)] if nvlink.release(plan) else [])}
+                        | {d["metadata"]["namespace"] for docs in by_file.values() for d in docs
+                           if d["metadata"].get("namespace")})
+    for file in gitops.render(plan, manifest_files, namespace_labels, namespaces):
         notes = header(file.notes) if file.notes else ""
         if file.documents is not None:
             tree.documents[file.path] = file.documents

@@ -79,22 +79,26 @@ _CREDENTIAL_HOMES = {
                                              "source's secretRef",
     ("spec", "delivery", "destination", "server"): "register the cluster with Argo CD (a Secret labelled "
                                                    "argocd.argoproj.io/secret-type: cluster)",
+    ("spec", "delivery", "ociArtifact", "url"): "give the registry's credentials to Flux in a docker-registry Secret "
+                                                "(spec.delivery.ociArtifact.pullSecret)",
 }
 
 
 @rule("GC354", "no credentials in the registry or in URLs")
 def no_credentials(ctx: Context) -> Iterator[Finding]:
-    """No credentials in `spec.operator.registry`, `spec.delivery.repoURL`, `spec.delivery.chartRepository` or
-    `spec.delivery.destination.server` (`user:password@`, or a token before `@` in an `https`/`oci` URL;
-    `git@host:repo` and `ssh://git@host/...` name the SSH user and pass): gpuconf writes these values into
-    values, wrappers, probes and REPORT.md; the hint names the Secret they belong in, and the finding masks
-    them."""
+    """No credentials in `spec.operator.registry`, `spec.delivery.repoURL`, `spec.delivery.chartRepository`,
+    `spec.delivery.destination.server` or `spec.delivery.ociArtifact.url` (`user:password@`, or a token before `@`
+    in an `https`/`oci` URL; `git@host:repo` and `ssh://git@host/...` name the SSH user and pass): gpuconf writes
+    these values into values, wrappers, probes and REPORT.md; the hint names the Secret they belong in, and the
+    finding masks them."""
     delivery = ctx.intent.spec.delivery
     values = {("spec", "operator", "registry"): ctx.intent.spec.operator.registry,
               ("spec", "delivery", "repoURL"): delivery.repoURL,
               ("spec", "delivery", "chartRepository"): delivery.chart_repository,
               ("spec", "delivery", "destination", "server"): delivery.destination.server
-              if delivery.destination is not None else None}
+              if delivery.destination is not None else None,
+              ("spec", "delivery", "ociArtifact", "url"): delivery.oci_artifact.url
+              if delivery.oci_artifact is not None else None}
     for loc, value in values.items():
         if value is not None and _credentials(value, loc[-1] == "registry"):
             yield ctx.finding("GC354", loc, f"{_masked(value)} carries credentials (the part before '@'); gpuconf "
