@@ -502,54 +502,16 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
     first = [f for f in ADMISSION_MANIFESTS if f in manifest_files] if admission_first(plan) else []
     early = [f for f in EARLY_MANIFESTS if f in manifest_files and f not in first]
     late = [f for f in manifest_files if f not in early and f not in first]
-    release_kustomization = {
-        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-        "kind": "Kustomization",
-        "metadata": metadata(plan, object_name(plan.name, "gpu-operator"), namespace),
-        "spec": {
-            "interval": "10m",
-            "retryInterval": "2m",
-            "timeout": f"{release_minutes + SLACK_MINUTES}m",
-            "path": _flux_path(plan, "gitops/release"),
-            "prune": True,
-            "wait": True,
-            "sourceRef": folder_source(plan),
-        },
-    }
-    admission_kustomization = {
-        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-        "kind": "Kustomization",
-        "metadata": metadata(plan, object_name(plan.name, "gpu-admission"), namespace),
-        "spec": {
-            "interval": "10m",
-            "retryInterval": "1m",
-            # wait: Ready once the namespaces exist and Kyverno reports the Policy Ready (in its webhook).
-            "timeout": f"{SLACK_MINUTES}m",
-            "path": _flux_path(plan, "gitops/admission"),
-            "prune": True,
-            "wait": True,
-            "sourceRef": folder_source(plan),
-        },
-    }
-    if first:
-        release_kustomization["spec"] = {"dependsOn": [{"name": admission_kustomization["metadata"]["name"]}],
-                                         **release_kustomization["spec"]}
-    manifests_kustomization = {
-        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-        "kind": "Kustomization",
-        "metadata": metadata(plan, object_name(plan.name, "gpu-manifests"), namespace),
-        "spec": {
-            "dependsOn": [{"name": release_kustomization["metadata"]["name"]}],
-            "interval": "10m",
-            "retryInterval": "2m",
-            # wait: ready once every probe Job has proven its pool (they give up after DEADLINE_SECONDS).
-            "timeout": f"{math.ceil(probes.DEADLINE_SECONDS / 60) + SLACK_MINUTES}m",
-            "path": _flux_path(plan, "gitops/manifests"),
-            "prune": True,
-            "wait": True,
-            "sourceRef": folder_source(plan),
-        },
-    }
+    admission_kustomization = _flux_kustomization(
+        # wait: Ready once the namespaces exist and Kyverno reports the Policy Ready (in its webhook).
+        plan, "gpu-admission", "gitops/admission", SLACK_MINUTES, retry="1m")
+    release_kustomization = _flux_kustomization(
+        plan, "gpu-operator", "gitops/release", release_minutes + SLACK_MINUTES,
+        after=admission_kustomization if first else None)
+    manifests_kustomization = _flux_kustomization(
+        # wait: ready once every probe Job has proven its pool (they give up after DEADLINE_SECONDS).
+        plan, "gpu-manifests", "gitops/manifests", math.ceil(probes.DEADLINE_SECONDS / 60) + SLACK_MINUTES,
+        after=release_kustomization)
     release_config = _kustomization(
         [f"../../{f}" for f in early] + ["chart-source.yaml", "helm-release.yaml"],
         configMapGenerator=[{
@@ -651,12 +613,9 @@ def dra_flux_files(plan: P.Plan, release_kustomization: dict) -> tuple[dict, lis
                              "install": {"crds": "CreateReplace", "remediation": {"retries": 3}},
                              "upgrade": {"crds": "CreateReplace",
                                          "remediation": {"retries": 0, "remediateLastFailure": False}}}}
-    kustomization = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-                     "metadata": metadata(plan, object_name(plan.name, nvlink.CHART), ns, part),
-                     "spec": {"dependsOn": [{"name": release_kustomization["metadata"]["name"]}],
-                              "interval": "10m", "retryInterval": "2m", "timeout": f"{10 + SLACK_MINUTES}m",
-                              "path": _flux_path(plan, "gitops/dra-driver"), "prune": True, "wait": True,
-                              "sourceRef": folder_source(plan)}}
+    kustomization = _flux_kustomization(plan, nvlink.CHART, "gitops/dra-driver", 10 + SLACK_MINUTES,
+                                        after=release_kustomization)
+    kustomization["metadata"]["labels"].update(part)
     config = _kustomization(["chart-source.yaml", "helm-release.yaml"], configMapGenerator=[{
         "name": values_map, "namespace": ns, "files": ["values.yaml=../../dra-driver/values.yaml"],
         "options": {"labels": common_labels(plan)}}], configurations=["kustomizeconfig.yaml"])
@@ -669,6 +628,26 @@ def dra_flux_files(plan: P.Plan, release_kustomization: dict) -> tuple[dict, lis
         GitopsFile("gitops/dra-driver/kustomization.yaml", config=config),
         GitopsFile("gitops/dra-driver/kustomizeconfig.yaml", config=name_reference),
     ]
+
+
+def _flux_kustomization(plan: P.Plan, suffix: str, sub: str, timeout_minutes: int, retry: str = "2m",
+                        after: dict | None = None) -> dict:
+    """A Flux Kustomization <cluster>-<suffix> that applies the folder's <sub> and waits for it, after another."""
+    return {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": metadata(plan, object_name(plan.name, suffix), namespace_of(plan)),
+        "spec": {
+            **({"dependsOn": [{"name": after["metadata"]["name"]}]} if after is not None else {}),
+            "interval": "10m",
+            "retryInterval": retry,
+            "timeout": f"{timeout_minutes}m",
+            "path": _flux_path(plan, sub),
+            "prune": True,
+            "wait": True,
+            "sourceRef": folder_source(plan),
+        },
+    }
 
 
 def _kustomization(resources: list[str], **extra: object) -> dict:

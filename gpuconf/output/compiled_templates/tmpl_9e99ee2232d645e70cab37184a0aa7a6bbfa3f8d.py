@@ -17,19 +17,25 @@ def root(context, missing=missing):
         def t_1(*unused):
             raise TemplateRuntimeError("No filter named 'code' found.")
     try:
-        t_2 = environment.filters['length']
+        t_2 = environment.filters['codelist']
     except KeyError:
         @internalcode
         def t_2(*unused):
-            raise TemplateRuntimeError("No filter named 'length' found.")
+            raise TemplateRuntimeError("No filter named 'codelist' found.")
     try:
-        t_3 = environment.tests['defined']
+        t_3 = environment.filters['length']
     except KeyError:
         @internalcode
         def t_3(*unused):
+            raise TemplateRuntimeError("No filter named 'length' found.")
+    try:
+        t_4 = environment.tests['defined']
+    except KeyError:
+        @internalcode
+        def t_4(*unused):
             raise TemplateRuntimeError("No test named 'defined' found.")
     pass
-    if t_3(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'admission')):
+    if t_4(environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'admission')):
         pass
         l_0_a = environment.getattr((undefined(name='r') if l_0_r is missing else l_0_r), 'admission')
         context.vars['a'] = l_0_a
@@ -41,18 +47,12 @@ def root(context, missing=missing):
         yield ' '
         yield str(t_1(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'name')))
         yield ' (`kyverno.io/v1`, namespaced) in '
-        l_1_loop = missing
-        for l_1_ns, l_1_loop in LoopContext(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'namespaces'), undefined):
-            _loop_vars = {}
-            pass
-            yield str(t_1(l_1_ns))
-            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 5 in 'admission.md.j2' evaluated to false and no else section was defined.")))
-        l_1_loop = l_1_ns = missing
+        yield str(t_2(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'namespaces')))
         yield ", every namespace this folder runs Pods in (the chart's operator, operands and NFD, the probe Jobs); it applies there only. With `failureAction: Enforce` Kyverno refuses every Pod there unless each container, init container and ephemeral container image matches one of the patterns below: "
         if environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'pinned'):
             pass
             yield 'the '
-            yield str(t_2(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'images')))
+            yield str(t_3(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'images')))
             yield ' images of the image lock '
             yield str(t_1(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'lock')))
             yield ', each pinned by digest (a tag alone, or another digest, is refused)'
@@ -80,7 +80,7 @@ def root(context, missing=missing):
         if environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'previous'):
             pass
             yield '\nFor the sync that moves them, it also admits the '
-            yield str(t_2(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'previous')))
+            yield str(t_3(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'previous')))
             yield ' digests of '
             yield str(t_1(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'previousLock')))
             yield ' (`spec.security.previousImageLock`, the lock this change replaces) that the lock does not pin, so that a Pod of the deployed digests that restarts before the chart replaces it is not refused. Remove `previousImageLock` once the cluster runs the new digests:\n\n'
@@ -92,24 +92,12 @@ def root(context, missing=missing):
                 yield '\n'
             l_1_image = missing
         yield "\nKyverno enforces it only where it looks: its chart's defaults skip every resource in "
-        l_1_loop = missing
-        for l_1_ns, l_1_loop in LoopContext(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'skipped'), undefined):
-            _loop_vars = {}
-            pass
-            yield str(t_1(l_1_ns))
-            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 22 in 'admission.md.j2' evaluated to false and no else section was defined.")))
-        l_1_loop = l_1_ns = missing
+        yield str(t_2(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'skipped')))
         yield " (`config.resourceFilters`, and its own namespace through `config.excludeKyvernoNamespace`), which validation refuses as the operator's namespace (GC453). If your Kyverno's resourceFilters or its webhooks' namespaceSelector exclude "
-        l_1_loop = missing
-        for l_1_ns, l_1_loop in LoopContext(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'namespaces'), undefined):
-            _loop_vars = {}
-            pass
-            yield str(t_1(l_1_ns))
-            yield str((', ' if (not environment.getattr(l_1_loop, 'last')) else cond_expr_undefined("the inline if-expression on line 22 in 'admission.md.j2' evaluated to false and no else section was defined.")))
-        l_1_loop = l_1_ns = missing
+        yield str(t_2(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'namespaces')))
         yield ", it enforces nothing there.\n\nThe Policy is applied before the chart it guards, so that the chart's Pods, and a changed image, meet the Policy of this render: "
         yield str(environment.getattr((undefined(name='a') if l_0_a is missing else l_0_a), 'order'))
         yield ' Kyverno and its CRDs must be installed before this folder syncs, or the Policy cannot be applied and the chart waits. Kyverno deprecates the `kyverno.io` policy kinds in favour of `policies.kyverno.io` (removal planned for 1.20).\n\n'
 
 blocks = {}
-debug_info = '1=31&2=33&5=37&7=67&8=71&10=74&11=77&13=79&15=82&17=86&18=90&22=95&24=110'
+debug_info = '1=37&2=39&5=43&7=67&8=71&10=74&11=77&13=79&15=82&17=86&18=90&22=94&24=98'

@@ -50,6 +50,7 @@ def environment(loader: Any = None):
     env.filters["cell"] = md_text
     env.filters["code"] = md_code
     env.filters["codes"] = md_codes
+    env.filters["codelist"] = md_code_list
     env.filters["labels"] = md_labels
     env.filters["allocatable"] = md_allocatable
     env.filters["show"] = show
@@ -70,6 +71,11 @@ def _environment():
 def md_codes(values: Iterable, attribute: str | None = None) -> str:
     """Values (or each one's `attribute`) as inline code, one per line of a table cell; "" without values."""
     return "<br>".join([md_code(v if attribute is None else v[attribute]) for v in values])
+
+
+def md_code_list(values: Iterable) -> str:
+    """Values as inline code, separated by commas (in a sentence)."""
+    return ", ".join(md_code(v) for v in values)
 
 
 def md_labels(labels: dict) -> str:
