@@ -282,8 +282,8 @@ def test_the_toolkit_follows_the_release_repository_and_the_lock(run, tmp_path, 
 def test_without_the_toolkit_nothing_of_the_release_is_admitted(run, tmp_path, monkeypatch):
     """A cluster that is not OpenShift runs no Driver Toolkit, and its policy admits no release image."""
     intent = _with_admission(AIRGAPPED, tmp_path)
-    text = intent.read_text(encoding="utf-8").replace("    distribution: openshift\n    openshift:\n      install: helm\n",
-                                                      "")
+    text = intent.read_text(encoding="utf-8").replace(
+        "    distribution: openshift\n    openshift:\n      install: helm\n", "")
     intent.write_text(text, encoding="utf-8")
     folder, policy = _render(run, intent, tmp_path, monkeypatch)
     assert "quay.io" not in json.dumps(policy)
@@ -518,5 +518,6 @@ def test_an_unreadable_previous_lock_is_exit_2_and_writes_nothing(run, tmp_path,
     monkeypatch.chdir(tmp_path)
     result = run("render", intent.name, "-o", "out")
     assert result.exit_code == 2
-    assert "gone.yaml: the image lock (spec.security.previousImageLock) does not exist or is not a file" in result.stderr
+    assert "gone.yaml: the image lock (spec.security.previousImageLock) does not exist or is not a file" \
+        in result.stderr
     assert "Traceback" not in result.stdout + result.stderr and not (tmp_path / "out").exists()

@@ -35,15 +35,15 @@ A digest change (the image lock's) must not refuse what runs while the sync move
 the chart (gpuconf/render/gitops.py), so the new images meet the new Policy; and with spec.security.previousImageLock
 (the lock the change replaces, a file beside the intent) the Policy admits the previous digests too, so that a Pod
 of the deployed digests that restarts before the chart replaces it (a node reboot, an eviction, a DaemonSet the old
-operator still reconciles) is not refused. The previous
-digests come from that reviewed, attested input, never from the folder being rendered over: a folder a pull request
-edits would otherwise carry any image through `render --check`. The transition rule GC374 (with a deployed folder)
-says when a change drops digests the cluster runs without it, and when it is no longer needed.
+operator still reconciles) is not refused. The previous digests come from that reviewed, attested input, never from
+the folder being rendered over: a folder a pull request edits would otherwise carry any image through `render
+--check`. The transition rule GC374 (with a deployed folder) says when a change drops digests the cluster runs
+without it, and when it is no longer needed.
 
 Every namespace the render runs Pods in has its Policy: the chart's release namespace (the operator, its operands,
 NFD) and the namespace of every pod-making object under manifests/ (the probe Jobs); `problems` checks it on every
 render. Kyverno applies a Pod rule to the Deployments, DaemonSets and Jobs that make the Pods as well (its autogen
-rules), so a refused image stops the object that would create the Pod.
+rules, pkg/autogen/v1/autogen.go PodControllers), so a refused image stops the object that would create the Pod.
 
 Kyverno deprecates the kyverno.io Policy kinds in favour of policies.kyverno.io (planned removal in 1.20); the
 Policy is what its v1.19.0 CRD still serves, and what gpuconf checks against (schemas/crds/kyverno.io_policy_v1.json).
@@ -68,7 +68,8 @@ def skipped_namespaces(plan_or_intent) -> dict[str, str]:
     intent = getattr(plan_or_intent, "intent", plan_or_intent)
     security = intent.spec.security
     kyverno = security.kyverno_namespace if security is not None else "kyverno"
-    why = {ns: f"Kyverno's default resourceFilters skip every resource there ([*/*,{ns},*])" for ns in SKIPPED_NAMESPACES}
+    why = {ns: f"Kyverno's default resourceFilters skip every resource there ([*/*,{ns},*])"
+           for ns in SKIPPED_NAMESPACES}
     why[kyverno] = ("it is Kyverno's own namespace (spec.security.kyvernoNamespace), which Kyverno's chart adds to its "
                     "resourceFilters and leaves out of its webhooks (excludeKyvernoNamespace, default true)")
     return why
@@ -78,7 +79,8 @@ def namespaces(plan: P.Plan) -> list[str]:
     """The namespaces the render runs Pods in: the chart's release namespace and the probe Jobs' (one, today)."""
     from . import probes
 
-    return sorted({plan.namespace, *(d["metadata"]["namespace"] for d in probes.render(plan) if d["kind"] in POD_KINDS)})
+    jobs = [d for d in probes.render(plan) if d["kind"] in POD_KINDS]
+    return sorted({plan.namespace, *(d["metadata"]["namespace"] for d in jobs)})
 
 
 def driver_toolkit(plan: P.Plan) -> str | None:

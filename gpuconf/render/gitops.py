@@ -445,9 +445,10 @@ def _appproject(plan: P.Plan, source: ChartSource, namespaces: list[str]) -> Git
         },
     }
     keys = ", ".join(signed.keys)
+    which = "the synced commit" if signed.mode == "head" else "the synced commit and its history, to a seal commit"
     notes = [f"Argo CD syncs the Git sources of this cluster's Applications only at commits signed with {keys} "
-             f"({'the synced commit' if signed.mode == 'head' else 'the synced commit and its history, back to a seal commit'}); "
-             "their public keys go into the ConfigMap argocd-gpg-keys-cm. The chart (a Helm source) is not verified.",
+             f"({which}); their public keys go into the ConfigMap argocd-gpg-keys-cm. The chart (a Helm source) is "
+             "not verified.",
              "Apply this file from a source whose commits need the same keys, or once by hand: whoever can change "
              "it can drop the requirement."]
     return GitopsFile("gitops/appproject.yaml", [doc], notes=notes)
