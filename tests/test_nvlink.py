@@ -348,3 +348,33 @@ def test_the_release_may_share_the_operators_namespace(tmp_path):
     assert app["spec"]["destination"]["namespace"] == "gpu-operator"
     assert "managedNamespaceMetadata" not in app["spec"]["syncPolicy"]
     assert "CreateNamespace=true" not in app["spec"]["syncPolicy"]["syncOptions"]
+
+
+def test_admission_guards_the_dra_driver_namespace_first(tmp_path):
+    """spec.security.admission: kyverno covers every namespace the render runs Pods in, the DRA driver release's too
+    (its kubelet plugin, controller and IMEX daemons). That Policy is applied by the release's own delivery before its
+    chart: Argo CD's DRA Application creates the namespace and applies it in wave -1; Flux's admission Kustomization
+    applies it with the namespaces before anything else."""
+    registry = ("    namespace: gpu-operator\n", "    namespace: gpu-operator\n    registry: registry.corp.example/nvidia\n")
+    security = ("  delivery:\n", "  security:\n    admission: kyverno\n  delivery:\n")
+    plan, tree = _tree(_variant(tmp_path, registry, security))
+    (policy,) = _docs(tree, "manifests/admission-dra-driver.yaml")
+    assert policy["metadata"]["namespace"] == "dra-driver-nvidia-gpu"
+    assert policy["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-1"
+    pattern = policy["spec"]["rules"][0]["validate"]["pattern"]["spec"]["containers"][0]["image"]
+    assert pattern == "registry.corp.example/nvidia/*"
+    assert "manifests/admission-dra-driver.yaml" not in YAML11.load(tree.files["kustomization.yaml"])["resources"]
+    (app,) = _docs(tree, "gitops/application-dra-driver.yaml")
+    assert app["spec"]["sources"][-1]["directory"] == {"include": "admission-dra-driver.yaml"}
+    assert "CreateNamespace=true" in app["spec"]["syncPolicy"]["syncOptions"]
+
+    flux = _variant(tmp_path, registry, security, ("tool: argocd", "tool: flux"),
+                    ("    repoURL: https://git.example.com/platform/gpu-gitops.git\n", ""),
+                    ("    targetRevision: main\n", ""), name="flux.yaml")
+    plan, tree = _tree(flux)
+    first = YAML11.load(tree.files["gitops/admission/kustomization.yaml"])["resources"]
+    assert first == ["../../manifests/namespaces.yaml", "../../manifests/admission.yaml",
+                     "../../manifests/admission-dra-driver.yaml"]
+    ks = {d["metadata"]["name"]: d for d in _docs(tree, "gitops/flux-kustomizations.yaml")}
+    assert ks["nvl72-prod-gpu-operator"]["spec"]["dependsOn"] == [{"name": "nvl72-prod-gpu-admission"}]
+    assert ks["nvl72-prod-dra-driver-nvidia-gpu"]["spec"]["dependsOn"] == [{"name": "nvl72-prod-gpu-operator"}]

@@ -56,6 +56,9 @@ from .. import plan as P
 POLICY_NAME = "gpuconf-operator-images"
 RULE_NAME = "images-from-the-mirror"
 FILE = "manifests/admission.yaml"
+#: The Policy of the DRA driver release's namespace (NVLink pools, render/nvlink.py): applied first by that release's
+#: own delivery, which creates the namespace (the chart Application's wave -1 runs before it exists).
+RELEASE_FILE = "manifests/admission-dra-driver.yaml"
 #: Namespaces Kyverno's Helm chart filters out by default (config.resourceFilters, kyverno v1.19.0); its own
 #: namespace (spec.security.kyvernoNamespace) is the fourth.
 SKIPPED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
@@ -76,11 +79,15 @@ def skipped_namespaces(plan_or_intent) -> dict[str, str]:
 
 
 def namespaces(plan: P.Plan) -> list[str]:
-    """The namespaces the render runs Pods in: the chart's release namespace and the probe Jobs' (one, today)."""
+    """The namespaces the render runs Pods in: the chart's release namespace, the probe Jobs' (one, today) and the
+    DRA driver release's."""
     from . import probes
 
+    from . import nvlink
+
     jobs = [d for d in probes.render(plan) if d["kind"] in POD_KINDS]
-    return sorted({plan.namespace, *(d["metadata"]["namespace"] for d in jobs)})
+    release = [nvlink.namespace(plan)] if nvlink.release(plan) else []  # the DRA driver's pods, IMEX daemons
+    return sorted({plan.namespace, *release, *(d["metadata"]["namespace"] for d in jobs)})
 
 
 def driver_toolkit(plan: P.Plan) -> str | None:
@@ -164,8 +171,12 @@ def problems(plan: P.Plan, documents: dict[str, list[dict]]) -> list[str]:
     namespace, a pod-making object under manifests/) without its Policy, or a Policy where Kyverno does not look."""
     if plan.intent.spec.admission != "kyverno":
         return []
-    covered = {d["metadata"]["namespace"] for d in documents.get(FILE, []) if d["kind"] == "Policy"}
-    running = {plan.namespace} | {d["metadata"]["namespace"] for path, docs in documents.items()
+    from . import nvlink
+
+    covered = {d["metadata"]["namespace"] for f in (FILE, RELEASE_FILE) for d in documents.get(f, [])
+               if d["kind"] == "Policy"}
+    release = {nvlink.namespace(plan)} if nvlink.release(plan) else set()
+    running = {plan.namespace} | release | {d["metadata"]["namespace"] for path, docs in documents.items()
                                   if path.startswith("manifests/") for d in docs if d["kind"] in POD_KINDS}
     out = [f"{FILE}: no Policy in namespace {ns}, where the render runs Pods" for ns in sorted(running - covered)]
     skipped = skipped_namespaces(plan)

@@ -73,7 +73,7 @@ ARGOCD_HOOK = {"argocd.argoproj.io/hook": "PostSync", "argocd.argoproj.io/hook-d
 #: The admission Policy's wave in the chart Application: before the chart's resources (wave 0).
 ARGOCD_POLICY_WAVE = {"argocd.argoproj.io/sync-wave": "-1"}
 #: Files the Flux admission Kustomization applies, before the release Kustomization (which then leaves them out).
-ADMISSION_MANIFESTS = ("manifests/namespaces.yaml", "manifests/admission.yaml")
+ADMISSION_MANIFESTS = ("manifests/namespaces.yaml", "manifests/admission.yaml", "manifests/admission-dra-driver.yaml")
 FLUX_FORCE = {"kustomize.toolkit.fluxcd.io/force": "enabled"}
 
 #: Time budget of one wave of a driver roll-out, before drain and pod-deletion timeouts: pulling the driver image,
@@ -169,10 +169,10 @@ def admission_first(plan: P.Plan) -> bool:
 def folder_resources(plan: P.Plan, files: list[str]) -> list[str]:
     """The cluster folder's kustomization.yaml resources: every manifest file, but under Argo CD not the admission
     Policy, which the chart Application applies first (and two Applications must not manage one object)."""
-    from .admission import FILE
+    from .admission import FILE, RELEASE_FILE
 
     if admission_first(plan) and plan.intent.spec.delivery.tool == "argocd":
-        return [f for f in files if f != FILE]
+        return [f for f in files if f not in (FILE, RELEASE_FILE)]
     return list(files)
 
 
@@ -562,6 +562,8 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
 def dra_argocd_files(plan: P.Plan, project: str, revision: str, folder: str) -> list:
     """The Argo CD Application of the DRA driver release (sync wave 1: after the operator's chart, whose driver and GPU
     Feature Discovery its plugin needs, before the manifests, whose ComputeDomains need its CRD)."""
+    from .admission import RELEASE_FILE
+
     delivery = plan.intent.spec.delivery
     repo = nvlink.chart_repository(plan).removeprefix("oci://")
     meta = metadata(plan, object_name(plan.name, nvlink.CHART), namespace_of(plan), {nvlink.RELEASE_LABEL: nvlink.CHART})
@@ -575,6 +577,10 @@ def dra_argocd_files(plan: P.Plan, project: str, revision: str, folder: str) -> 
              "helm": {"releaseName": nvlink.RELEASE_NAME, "valueFiles": [f"$values/{folder}/dra-driver/values.yaml"],
                       "kubeVersion": plan.intent.spec.cluster.kubernetes_version, "skipCrds": False}},
             {"repoURL": delivery.repoURL, "targetRevision": revision, "ref": "values"},
+            # The admission Policy of the release's namespace, in sync wave -1: Ready before the chart's pods.
+            *([{"repoURL": delivery.repoURL, "targetRevision": revision, "path": f"{folder}/manifests",
+                "directory": {"include": RELEASE_FILE.removeprefix("manifests/")}}]
+              if admission_first(plan) and nvlink.namespace(plan) != plan.namespace else []),
         ],
         "syncPolicy": {
             "automated": {"prune": True, "selfHeal": True},

@@ -108,12 +108,16 @@ def render_tree(plan: P.Plan, command: Command) -> Tree:
             gitops.annotate(plan, doc)  # the delivery tool's sync annotations (probe Jobs)
             name = doc["metadata"]["name"]
             path = next((f for prefix, f in NAMED_FILES.items() if name.startswith(prefix)), KIND_FILES.get(doc["kind"]))
+            if doc["kind"] == "Policy" and nvlink.release(plan) and \
+                    doc["metadata"]["namespace"] == nvlink.namespace(plan) != plan.namespace:
+                path = admission.RELEASE_FILE  # applied first by the DRA driver's release, which makes its namespace
             if path is None:
                 raise VerificationError([f"no manifest file for kind {doc['kind']}"])
             by_file.setdefault(path, []).append(doc)
     for path, docs in platform.manifest_files(plan, merged).items():  # GKE quota, NodePools, OLM objects
         by_file.setdefault(path, []).extend(docs)
     order = platform.file_order(list(dict.fromkeys(KIND_FILES.values())))
+    order.insert(order.index(admission.FILE) + 1, admission.RELEASE_FILE)
     for path in sorted(by_file, key=order.index):
         docs = sorted(by_file[path], key=lambda d: (order_of_kind(d["kind"]), d["metadata"].get("namespace", ""),
                                                    d["metadata"]["name"]))
