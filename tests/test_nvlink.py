@@ -378,3 +378,17 @@ def test_admission_guards_the_dra_driver_namespace_first(tmp_path):
     ks = {d["metadata"]["name"]: d for d in _docs(tree, "gitops/flux-kustomizations.yaml")}
     assert ks["nvl72-prod-gpu-operator"]["spec"]["dependsOn"] == [{"name": "nvl72-prod-gpu-admission"}]
     assert ks["nvl72-prod-dra-driver-nvidia-gpu"]["spec"]["dependsOn"] == [{"name": "nvl72-prod-gpu-operator"}]
+
+
+def test_the_clusters_appproject_admits_the_dra_driver_application(tmp_path):
+    """spec.delivery.signedCommits: the cluster's AppProject lists the DRA chart's repository and the release's
+    namespace, or Argo CD would refuse the DRA Application (the render checks the project admits every Application
+    that names it)."""
+    path = _variant(tmp_path, ("    path: out\n", "    path: out\n    signedCommits:\n      keys: [\"0123456789ABCDEF\"]\n"))
+    plan, tree = _tree(path)
+    (project,) = _docs(tree, "gitops/appproject.yaml")
+    assert "registry.k8s.io/dra-driver-nvidia/charts" in project["spec"]["sourceRepos"]
+    assert {"server": "https://kubernetes.default.svc", "namespace": "dra-driver-nvidia-gpu"} in \
+        project["spec"]["destinations"]
+    (app,) = _docs(tree, "gitops/application-dra-driver.yaml")
+    assert app["spec"]["project"] == project["metadata"]["name"]
