@@ -182,3 +182,16 @@ def test_a_hand_edit_with_an_integer_past_pythons_digit_limit_is_shown_not_exit_
         result = run("diff", example, "--against", "out", "--format", fmt)
         assert result.exit_code in (1, 2) and "internal error" not in result.stderr, result.stderr
     assert "<an integer of 14800 bits>" in run("diff", example, "--against", "out").stdout
+
+
+def test_verify_prints_a_hostile_file_name_escaped(run, tmp_path, monkeypatch):
+    """A file planted in an attested folder: verify names it as not in the statement, on its line, starting no
+    workflow command (issue 46: render --check, render and verify)."""
+    monkeypatch.chdir(tmp_path)
+    example = str(ROOT / "examples" / "single-pool.yaml")
+    assert run("render", example, "-o", "out", "--attest").exit_code == 0
+    (tmp_path / "out" / "lab" / HOSTILE_NAME).write_text("planted\n", encoding="utf-8")
+    result = run("verify", "out/lab", "--skip-signature")
+    assert result.exit_code == 1
+    _no_command(result.stdout + result.stderr)
+    assert "x\\n::error title=gpuconf::all checks passed" in result.stdout + result.stderr

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..escape import term_text
+from ..escape import show_path, term_text
 from .attest import (ATTESTATION, INPUT_ROLES, MAX_ATTESTATION_BYTES, PREDICATE_TYPE, STATEMENT_TYPE, UNATTESTED,
                      Unreadable, b64, bounded_json, envelope_problem, is_envelope, is_sha256)
 
@@ -59,7 +59,7 @@ def verify_folder(path: str, key=None, skip_signature: bool = False,
         folder = inspect(path, contents=False)
     except OutputError as exc:
         raise NoAttestation(str(exc)) from None
-    shown = term_text(path.rstrip("/") or path)
+    shown = show_path(path.rstrip("/") or path)
     if folder.kind != "folder":
         raise NoAttestation(f"{shown}: " + ("does not exist" if folder.kind == "missing" else "not a folder"))
     if ATTESTATION not in folder.files:
@@ -87,7 +87,7 @@ def verify_folder(path: str, key=None, skip_signature: bool = False,
             found.append((rel, f"changed since the render (sha256 {digest}, attested {subjects[rel]})"))
     found += [(rel, "attested but missing") for rel in set(subjects) - set(folder.files)]
     found += [(rel, "not a regular file (gpuconf writes only files)") for rel in folder.others]
-    verdict.problems += [f"{term_text(rel)}: {what}" for rel, what in sorted(found)]
+    verdict.problems += [f"{show_path(rel)}: {what}" for rel, what in sorted(found)]
     return verdict
 
 
@@ -201,14 +201,14 @@ def _bound_to(doc: dict, folder: Path, where: str, verdict: Verdict,
             recorded[(role, file)] = digest
     given = {(role, file): digest for role, file, digest in expected}
     for (role, file), digest in sorted(given.items()):
-        label = f"{where}: {term_text(file)} ({role})"
+        label = f"{where}: {show_path(file)} ({role})"
         if (role, file) not in recorded:
             verdict.problems.append(f"{label}: not among the inputs the statement was made from")
         elif recorded[(role, file)] != digest:
             verdict.problems.append(f"{label}: the statement was made from sha256 {term_text(recorded[(role, file)])},"
                                     f" the given file is sha256 {digest} (an older or a newer render)")
     for role, file in sorted(set(recorded) - set(given)):
-        verdict.problems.append(f"{where}: {term_text(file)} ({term_text(role)}): the statement was made from it, "
+        verdict.problems.append(f"{where}: {show_path(file)} ({term_text(role)}): the statement was made from it, "
                                 "but the given inputs do not name it")
 
 
