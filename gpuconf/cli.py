@@ -659,6 +659,8 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
     """
     from pathlib import Path
 
+    from .adopt.firstsync import first_sync, surprises
+
     adopting = bool(values or sets or set_strings or configmaps)
     for path, what in ((output, "gpuconf import never overwrites a file"),):
         if path and Path(path).exists():
@@ -705,9 +707,9 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
             _error(f"gpuconf: note: chart {draft.release.version}: {draft.release.why}")
         for note in draft.notes:  # pools selected by name: a person must know before the first sync
             _error(f"gpuconf: note: {note}")
-        first = _first_sync(draft.text, draft)
+        first = first_sync(draft.text, draft, say=_error)
         _write_draft(output, draft.text, draft.describe())
-        surprised = first is not None and _surprises(first)
+        surprised = first is not None and surprises(first, _error)
         sys.exit(EXIT_FINDINGS if surprised or any(f.severity == "error" for f in draft.findings) else EXIT_OK)
     try:
         adopted = import_values(values, sets, configmaps, chart_version, name, draft.text if draft else None, gpu,
@@ -722,7 +724,7 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
     for line in adopted.summary():
         click.echo(line, err=True)
     try:
-        first = _first_sync(adopted.text, draft, values, sets, set_strings, configmaps, cluster)
+        first = first_sync(adopted.text, draft, values, sets, set_strings, configmaps, cluster, say=_error)
     except InputError as exc:  # values no chart renders (`driver: 3`): nothing is written
         _error(f"gpuconf: {exc}; nothing was written")
         sys.exit(EXIT_USAGE)
@@ -741,39 +743,8 @@ def import_(nodes_file: str | None, kubeconfig: str | None, context: str | None,
     errors = adopted.errors
     state = "validates" if not errors else f"does NOT validate ({len(errors)} errors: a gpuconf bug, please report)"
     _write_draft(output, adopted.text, f"the draft {state}")
-    surprised = first is not None and _surprises(first)
+    surprised = first is not None and surprises(first, _error)
     sys.exit(EXIT_FINDINGS if errors or surprised else EXIT_OK)
-
-
-def _first_sync(text: str, draft, values: tuple = (), sets: tuple = (), set_strings: tuple = (),
-                configmaps: tuple = (), cluster=None):
-    """With nodes: the plan of the draft's first sync over them (and the installation's values), said on stderr;
-    returns it (None without nodes, or when the draft does not validate)."""
-    if draft is None:
-        return None
-    from .adopt import sources as S
-    from .impact import installation as I
-
-    inputs = (list(cluster.values) if cluster is not None else []) + [S.read_values_file(p) for p in values] + \
-        [S.read_set(a) for a in sets] + [S.read_set(a, strings=True) for a in set_strings]
-    maps = (list(cluster.configmaps) if cluster is not None else []) + \
-        [cm for path in configmaps for cm in S.read_configmaps(path)]
-    plan = I.of_draft(text, draft.gpu_node_objects, inputs, maps)
-    if plan is not None:
-        for line in I.summary_lines(plan):
-            _error(line)
-    return plan
-
-
-def _surprises(plan) -> bool:
-    """The errors of a draft whose first sync would repartition or re-share a running node, or reinstall its driver
-    with a version the draft chose (said on stderr)."""
-    from .impact import installation as I
-
-    lines = I.surprises(plan)
-    for line in lines:
-        _error(line)
-    return bool(lines)
 
 
 def _draft_from_nodes(nodes_file: str | None, kubeconfig: str | None, context: str | None, timeout: float, name: str,
@@ -841,7 +812,7 @@ def images(intent: str, driver_os: tuple[str, ...], pairs: bool, oc_mirror: str 
     listed exactly (driver OS tags, OLM's catalogue) go to stderr. Of a fleet file: every image any of its clusters
     pulls, each once (or the images of the one --cluster names; --oc-mirror needs one cluster).
     """
-    from .pipeline import images as list_images
+    from .imagescmd import images as list_images
 
     if pairs and oc_mirror is not None:
         raise click.UsageError("give --pairs or --oc-mirror, not both")

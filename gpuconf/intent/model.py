@@ -685,7 +685,7 @@ class FluxSourceRef(Strict):
 
 _ARGOCD_ONLY = {"repoURL": "repoURL", "target_revision": "targetRevision", "project": "project",
                 "destination": "destination", "signed_commits": "signedCommits"}
-_FLUX_ONLY = {"source_ref": "sourceRef", "oci_artifact": "ociArtifact"}
+_FLUX_ONLY = {"source_ref": "sourceRef", "oci_artifact": "ociArtifact", "chart_digest": "chartDigest"}
 
 
 class Delivery(Strict):
@@ -711,6 +711,9 @@ class Delivery(Strict):
     chart_repository: Optional[ChartRepository] = Field(
         None, description="Where the chart comes from; default NVIDIA's Helm repository, or oci://<operator.registry>/charts "
                           "when a registry mirror is set.")
+    chart_digest: Optional[Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]] = Field(
+        None, examples=["sha256:" + "0" * 64], description="Flux, an OCI chart source: the chart's manifest digest "
+        "(what `helm push` printed), which the OCIRepository pins and the attestation records.")
     # Named like its key (not repo_url): pydantic reports a defaulted field's error under its Python name.
     repoURL: Optional[NonEmpty] = Field(None, validate_default=True,  # noqa: N815
                                         description="Argo CD: URL of the Git repository holding the rendered output.")
@@ -739,7 +742,7 @@ class Delivery(Strict):
             raise PydanticCustomError("repo_path", "path must stay inside the repository (no '..')")
         return value
 
-    @field_validator("target_revision", "project", "destination", "source_ref", "signed_commits", "oci_artifact")
+    @field_validator("target_revision", "project", "destination", "signed_commits", *_FLUX_ONLY)
     @classmethod
     def _belongs_to_tool(cls, value: Any, info: ValidationInfo) -> Any:
         tool = info.data.get("tool")

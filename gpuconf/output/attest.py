@@ -65,9 +65,11 @@ def builder() -> dict:
     return {"id": BUILDER_ID, "version": version}
 
 
-def _chart_dependencies(chart_versions: list[str], chart_location: str | None) -> list[dict]:
-    """The chart facts of each chart version the render used, and the chart archive they were read from (its sha256:
-    the `digest` the Helm repository index records for it)."""
+def _chart_dependencies(chart_versions: list[str], chart_location: str | None,
+                        chart_digest: str | None = None) -> list[dict]:
+    """The chart facts of each chart version the render used, the chart archive they were read from (its sha256:
+    the `digest` the Helm repository index records for it), and the OCI manifest the delivery pins
+    (spec.delivery.chartDigest)."""
     from .. import catalog
 
     out = []
@@ -87,6 +89,10 @@ def _chart_dependencies(chart_versions: list[str], chart_location: str | None) -
             if chart_location:
                 entry["downloadLocation"] = chart_location
             out.append(entry)
+        if chart_digest:
+            out.append({"name": f"{chart_location}/gpu-operator:{version}" if chart_location else "gpu-operator",
+                        "digest": {"sha256": chart_digest.removeprefix("sha256:")},
+                        "annotations": {"gpuconf_role": "chart-manifest", "chartVersion": version}})
     return out
 
 
@@ -105,7 +111,8 @@ def _data_dependencies() -> list[dict]:
 
 
 def statement(name: str, files: dict[str, str], command: str, inputs: list[tuple[str, str, str]],
-              chart_versions: list[str], fleet: str | None = None, chart_location: str | None = None) -> dict:
+              chart_versions: list[str], fleet: str | None = None, chart_location: str | None = None,
+              chart_digest: str | None = None) -> dict:
     """The Statement of one folder: its files (relative path -> text as written, the record included), the command
     that renders it, its input files as (role, name, sha256), the chart versions whose defaults it used, the fleet
     it belongs to and where its chart is fetched from."""
@@ -117,7 +124,7 @@ def statement(name: str, files: dict[str, str], command: str, inputs: list[tuple
     if fleet is not None:
         parameters["fleet"] = fleet
     build = {"buildType": BUILD_TYPE, "externalParameters": parameters,
-             "resolvedDependencies": dependencies + _chart_dependencies(chart_versions, chart_location)
+             "resolvedDependencies": dependencies + _chart_dependencies(chart_versions, chart_location, chart_digest)
              + _data_dependencies()}
     if chart_versions:
         build["internalParameters"] = {"chartVersions": sorted(set(chart_versions))}

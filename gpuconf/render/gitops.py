@@ -120,7 +120,12 @@ class GitopsFile:
 
 def chart_source(plan: P.Plan) -> ChartSource:
     """The intent's chartRepository, else the registry mirror's chart folder, else NVIDIA's Helm repository."""
-    spec = plan.intent.spec
+    return intent_chart_source(plan.intent)
+
+
+def intent_chart_source(intent) -> ChartSource:
+    """chart_source of an intent (validation asks it before there is a plan)."""
+    spec = intent.spec
     if spec.delivery.chart_repository:
         return ChartSource(spec.delivery.chart_repository.rstrip("/"))
     if spec.operator.registry:
@@ -467,7 +472,10 @@ def _flux(plan: P.Plan, manifest_files: list[str]) -> list[GitopsFile]:
             "spec": {
                 "interval": "12h",
                 "url": source.chart_url,
-                "ref": {"tag": plan.chart_version},
+                # spec.delivery.chartDigest pins the manifest (Flux: a digest wins over the tag, which stays
+                # for readers).
+                "ref": {"tag": plan.chart_version, **({"digest": plan.intent.spec.delivery.chart_digest}
+                                                      if plan.intent.spec.delivery.chart_digest else {})},
                 "layerSelector": {"mediaType": HELM_CHART_MEDIA_TYPE, "operation": "copy"},
             },
         }

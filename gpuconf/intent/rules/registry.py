@@ -1,5 +1,5 @@
 """Rules of what lands in image names, wrappers and the report: the registry mirror is a registry path, and no
-credentials sit in the registry or in URLs (GC353, GC354)."""
+credentials sit in the registry or in URLs (GC353, GC354), a chart digest pins an OCI chart (GC455)."""
 
 from __future__ import annotations
 
@@ -130,3 +130,21 @@ def _masked(value: str) -> str:
     if user is None:
         return shown_text(value)
     return shown_text(value.replace(user + "@", "***@", 1))
+
+
+@rule("GC455", "a chart digest pins an OCI chart source")
+def chart_digest(ctx: Context) -> Iterator[Finding]:
+    """`spec.delivery.chartDigest` pins the chart's OCI manifest in Flux's OCIRepository (`spec.ref.digest`); a
+    classic Helm repository (https) has no digest Flux's HelmRepository can pin (the attestation records the chart
+    archive's digest there instead)."""
+    spec = ctx.intent.spec
+    if spec.delivery.chart_digest is None:
+        return
+    from ...render.gitops import intent_chart_source
+
+    source = intent_chart_source(ctx.intent).url
+    if not source.startswith("oci://"):
+        yield ctx.finding("GC455", ("spec", "delivery", "chartDigest"), f"the chart comes from the Helm repository "
+                          f"{shown(source)}, which Flux cannot pin by digest: chartDigest pins an OCI chart's "
+                          "manifest", "remove chartDigest (the attestation records the chart archive's digest), or "
+                          "serve the chart from an OCI registry (spec.delivery.chartRepository: oci://...)")
