@@ -653,6 +653,9 @@ def intents(draw, max_pools: int = 5, max_teams: int = 4) -> IntentCase:
         spec["overrides"] = [{"path": p, "value": draw(override_values(chart, p)), "why": draw(sentences)}
                              for p in paths]
         features.add("overrides")
+        # GPUDirect Storage on needs the open kernel modules (the known hazard gds-open-kernel-modules, GC462).
+        if any(o["path"] == "gds.enabled" and o["value"] is True for o in spec["overrides"]):
+            spec.setdefault("driver", driver)["kernelModuleType"] = "open"
 
     metadata: dict[str, Any] = {"name": draw(dns_labels)}
     _maybe(draw, metadata, "labels",
