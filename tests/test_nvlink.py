@@ -392,3 +392,13 @@ def test_the_clusters_appproject_admits_the_dra_driver_application(tmp_path):
         project["spec"]["destinations"]
     (app,) = _docs(tree, "gitops/application-dra-driver.yaml")
     assert app["spec"]["project"] == project["metadata"]["name"]
+
+
+def test_credentials_in_the_dra_chart_repository_are_refused_masked(run, tmp_path):
+    """GC354 covers spec.computeDomains.chartRepository too: it reaches the Application and the OCIRepository."""
+    path = _variant(tmp_path, ("    chartVersion: \"0.4.1\"\n", "    chartVersion: \"0.4.1\"\n    chartRepository: "
+                                                             "oci://user:secret@registry.corp.example/charts\n"))
+    result = run("validate", str(path))
+    assert result.exit_code == 1
+    assert "error GC354 spec.computeDomains.chartRepository" in result.stdout
+    assert "user:secret" not in result.stdout and "oci://***@registry.corp.example/charts" in result.stdout

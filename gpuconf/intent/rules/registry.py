@@ -81,13 +81,15 @@ _CREDENTIAL_HOMES = {
                                                    "argocd.argoproj.io/secret-type: cluster)",
     ("spec", "delivery", "ociArtifact", "url"): "give the registry's credentials to Flux in a docker-registry Secret "
                                                 "(spec.delivery.ociArtifact.pullSecret)",
+    ("spec", "computeDomains", "chartRepository"): "keep them in a Secret: Argo CD's repository Secret, or the Flux "
+                                                   "OCIRepository's secretRef",
 }
 
 
 @rule("GC354", "no credentials in the registry or in URLs")
 def no_credentials(ctx: Context) -> Iterator[Finding]:
     """No credentials in `spec.operator.registry`, `spec.delivery.repoURL`, `spec.delivery.chartRepository`,
-    `spec.delivery.destination.server` or `spec.delivery.ociArtifact.url` (`user:password@`, or a token before `@`
+    `spec.delivery.destination.server`, `spec.delivery.ociArtifact.url` or `spec.computeDomains.chartRepository` (`user:password@`, or a token before `@`
     in an `https`/`oci` URL; `git@host:repo` and `ssh://git@host/...` name the SSH user and pass): gpuconf writes
     these values into values, wrappers, probes and REPORT.md; the hint names the Secret they belong in, and the
     finding masks them."""
@@ -98,7 +100,9 @@ def no_credentials(ctx: Context) -> Iterator[Finding]:
               ("spec", "delivery", "destination", "server"): delivery.destination.server
               if delivery.destination is not None else None,
               ("spec", "delivery", "ociArtifact", "url"): delivery.oci_artifact.url
-              if delivery.oci_artifact is not None else None}
+              if delivery.oci_artifact is not None else None,
+              ("spec", "computeDomains", "chartRepository"): ctx.intent.spec.compute_domains.chart_repository
+              if ctx.intent.spec.compute_domains is not None else None}
     for loc, value in values.items():
         if value is not None and _credentials(value, loc[-1] == "registry"):
             yield ctx.finding("GC354", loc, f"{_masked(value)} carries credentials (the part before '@'); gpuconf "
