@@ -402,3 +402,11 @@ def test_credentials_in_the_dra_chart_repository_are_refused_masked(run, tmp_pat
     assert result.exit_code == 1
     assert "error GC354 spec.computeDomains.chartRepository" in result.stdout
     assert "user:secret" not in result.stdout and "oci://***@registry.corp.example/charts" in result.stdout
+
+
+def test_a_10k_character_rack_label_is_cut_in_its_finding(run, tmp_path):
+    path = _variant(tmp_path, ("rackLabel: example.com/rack", "rackLabel: " + "x" * 10000))
+    result = run("validate", str(path))
+    assert result.exit_code == 1
+    (line,) = [t for t in result.stdout.splitlines() if "GC474" in t]
+    assert f"rackLabel: '{'x' * 57}...' is not a label key" in line and len(line) < 400

@@ -14,7 +14,7 @@ from ... import dra, plan
 from ...findings import WARNING, Finding
 from ...hazards import version_key
 from .base import Context, pool_loc, rule
-from .syntax import qualified_name_problem
+from .syntax import qualified_name_problem, shown_text
 
 #: The oldest driver the ComputeDomain kubelet plugin starts on with its default gates (DRV-docs prerequisites.md).
 MIN_DRIVER = "570.158.01"
@@ -104,7 +104,7 @@ def nvlink_racks(ctx: Context) -> Iterator[Finding]:
         if link.rack_label is not None:
             problem = qualified_name_problem(link.rack_label)
             if problem:
-                yield ctx.finding("GC474", pool_loc(i, "nvlink", "rackLabel"), f"{link.rack_label!r} is not a label "
+                yield ctx.finding("GC474", pool_loc(i, "nvlink", "rackLabel"), f"{shown_text(link.rack_label)} is not a label "
                                   f"key: {problem}", "name the node label that holds the rack, e.g. example.com/rack")
         if pool.nodes % link.trays_per_rack:
             racks, rest = divmod(pool.nodes, link.trays_per_rack)
