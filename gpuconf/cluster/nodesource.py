@@ -244,19 +244,25 @@ def _skimmed_nodes(texts: Iterator[bytes], path: str) -> Iterator[dict]:
     index = 0
     try:
         for text in texts:
-            try:
-                item = json.loads(text)
-            except RecursionError:
-                raise reader._error(f"JSON nested too deeply to be a {reader.ITEM}") from None
-            except ValueError as exc:
-                raise NodeSourceError(f"{path}: item {index} is not JSON ({_one_line(str(exc))[:200]})") from None
-            if not isinstance(item, dict) or item.get("kind", reader.ITEM) != reader.ITEM:
-                raise reader._not_item(item, index)
-            reader._check(item, index)
-            yield item
+            yield decode_node(reader, text, index)
             index += 1
     except ValueError as exc:  # the layout broke off
         raise NodeSourceError(f"{path}: {exc}; expected the output of `kubectl get nodes -o json`") from None
+
+
+def decode_node(reader: NodeListReader, text: bytes, index: int) -> dict:
+    """One node's JSON text (cut out of a list in kubectl's layout) decoded and checked as NodeListReader checks
+    the nodes it reads."""
+    try:
+        item = json.loads(text)
+    except RecursionError:
+        raise reader._error(f"JSON nested too deeply to be a {reader.ITEM}") from None
+    except ValueError as exc:
+        raise NodeSourceError(f"{reader.source}: item {index} is not JSON ({_one_line(str(exc))[:200]})") from None
+    if not isinstance(item, dict) or item.get("kind", reader.ITEM) != reader.ITEM:
+        raise reader._not_item(item, index)
+    reader._check(item, index)
+    return item
 
 
 _STRING_OR_NULL = (str, type(None))
