@@ -173,6 +173,9 @@ class Auditor:
             else:
                 key = min(pool.node_labels)  # any one of a pool's labels narrows the candidates
                 self._label_index.setdefault(key, {}).setdefault(pool.node_labels[key], []).append(pool)
+        from .auditmemo import Memo
+
+        self.memo = Memo(self)
 
     # -- matching -----------------------------------------------------------------------------------------------
 
@@ -226,18 +229,25 @@ class Auditor:
 
     # -- one node -----------------------------------------------------------------------------------------------
 
-    def add(self, raw: Mapping[str, Any]) -> None:
-        """Audit one Node object."""
-        node = N.facts(raw)
+    def add(self, raw: Any) -> None:
+        """Audit one Node object, or one node of a mapped NodeList (cluster.nodescan); a node the audit cannot tell
+        from one it judged but by its name gets that node's verdict (cluster.auditmemo)."""
+        self.memo.add(raw)
+
+    def place(self, node: N.NodeFacts) -> tuple[str | None, list[_Pool]]:
+        """The node's GPU model and the pools that take it."""
+        model = N.node_model(node.labels, self.declared_models)
+        if model is None and self.slices is not None:  # no GFD on the DRA stack: the published productName tells
+            model = self._published_model(node.name)
+        return model, self._match(node, model)
+
+    def judge(self, node: N.NodeFacts, model: str | None, matched: list[_Pool]) -> None:
+        """Audit one node, placed."""
         result = self.result
         result.nodes_seen += 1
         gpu = node.gpu
         if gpu:
             result.gpu_nodes += 1
-        model = N.node_model(node.labels, self.declared_models)
-        if model is None and self.slices is not None:  # no GFD on the DRA stack: the published productName tells
-            model = self._published_model(node.name)
-        matched = self._match(node, model)
         if not matched:
             if gpu:
                 result.findings.append(self._unmatched(node, model))
@@ -747,6 +757,7 @@ class Auditor:
     def finish(self) -> AuditResult:
         """Pool-level checks (node counts, driver skew), then the findings in a stable order."""
         result = self.result
+        self.memo.settle()
         operands = self.operands() if callable(self.operands) else self.operands
         for pool in self.pools:
             report = pool.report
@@ -828,8 +839,11 @@ def audit(plan: P.Plan, nodes: Iterable[Mapping[str, Any]], source: str,
     ResourceSlices publish per node; with the operator's pods, a diagnosis of each node that lost GPUs; with NVLink
     pools, the ComputeDomain driver's devices per node)."""
     auditor = Auditor(plan, source, max_unavailable, slices, operands, fabric_slices)
-    for node in nodes:
-        auditor.add(node)
+    if hasattr(nodes, "parts"):  # a mapped list (cluster.nodescan): alike nodes in bulk
+        auditor.memo.add_mapped(nodes)
+    else:
+        for node in nodes:
+            auditor.add(node)
     return auditor.finish()
 
 

@@ -47,14 +47,20 @@ def check(inputs: AuditInputs) -> None:
 
 def run(inputs: AuditInputs) -> Outcome:
     """Read, audit, report. Exit 0 without errors, 1 with drift, 2 when an input cannot be read."""
+    check(inputs)
+    if inputs.nodes_file is not None:
+        # First: a large node list's second part is read by a process of its own from here on (cluster/nodescan.py),
+        # while this one loads the intent.
+        from .nodescan import read_nodes
+
+        nodes: Any = read_nodes(inputs.nodes_file)
     from .audit import audit_path
     from .auditresult import format_json, format_markdown, format_text
     from ..findings import format_text as findings_text
-    from .nodesource import NodeSourceError, read_cluster_nodes, read_nodes_file
+    from .nodesource import NodeSourceError, read_cluster_nodes
     from . import operandsource as S
     from ..parallel import beside
 
-    check(inputs)
     # The pod files are read in a process of their own from the start: beside the intent's validation and the
     # nodes' audit, each on a core (the pods of a 5,000-node cluster are some 400 MB of JSON).
     pod_files = beside(S.read_pod_files, inputs.pods_file, inputs.events_file) \
@@ -93,7 +99,6 @@ def run(inputs: AuditInputs) -> Outcome:
         return found
 
     if inputs.nodes_file is not None:
-        nodes: Any = read_nodes_file(inputs.nodes_file, images=False)
         source = "<stdin>" if inputs.nodes_file == "-" else inputs.nodes_file
     elif inputs.kubeconfig is not None:
         nodes = read_cluster_nodes(inputs.kubeconfig, inputs.context, timeout=inputs.timeout)
@@ -123,8 +128,9 @@ def run(inputs: AuditInputs) -> Outcome:
             validation, result = audit_path(inputs.intent, nodes, source, inputs.max_unavailable, slices,
                                             inputs.cluster, operands)
         finally:
-            for reader in (*live, *([pod_files] if pod_files is not None else [])):
-                reader.close()
+            for reader in (*live, *([pod_files] if pod_files is not None else []), nodes):
+                if hasattr(reader, "close"):
+                    reader.close()
             # Each reader says its notes once; two readers of one cluster say the same ones (TLS verification off).
             stderr += [f"gpuconf: {note}" for note in dict.fromkeys((*notes, *getattr(nodes, "notes", ()),
                                                                       *(n for r in live for n in getattr(r, "notes", ()))))]
