@@ -179,7 +179,8 @@ def test_a_list_that_breaks_off_is_the_same_error_split_or_not(tmp_path, monkeyp
             audit(plan, mapped, str(path))
         finally:
             mapped.close()
-    assert str(caught.value) == f"{path}: {message.format(last=last)}; expected the output of `kubectl get nodes -o json`"
+    expected = f"{path}: {message.format(last=last)}; expected the output of `kubectl get nodes -o json`"
+    assert str(caught.value) == expected
 
 
 def test_a_node_the_checks_refuse_is_refused_as_the_generic_reader_refuses_it(tmp_path):
@@ -213,7 +214,8 @@ def test_a_pool_that_selects_by_hostname_label_judges_each_node(tmp_path):
     first = next(n for n in nodes if n["metadata"]["labels"].get("eks.amazonaws.com/nodegroup") == "infer")
     selector = "          eks.amazonaws.com/nodegroup: infer\n"
     assert text.count(selector) == 1
-    plan = NL.plan_of(text.replace(selector, f"{selector}          kubernetes.io/hostname: {first['metadata']['name']}\n"))
+    by_name = f"{selector}          kubernetes.io/hostname: {first['metadata']['name']}\n"
+    plan = NL.plan_of(text.replace(selector, by_name))
     path = _write(tmp_path, nodes)
     assert Auditor(plan, str(path)).memo.on is False
     report = _mapped(plan, path)

@@ -115,10 +115,10 @@ class LayoutError(ValueError):
         self.index, self.reason = index, reason
 
 
-def node_key(m: Any, s: int, limit: int, hint: list | None = None) -> tuple[str, tuple, int, tuple[int, int] | None] | tuple[None, int]:
-    """The node whose text starts at s (its open line): (name, key, end, images span), or (None, end) when it does
-    not fit the searches (decode it); end is where its text ends (after its close). ValueError when no node ends
-    before limit. hint: [where the hostname label was in the last node's labels], tried first."""
+def node_key(m: Any, s: int, limit: int, hint: list | None = None) -> tuple:
+    """The node whose text starts at s (its open line): (name, key, end, images span or None), or (None, end) when
+    it does not fit the searches (decode it); end is where its text ends (after its close). ValueError when no node
+    ends before limit. hint: [where the hostname label was in the last node's labels], tried first."""
     find = m.find
     # metadata.name (every node has one: at sixteen spaces only metadata has a "name"), spec and status.
     la = find(LABELS, s, limit)
@@ -193,20 +193,11 @@ def _after_images(m: Any, img: int, limit: int) -> int:
 
 def _end(m: Any, s: int, limit: int) -> int:
     """Where the node at s ends: the close at eight spaces after its status.nodeInfo."""
-    x = find_indented(m, b'"nodeInfo":', I16, s, limit)
+    x = skim._key(m, b'"nodeInfo":', I16, s, limit)
     end = m.find(CLOSE, x, limit) if x >= 0 else -1
     if end < 0:
         raise ValueError("does not end (no status.nodeInfo, or cut short)")
     return end + len(CLOSE)
-
-
-def find_indented(m: Any, needle: bytes, indent: bytes, start: int, stop: int) -> int:
-    """The position of needle at exactly indent in m[start:stop], or -1."""
-    width = len(indent)
-    at = m.find(needle, start, stop)
-    while at >= 0 and m[at - width:at] != indent:
-        at = m.find(needle, at + 1, stop)
-    return at
 
 
 def scan(m: Any, start: int, stop: int) -> Iterator[tuple]:
@@ -328,9 +319,9 @@ class MappedNodes:
 
 
 def _part(m: Any, start: int, stop: int) -> tuple:
-    """The nodes from start to stop (in the forked process, or this one) as (names, key numbers (-1: decode it), the keys, where
-    each node is (start, end, images start, images end; -1: no images cut), the layout's error (local index, reason)
-    or None)."""
+    """The nodes from start to stop (in the forked process, or this one): their names, key numbers (-1: decode the
+    node), the keys, where each node is (start, end, images start, images end; -1: no images cut), and the layout's
+    error (local index, reason) or None."""
     from array import array
 
     names: list[str] = []
