@@ -6,9 +6,13 @@ list that breaks off."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import nodelists as NL
 from gpuconf import parallel
@@ -234,3 +238,57 @@ def test_no_node_text_is_read_past_16_mib(tmp_path):
         _mapped(plan, path)
     assert str(caught.value) == (f"{path}: item 1 does not end within 16 MiB (a Node is far smaller); expected the "
                                  "output of `kubectl get nodes -o json`")
+
+
+# --- a damaged list ----------------------------------------------------------------------------------------------
+
+_DAMAGED = settings(max_examples=int(os.environ.get("GPUCONF_FUZZ_EXAMPLES", "60")), deadline=None,
+                    derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                             HealthCheck.too_slow])
+
+
+@functools.cache
+def _small_list() -> tuple[object, list[bytes]]:
+    plan = NL.load_plan("heterogeneous")
+    nodes = NL.drifted_nodes("heterogeneous", plan)[:5]
+    return plan, NL.dumps(NL.nodelist(nodes)).encode().split(b"\n")
+
+
+_EDITS = st.lists(st.tuples(st.sampled_from(["drop", "twice", "junk", "cut", "swap"]), st.integers(0, 10_000),
+                            st.binary(max_size=12)), min_size=1, max_size=4)
+
+
+@_DAMAGED
+@given(edits=_EDITS)
+def test_a_damaged_list_in_kubectls_layout_is_read_or_refused_never_a_crash(tmp_path_factory, edits):
+    """Lines dropped, doubled, swapped or cut and bytes thrown in (the head kept, so that the mapped reader takes
+    it): the audit reports or refuses the list with a NodeSourceError, and when both readers accept a list they
+    report the same."""
+    plan, lines = _small_list()
+    lines = list(lines)
+    for what, at, junk in edits:
+        if len(lines) <= 4:
+            break
+        i = 3 + at % (len(lines) - 3)  # the head (three lines) stays
+        if what == "drop":
+            del lines[i]
+        elif what == "twice":
+            lines.insert(i, lines[i])
+        elif what == "junk":
+            lines[i] = lines[i][:len(junk)] + junk + lines[i][len(junk):]
+        elif what == "cut":
+            lines = lines[:i]
+        elif i + 1 < len(lines):
+            lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    path = tmp_path_factory.mktemp("damaged") / "nodes.json"
+    path.write_bytes(b"\n".join(lines))
+    try:
+        mapped = _mapped(plan, path)
+    except NodeSourceError:
+        mapped = None
+    try:
+        generic = _each_judged(plan, path)
+    except NodeSourceError:
+        generic = None
+    if mapped is not None and generic is not None:
+        assert mapped == generic

@@ -15,11 +15,12 @@ cut by byte searches into the parts the audit reads (cluster/nodefacts.py NodeFa
 Those parts are the node's *key*: two nodes with one key are the same to the audit but for their names, and the
 audit judges a key once (cluster/auditmemo.py). A node whose key was not seen before is decoded (without its images)
 and checked exactly as the generic reader checks each node; what a later node of that key is not decoded for is text
-the audit never reads (its annotations, addresses, images, ids and times). The searches rely on what the API server
-writes for every Node: metadata.name, spec, status and status.nodeInfo (structs it never leaves out), in that order.
-A node that does not fit them (no labels, managed fields between its labels and its name, an escape in its name, no
-conditions) is decoded whole; no node text is read past 16 MiB, the generic reader's bound on one value. Standard
-input, a FIFO and any other layout go to the generic streaming reader (cluster/nodesource.py).
+the audit never reads (its annotations, addresses, images, ids and times). A search that ran on into the next node
+(whose first keys then lie before what it found) sends the node to be decoded; the end of a node is found after its
+status.nodeInfo, which the API server writes for every Node (a struct it never leaves out). A node that does not
+fit the searches (no labels, managed fields between its labels and its name, an escape in its name, no conditions)
+is decoded whole; no node text is read past 16 MiB, the generic reader's bound on one value. Standard input, a FIFO
+and any other layout go to the generic streaming reader (cluster/nodesource.py).
 
 A file of SPLIT bytes or more is cut in two at a node boundary: a forked process (gpuconf/parallel.py beside) reads
 the larger part from the moment the command starts, while this one loads and validates the intent and then reads the
@@ -120,15 +121,14 @@ def node_key(m: Any, s: int, limit: int, hint: list | None = None) -> tuple:
     it does not fit the searches (decode it); end is where its text ends (after its close). ValueError when no node
     ends before limit. hint: [where the hostname label was in the last node's labels], tried first."""
     find = m.find
-    # metadata.name (every node has one: at sixteen spaces only metadata has a "name"), spec and status.
+    # metadata.labels, and the name right after them (no "}" in a label: the first one closes them); then spec and
+    # status. A node without them, or with another key between, is decoded, and found to end after its nodeInfo.
     la = find(LABELS, s, limit)
-    n = find(b"}", la, limit) + 2 if la >= 0 else -1  # no "}" in a label: the labels' close, then the name
-    if n < 0 or m[n - len(LABELS_CLOSE):n + len(NAME_LINE)] != LABELS_CLOSE + NAME_LINE \
-            or find(ITEM_KEYS, s + len(ITEM), la) >= 0:  # none of its own (those found are the next node's)
-        la, n = -1, find(NAME, s, limit)
+    n = find(b"}", la, limit) + 2 if la >= 0 else -1
     sp = find(SPEC, n, limit) if n >= 0 else -1
     st = find(STATUS, sp, limit) if sp >= 0 else -1
-    if st < 0:
+    if st < 0 or m[n - len(LABELS_CLOSE):n + len(NAME_LINE)] != LABELS_CLOSE + NAME_LINE \
+            or find(ITEM_KEYS, s + len(ITEM), la) >= 0 or find(ITEM_KEYS, n, st) >= 0:  # the next node's
         return None, _end(m, s, limit)
     # status.allocatable, capacity and conditions, each after the one before (searched no further than the item
     # that would follow: a node without them is decoded); then status.images and nodeInfo, which follows them.
@@ -157,7 +157,7 @@ def node_key(m: Any, s: int, limit: int, hint: list | None = None) -> tuple:
     v = n + len(NAME_LINE)
     ne = find(b'"', v, v + 254)
     name = m[v:ne]
-    if la < 0 or ne < 0 or n - la > MOST_LABELS or not _PLAIN_NAME.fullmatch(name):
+    if ne < 0 or n - la > MOST_LABELS or not _PLAIN_NAME.fullmatch(name):
         return None, end
     le = n - len(LABELS_CLOSE)
     line = HOSTNAME_LINE + name + b'"'
