@@ -103,6 +103,7 @@ class Memo:
                 verdict = verdicts[kid] if kid >= 0 else None
                 if verdict is None:
                     self.add(part.node(i))
+                    mapped.release(part.spans[4 * i + 1])
                     if kid >= 0 and self.on and not self.hostnames:
                         verdicts[kid] = self.last
                 elif verdict.simple:  # placed, healthy, nothing but its kernel to keep

@@ -75,7 +75,7 @@ MOST_NODE = 16 << 20
 #: Files this large (and larger) are read by two processes where there are two cores.
 SPLIT = 64 << 20
 #: Bytes read before they are let go of (madvise): the file's pages count in the process's memory while mapped.
-RELEASE = 32 << 20
+RELEASE = 8 << 20
 #: The forked process's share of a split file, in percent: it starts before the audit has validated its intent.
 SECOND = 55
 _PLAIN_NAME = re.compile(rb"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
@@ -266,6 +266,7 @@ class MappedNodes:
         self.start, size = len(skim.HEAD), len(m)
         self.tail = m.rfind(LIST_END, max(self.start - 1, size - (1 << 16)))
         self.stop = self.tail if self.tail >= 0 else size
+        self.released = 0
         self.other: Any = None
         if self.stop - self.start >= SPLIT and parallel.can_fork() and parallel.cores() >= 2:
             # The forked process starts while this one is still validating the intent: it takes the larger part.
@@ -301,6 +302,13 @@ class MappedNodes:
         for part in self.parts():
             for i in range(len(part.names)):
                 yield part.node(i)
+
+    def release(self, upto: int) -> None:
+        """Let go of the file's pages before upto (those of the nodes decoded so far), as the scan does."""
+        if upto - self.released > RELEASE:
+            done = upto - upto % mmap.PAGESIZE
+            self.map.madvise(mmap.MADV_DONTNEED, self.released, done - self.released)
+            self.released = done
 
     def close(self) -> None:
         """End the forked process (when the audit stopped before its part) and unmap the file."""
