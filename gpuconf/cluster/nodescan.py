@@ -93,7 +93,7 @@ class Scanned:
     start: int
     end: int
     cut: tuple[int, int] | None
-    source: Any  # the ScannedFile
+    source: Any  # the MappedNodes it is read from
 
     def text(self) -> bytes:
         """The node's JSON text without status.images."""
